@@ -1,0 +1,268 @@
+// tern-run: generate text from a prompt, score a file in bits per byte, or dump logits for given ids.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "npy.h"
+#include "tern/tern.hpp"
+
+namespace {
+
+const char* kUsage = R"(usage: tern-run MODEL.tern [options]
+
+Runs a converted model on the CPU. One or more of:
+  --prompt TEXT         generate text after TEXT (byte-level models)
+  --score FILE          bits per byte of FILE, in windows of the model's context
+  --ids FILE            run the token ids in FILE (a JSON array) ...
+  --logits-out FILE     ... and write their logits as a float32 .npy array [n, vocab]
+  --plan N[,N...]       print the planner's memory numbers for calls of N tokens
+
+Generation:
+  -n, --tokens N        tokens to generate (default 200)
+  --temperature T       0 for greedy decoding (default 0.7)
+  --top-k K             sample among the K most likely tokens, 0 for all (default 40)
+  --seed S              random seed; the same seed gives the same text (default 1)
+Scoring and logits:
+  --stride S            score window stride in tokens (default: half the window)
+  --segment N           feed --ids through the streaming state N tokens at a time
+Session:
+  --threads N           CPU threads (default: all hardware threads)
+  --max-tokens N        tokens the session holds (default: the model's context)
+  --backend B           cpu | auto | vulkan (default cpu)
+  -h, --help            this text
+)";
+
+struct Options {
+  std::string model_path, prompt, score_path, ids_path, logits_path, plan;
+  bool has_prompt = false;
+  int64_t tokens = 200, top_k = 40, seed = 1, stride = 0, segment = 0, threads = 0, max_tokens = 0;
+  double temperature = 0.7;
+  tern_backend backend = TERN_BACKEND_CPU;
+};
+
+int fail(const std::string& message, int code = 1) {
+  std::fprintf(stderr, "tern-run: error: %s\n", message.c_str());
+  return code;
+}
+
+int32_t sample(const float* logits, int64_t vocab, double temperature, int64_t top_k, std::mt19937_64& rng) {
+  if (temperature <= 0.0) return int32_t(std::max_element(logits, logits + vocab) - logits);
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) order[i] = int32_t(i);
+  int64_t k = (top_k > 0 && top_k < vocab) ? top_k : vocab;
+  // Ties broken by id so that a seed always gives the same text.
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::vector<double> p(static_cast<size_t>(k));
+  double mx = logits[order[0]], sum = 0;
+  for (int64_t i = 0; i < k; ++i) sum += (p[i] = std::exp((logits[order[i]] - mx) / temperature));
+  double r = std::uniform_real_distribution<double>(0.0, sum)(rng);
+  for (int64_t i = 0; i < k; ++i) {
+    if ((r -= p[i]) <= 0) return order[i];
+  }
+  return order[k - 1];
+}
+
+// Prints a byte, escaping what would garble a terminal.
+void print_byte(int32_t id) {
+  if (id >= 256) return;
+  unsigned char c = static_cast<unsigned char>(id);
+  if (c == '\n' || c == '\t' || (c >= 32 && c != 127)) std::fputc(c, stdout);
+  else std::printf("\\x%02x", c);
+}
+
+int generate(tern::SessionHandle& session, const Options& opt, int64_t context) {
+  const int64_t vocab = session.vocab_size();
+  std::vector<int32_t> ids(opt.prompt.begin(), opt.prompt.end());
+  for (auto& id : ids) id = int32_t(static_cast<unsigned char>(id));
+  if (ids.empty()) ids.push_back('\n');
+  if (int64_t(ids.size()) > context) ids.erase(ids.begin(), ids.end() - context);
+  std::vector<float> logits(ids.size() * size_t(vocab));
+  std::mt19937_64 rng(static_cast<uint64_t>(opt.seed));
+
+  std::printf("%s", opt.prompt.c_str());
+  std::fflush(stdout);
+  tern::cli::Timer prompt_timer;
+  if (auto err = session.forward(ids, &logits)) return fail(err.message);
+  double prompt_s = prompt_timer.seconds();
+  std::vector<float> last(logits.end() - vocab, logits.end());
+  tern::cli::Timer gen_timer;
+  int64_t refeeds = 0;
+  for (int64_t t = 0; t < opt.tokens; ++t) {
+    int32_t next = sample(last.data(), vocab, opt.temperature, opt.top_k, rng);
+    print_byte(next);
+    std::fflush(stdout);
+    ids.push_back(next);
+    if (session.position() >= context) {
+      // Context full: restart from the most recent half so generation can go on.
+      std::vector<int32_t> tail(ids.end() - context / 2, ids.end());
+      std::vector<float> tail_logits;
+      if (auto err = session.forward(tail, &tail_logits)) return fail(err.message);
+      std::copy(tail_logits.end() - vocab, tail_logits.end(), last.begin());
+      ++refeeds;
+      continue;
+    }
+    if (auto err = session.append(&next, 1, last.data())) return fail(err.message);
+  }
+  double gen_s = gen_timer.seconds();
+  std::printf("\n\n");
+  std::printf("prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", opt.prompt.size(), prompt_s,
+              double(std::max<size_t>(opt.prompt.size(), 1)) / prompt_s);
+  std::printf("generated: %lld tokens in %.3f s (%.1f tokens/s%s)\n", static_cast<long long>(opt.tokens), gen_s,
+              double(opt.tokens) / gen_s, refeeds ? ", with context refills" : "");
+  return 0;
+}
+
+int score(tern::SessionHandle& session, const Options& opt, int64_t context) {
+  std::string text, error;
+  if (!tern::cli::read_file(opt.score_path, &text, &error)) return fail(error);
+  if (text.size() < 2) return fail(opt.score_path + ": need at least 2 bytes to score");
+  const int64_t n = int64_t(text.size()), vocab = session.vocab_size();
+  const int64_t window = std::min(context, n);
+  const int64_t stride = opt.stride > 0 ? std::min(opt.stride, window) : std::max<int64_t>(1, window / 2);
+  std::vector<int32_t> ids(static_cast<size_t>(window));
+  std::vector<float> logits;
+  double nll = 0;       // nats
+  int64_t scored_to = 1;  // next byte index to predict; byte 0 has no context
+  tern::cli::Timer timer;
+  int64_t last_report = 0;
+  for (int64_t start = 0; scored_to < n; start += stride) {
+    start = std::min(start, n - window);
+    for (int64_t i = 0; i < window; ++i) ids[i] = int32_t(static_cast<unsigned char>(text[start + i]));
+    if (auto err = session.forward(ids, &logits)) return fail(err.message);
+    for (int64_t i = scored_to - start - 1; i + 1 < window; ++i) {  // logits row i predicts byte start+i+1
+      const float* row = logits.data() + i * vocab;
+      float mx = *std::max_element(row, row + vocab);
+      double sum = 0;
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(row[v]) - mx);
+      nll += (std::log(sum) + mx) - row[ids[i + 1]];
+    }
+    scored_to = start + window;
+    if (timer.seconds() - double(last_report) >= 5.0) {
+      last_report = int64_t(timer.seconds());
+      std::fprintf(stderr, "scoring: %lld / %lld bytes\n", static_cast<long long>(scored_to), static_cast<long long>(n));
+    }
+  }
+  double secs = timer.seconds();
+  double bpb = nll / std::log(2.0) / double(n - 1);
+  std::printf("score: %s, %lld bytes, window %lld, stride %lld: %.4f bits per byte (%.0f bytes/s)\n",
+              opt.score_path.c_str(), static_cast<long long>(n), static_cast<long long>(window),
+              static_cast<long long>(stride), bpb, double(n - 1) / secs);
+  return 0;
+}
+
+int run_ids(tern::SessionHandle& session, const Options& opt) {
+  std::vector<int32_t> ids;
+  std::string error;
+  if (!tern::cli::read_ids_json(opt.ids_path, &ids, &error)) return fail(error);
+  if (ids.empty()) return fail(opt.ids_path + ": no token ids");
+  const int64_t vocab = session.vocab_size(), n = int64_t(ids.size());
+  std::vector<float> logits(static_cast<size_t>(n * vocab));
+  tern::cli::Timer timer;
+  if (opt.segment > 0) {
+    if (auto err = session.reset()) return fail(err.message);
+    for (int64_t s = 0; s < n; s += opt.segment) {
+      int64_t len = std::min(opt.segment, n - s);
+      if (auto err = session.append(ids.data() + s, len, logits.data() + s * vocab)) return fail(err.message);
+    }
+  } else if (auto err = session.forward(ids, &logits)) {
+    return fail(err.message);
+  }
+  double secs = timer.seconds();
+  std::printf("ran %lld ids in %.3f s (%.1f tokens/s)\n", static_cast<long long>(n), secs, double(n) / secs);
+  if (!opt.logits_path.empty()) {
+    if (!tern::npy::write_f32(opt.logits_path, logits.data(), {n, vocab}, &error)) return fail(error);
+    std::printf("logits [%lld, %lld] written to %s\n", static_cast<long long>(n), static_cast<long long>(vocab),
+                opt.logits_path.c_str());
+  }
+  return 0;
+}
+
+int print_plan(tern::SessionHandle& session, const std::string& list) {
+  std::printf("%10s %14s %14s %14s %14s %16s\n", "n", "weights", "packed", "arena", "state", "dense n x n");
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long long n = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 1) return fail("--plan: '" + item + "' is not a positive integer", 2);
+    tern_memory_plan p = session.plan(n);
+    std::printf("%10lld %14llu %14llu %14llu %14llu %16llu\n", n, static_cast<unsigned long long>(p.weight_bytes),
+                static_cast<unsigned long long>(p.packed_weight_bytes), static_cast<unsigned long long>(p.arena_bytes),
+                static_cast<unsigned long long>(p.state_bytes), static_cast<unsigned long long>(p.dense_attention_bytes));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tern::cli::Args args(argc, argv,
+                       {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
+                        "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--backend"},
+                       {"-h", "--help"});
+  if (args.has("-h") || args.has("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  Options opt;
+  opt.tokens = args.get_int(args.has("-n") ? "-n" : "--tokens", 200, 0, 1 << 24);
+  opt.temperature = args.get_double("--temperature", 0.7, 0.0, 100.0);
+  opt.top_k = args.get_int("--top-k", 40, 0, 1 << 30);
+  opt.seed = args.get_int("--seed", 1, 0, INT64_MAX);
+  opt.stride = args.get_int("--stride", 0, 1, 1 << 30);
+  opt.segment = args.get_int("--segment", 0, 1, 1 << 30);
+  opt.threads = args.get_int("--threads", 0, 1, 1024);
+  opt.max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
+  if (!args.ok()) return fail(args.error() + "\n" + kUsage, 2);
+  if (args.positional().size() != 1) return fail(std::string("expected one model file\n") + kUsage, 2);
+  opt.model_path = args.positional()[0];
+  opt.has_prompt = args.has("--prompt");
+  opt.prompt = args.get("--prompt");
+  opt.score_path = args.get("--score");
+  opt.ids_path = args.get("--ids");
+  opt.logits_path = args.get("--logits-out");
+  opt.plan = args.get("--plan");
+  std::string backend = args.get("--backend", "cpu");
+  if (backend == "cpu") opt.backend = TERN_BACKEND_CPU;
+  else if (backend == "auto") opt.backend = TERN_BACKEND_AUTO;
+  else if (backend == "vulkan") opt.backend = TERN_BACKEND_VULKAN;
+  else return fail("--backend must be cpu, auto or vulkan, got '" + backend + "'", 2);
+  if (!opt.logits_path.empty() && opt.ids_path.empty()) return fail("--logits-out needs --ids", 2);
+  if (!opt.has_prompt && opt.score_path.empty() && opt.ids_path.empty() && opt.plan.empty()) {
+    return fail(std::string("nothing to do: give --prompt, --score, --ids or --plan\n") + kUsage, 2);
+  }
+
+  tern::cli::Timer load_timer;
+  tern::Error err;
+  tern::ModelHandle model = tern::ModelHandle::load(opt.model_path, &err);
+  if (err) return fail(err.message);
+  tern_model_info info = model.info();
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = opt.backend;
+  so.threads = int(opt.threads);
+  so.max_tokens = opt.max_tokens;
+  tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
+  if (err) return fail(err.message);
+  const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
+  std::fprintf(stderr, "model: %s (%s), context %lld, loaded in %.3f s\n", opt.model_path.c_str(), info.description,
+               static_cast<long long>(context), load_timer.seconds());
+  if (opt.has_prompt && !info.vocab_is_bytes) return fail("--prompt needs a byte-level model; use --ids");
+  if (!opt.score_path.empty() && !info.vocab_is_bytes) return fail("--score needs a byte-level model");
+
+  int rc = 0;
+  if (!opt.plan.empty()) rc = print_plan(session, opt.plan);
+  if (rc == 0 && opt.has_prompt) rc = generate(session, opt, context);
+  if (rc == 0 && !opt.score_path.empty()) rc = score(session, opt, context);
+  if (rc == 0 && !opt.ids_path.empty()) rc = run_ids(session, opt);
+  std::printf("peak memory: %s\n", tern::cli::format_bytes(tern::cli::peak_rss_bytes()).c_str());
+  return rc;
+}

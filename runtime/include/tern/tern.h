@@ -1,0 +1,93 @@
+/* libtern C API. Opaque handles, status codes, nothing throws or aborts.
+ *
+ * Thread safety: a tern_model is read-only after load and may be shared by
+ * sessions on any threads. A tern_session is used by one thread at a time. */
+#ifndef TERN_TERN_H
+#define TERN_TERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tern_model tern_model;
+typedef struct tern_session tern_session;
+
+typedef enum {
+  TERN_OK = 0,
+  TERN_INVALID_ARGUMENT = 1,
+  TERN_INVALID_MODEL = 2,
+  TERN_UNSUPPORTED = 3,
+  TERN_OUT_OF_MEMORY = 4,
+  TERN_DEVICE_ERROR = 5,
+  TERN_IO_ERROR = 6
+} tern_status;
+
+typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;
+
+typedef struct {
+  tern_backend backend; /* TERN_BACKEND_CPU by default */
+  int threads;          /* 0: one per hardware thread */
+  int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context */
+  int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens */
+} tern_session_options;
+
+/* What a session needs, from the planner, before any run. */
+typedef struct {
+  int64_t n_tokens;              /* the n this plan is for */
+  uint64_t weight_bytes;         /* constants in the model file (mapped, not copied) */
+  uint64_t packed_weight_bytes;  /* backend copies of weights (e.g. XNNPACK packing) */
+  uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
+  uint64_t state_bytes;          /* streaming state: KV caches, memories */
+  uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take */
+} tern_memory_plan;
+
+typedef struct {
+  const char* architecture;
+  const char* description;
+  int64_t vocab_size;
+  int vocab_is_bytes;
+  int64_t max_context; /* 0: unbounded */
+  int64_t n_ops;
+  int64_t n_tensors;
+  uint32_t format_version;
+} tern_model_info;
+
+void tern_session_options_init(tern_session_options* options);
+
+const char* tern_status_string(tern_status status);
+/* Message of the last failed call on this thread (model load, session create). */
+const char* tern_last_error(void);
+
+tern_status tern_model_load(const char* path, tern_model** out);
+/* Loads from memory the caller keeps alive and unchanged until tern_model_free. */
+tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
+tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
+void tern_model_free(tern_model* model);
+
+tern_status tern_session_create(const tern_model* model, const tern_session_options* options,
+                                tern_session** out);
+void tern_session_free(tern_session* session);
+
+/* Planner numbers for a call of n tokens, without running. */
+tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out);
+
+/* Resets the state, then runs ids[0..n) as one sequence. logits: [n, vocab]. */
+tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+/* Continues the sequence held in the state. logits: [n, vocab], may be NULL. */
+tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+/* Forgets every token seen. */
+tern_status tern_session_reset(tern_session* session);
+/* Tokens held in the state now. */
+int64_t tern_session_position(const tern_session* session);
+int64_t tern_session_vocab_size(const tern_session* session);
+/* Message of the last failed call on this session. */
+const char* tern_session_last_error(const tern_session* session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_TERN_H */

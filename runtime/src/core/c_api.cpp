@@ -1,0 +1,149 @@
+// The C API: a thin shell over Model and Session that turns Status into codes and messages.
+#include <new>
+#include <string>
+
+#include "core/model.h"
+#include "core/session.h"
+#include "tern/tern.h"
+
+struct tern_model {
+  std::unique_ptr<tern::Model> model;
+};
+
+struct tern_session {
+  std::unique_ptr<tern::Session> session;
+  std::string last_error;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+tern_status fail(const tern::Status& st) {
+  g_last_error = st.message();
+  return st.code();
+}
+
+tern_status record(tern_session* s, const tern::Status& st) {
+  if (!st.ok()) s->last_error = st.message();
+  return st.code();
+}
+
+}  // namespace
+
+extern "C" {
+
+void tern_session_options_init(tern_session_options* options) {
+  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0};
+}
+
+const char* tern_status_string(tern_status status) {
+  switch (status) {
+    case TERN_OK: return "ok";
+    case TERN_INVALID_ARGUMENT: return "invalid argument";
+    case TERN_INVALID_MODEL: return "invalid model";
+    case TERN_UNSUPPORTED: return "unsupported";
+    case TERN_OUT_OF_MEMORY: return "out of memory";
+    case TERN_DEVICE_ERROR: return "device error";
+    case TERN_IO_ERROR: return "i/o error";
+  }
+  return "unknown status";
+}
+
+const char* tern_last_error(void) { return g_last_error.c_str(); }
+
+tern_status tern_model_load(const char* path, tern_model** out) {
+  if (!path || !out) return fail(tern::InvalidArgument("tern_model_load: null argument"));
+  *out = nullptr;
+  try {
+    auto model = tern::Model::load_file(path);
+    if (!model.ok()) return fail(model.status());
+    *out = new tern_model{std::move(model).value()};
+    return TERN_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(tern::OutOfMemory("out of memory while loading the model"));
+  }
+}
+
+tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out) {
+  if (!data || !out) return fail(tern::InvalidArgument("tern_model_load_buffer: null argument"));
+  *out = nullptr;
+  try {
+    auto model = tern::Model::load_buffer(data, size);
+    if (!model.ok()) return fail(model.status());
+    *out = new tern_model{std::move(model).value()};
+    return TERN_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(tern::OutOfMemory("out of memory while loading the model"));
+  }
+}
+
+tern_status tern_model_get_info(const tern_model* model, tern_model_info* out) {
+  if (!model || !out) return fail(tern::InvalidArgument("tern_model_get_info: null argument"));
+  const tern::Model& m = *model->model;
+  const auto* meta = m.fb().metadata();
+  out->architecture = meta && meta->architecture() ? meta->architecture()->c_str() : "";
+  out->description = meta && meta->description() ? meta->description()->c_str() : "";
+  out->vocab_size = m.vocab_size();
+  out->vocab_is_bytes = meta && meta->vocab() && meta->vocab()->kind() == tern::fb::VocabKind::BYTES;
+  out->max_context = m.max_context();
+  out->n_ops = int64_t(m.nodes().size());
+  out->n_tensors = int64_t(m.tensors().size());
+  out->format_version = m.fb().format_version();
+  return TERN_OK;
+}
+
+void tern_model_free(tern_model* model) { delete model; }
+
+tern_status tern_session_create(const tern_model* model, const tern_session_options* options, tern_session** out) {
+  if (!model || !out) return fail(tern::InvalidArgument("tern_session_create: null argument"));
+  *out = nullptr;
+  tern_session_options defaults;
+  tern_session_options_init(&defaults);
+  try {
+    auto session = tern::Session::create(*model->model, options ? *options : defaults);
+    if (!session.ok()) return fail(session.status());
+    *out = new tern_session{std::move(session).value(), ""};
+    return TERN_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(tern::OutOfMemory("out of memory while creating the session"));
+  }
+}
+
+void tern_session_free(tern_session* session) { delete session; }
+
+tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out) {
+  if (!session || !out) return fail(tern::InvalidArgument("tern_session_plan: null argument"));
+  if (n_tokens < 1 || n_tokens > (int64_t(1) << 31)) return fail(tern::InvalidArgument("n_tokens out of range"));
+  *out = session->session->plan(n_tokens);
+  return TERN_OK;
+}
+
+tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
+  if (!session) return fail(tern::InvalidArgument("tern_session_forward: null session"));
+  if (!logits) return record(session, tern::InvalidArgument("tern_session_forward: logits is null"));
+  return record(session, session->session->forward(ids, n, logits));
+}
+
+tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
+  if (!session) return fail(tern::InvalidArgument("tern_session_append: null session"));
+  return record(session, session->session->append(ids, n, logits));
+}
+
+tern_status tern_session_reset(tern_session* session) {
+  if (!session) return fail(tern::InvalidArgument("tern_session_reset: null session"));
+  session->session->reset();
+  return TERN_OK;
+}
+
+int64_t tern_session_position(const tern_session* session) { return session ? session->session->position() : 0; }
+
+int64_t tern_session_vocab_size(const tern_session* session) {
+  return session ? session->session->model().vocab_size() : 0;
+}
+
+const char* tern_session_last_error(const tern_session* session) {
+  return session ? session->last_error.c_str() : "null session";
+}
+
+}  // extern "C"

@@ -1,0 +1,31 @@
+// Read-only view of a model's bytes: an mmap of a file, or memory the caller owns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace tern {
+
+class MappedFile {
+ public:
+  static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
+  static std::unique_ptr<MappedFile> borrow(const void* data, size_t size);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile(const uint8_t* data, size_t size, bool owned) : data_(data), size_(size), owned_(owned) {}
+  const uint8_t* data_;
+  size_t size_;
+  bool owned_;  // true: munmap on destruction
+};
+
+}  // namespace tern

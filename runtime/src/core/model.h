@@ -1,0 +1,92 @@
+// A loaded, verified model: nothing in it is used before it has been checked.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "core/status.h"
+#include "tern_generated.h"
+
+namespace tern {
+
+// Shape limits a model must respect; keep them in step with schema/README.md.
+constexpr int kMaxRank = 8;
+constexpr int64_t kMaxDim = int64_t(1) << 32;
+constexpr int64_t kMaxWidth = int64_t(1) << 24;
+
+size_t dtype_size(fb::DType dtype);
+const char* dtype_name(fb::DType dtype);
+
+// A constant tensor inside the mapping.
+struct TensorInfo {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // inside the mapping, aligned to the model's data_alignment
+  uint64_t size = 0;
+  int64_t numel() const;
+  const float* f32() const { return reinterpret_cast<const float*>(data); }
+  std::string shape_string() const;
+};
+
+// A runtime activation: [n_tokens, width].
+struct ValueInfo {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  int64_t width = 0;
+  int producer = -1;  // op index, -1 for the model input
+};
+
+// One op with its references resolved; params stay in the FlatBuffer (fb_op).
+struct Node {
+  int index = 0;
+  fb::OpCode code = fb::OpCode::EMBEDDING;
+  std::string name;
+  std::vector<int> inputs;                  // value indices
+  std::vector<int> outputs;                 // value indices
+  std::vector<const TensorInfo*> weights;   // nullptr where the op's optional weight is absent
+  const fb::Op* fb_op = nullptr;
+  std::string label() const;                // "op 12 (LINEAR 'layers.0.fc1')" for messages
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load_file(const std::string& path);
+  static Result<std::unique_ptr<Model>> load_buffer(const void* data, size_t size);
+
+  const fb::Model& fb() const { return *root_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::vector<ValueInfo>& values() const { return values_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  int input_value() const { return input_; }
+  int output_value() const { return output_; }
+  int64_t vocab_size() const { return vocab_size_; }
+  int64_t max_context() const { return max_context_; }
+  uint64_t weight_bytes() const { return weight_bytes_; }
+  std::string architecture() const;
+  std::string description() const;
+
+ private:
+  Model() = default;
+  static Result<std::unique_ptr<Model>> verify(std::unique_ptr<MappedFile> file);
+  Status check_tensors(const uint8_t* data_base, uint64_t data_size, uint32_t alignment);
+  Status check_values();
+  Status check_ops();
+  Status check_io();
+
+  std::unique_ptr<MappedFile> file_;
+  const fb::Model* root_ = nullptr;
+  std::vector<TensorInfo> tensors_;
+  std::vector<ValueInfo> values_;
+  std::vector<Node> nodes_;
+  int input_ = -1;
+  int output_ = -1;
+  int64_t vocab_size_ = 0;
+  int64_t max_context_ = 0;
+  uint64_t weight_bytes_ = 0;
+};
+
+}  // namespace tern

@@ -1,0 +1,151 @@
+#include "core/session.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace tern {
+namespace {
+
+// Marks ops whose results reach a seed op, walking the graph backwards.
+std::vector<bool> ops_feeding(const Model& model, const std::vector<bool>& seeds) {
+  const auto& nodes = model.nodes();
+  std::vector<bool> needed = seeds;
+  std::vector<bool> value_needed(model.values().size(), false);
+  for (int i = int(nodes.size()) - 1; i >= 0; --i) {
+    bool feeds = needed[i];
+    for (int v : nodes[i].outputs) feeds = feeds || value_needed[v];
+    if (!feeds) continue;
+    needed[i] = true;
+    for (int v : nodes[i].inputs) value_needed[v] = true;
+  }
+  return needed;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::create(const Model& model, const tern_session_options& options) {
+  std::unique_ptr<Session> session(new Session(model));
+  Status st = session->build(options);
+  if (!st.ok()) return st;
+  return session;
+}
+
+Session::~Session() {
+  kernels_.clear();  // XNNPACK operators go before the pool they ran on
+  if (pool_) pthreadpool_destroy(pool_);
+}
+
+Status Session::build(const tern_session_options& options) {
+  if (options.backend == TERN_BACKEND_VULKAN) return Unsupported("the Vulkan backend is not built into this library");
+  if (options.backend != TERN_BACKEND_CPU && options.backend != TERN_BACKEND_AUTO) {
+    return InvalidArgument("unknown backend " + std::to_string(int(options.backend)));
+  }
+  if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
+  if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
+  // cpuinfo under-reports cores on some virtual machines; the OS count is the one to trust.
+  threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  max_tokens_ = options.max_tokens > 0 ? options.max_tokens : model_.max_context();
+  if (max_tokens_ <= 0) return InvalidArgument("the model has no context limit: set max_tokens");
+  if (max_tokens_ > (int64_t(1) << 31)) return InvalidArgument("max_tokens " + std::to_string(max_tokens_) + " is too large");
+  max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, max_tokens_) : max_tokens_;
+
+  pool_ = pthreadpool_create(size_t(threads_));
+  if (!pool_) return OutOfMemory("cannot create a thread pool of " + std::to_string(threads_) + " threads");
+
+  const auto& nodes = model_.nodes();
+  KernelConfig cfg{max_tokens_, max_batch_, threads_, pool_};
+  std::vector<bool> stateful(nodes.size(), false);
+  uint64_t scratch = 0;
+  for (const Node& node : nodes) {
+    auto kernel = find_op(node.code)->make_cpu(node, model_, cfg);
+    if (!kernel.ok()) return kernel.status();
+    stateful[node.index] = kernel.value()->has_state();
+    scratch = std::max(scratch, kernel.value()->scratch_bytes());
+    kernels_.push_back(std::move(kernel).value());
+  }
+  std::vector<bool> output_seed(nodes.size(), false);
+  output_seed[model_.values()[model_.output_value()].producer] = true;
+  for (size_t i = 0; i < nodes.size(); ++i) output_seed[i] = output_seed[i] || stateful[i];
+  run_all_ = ops_feeding(model_, output_seed);
+  run_for_state_ = ops_feeding(model_, stateful);
+
+  arena_plan_ = plan_arena(model_, run_all_, max_batch_);
+  try {
+    arena_.resize(arena_plan_.bytes / sizeof(float) + kArenaAlignment / sizeof(float));
+    scratch_.resize(scratch / sizeof(float));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan_.bytes) + " bytes");
+  }
+  // Align the arena base to 64 bytes; every offset is a multiple of 64.
+  auto base = reinterpret_cast<uintptr_t>(arena_.data());
+  auto* aligned = reinterpret_cast<uint8_t*>((base + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
+  value_ptrs_.assign(model_.values().size(), nullptr);
+  for (size_t v = 0; v < value_ptrs_.size(); ++v) {
+    if (arena_plan_.offsets[v] >= 0) value_ptrs_[v] = aligned + arena_plan_.offsets[v];
+  }
+  return Status::Ok();
+}
+
+Status Session::forward(const int32_t* ids, int64_t n, float* logits) {
+  reset();
+  return append(ids, n, logits);
+}
+
+Status Session::append(const int32_t* ids, int64_t n, float* logits) {
+  if (ids == nullptr || n < 1) return InvalidArgument("append needs at least one token id");
+  if (n > max_batch_) {
+    return InvalidArgument(std::to_string(n) + " tokens in one call exceed the session's max_batch of " +
+                           std::to_string(max_batch_));
+  }
+  if (position_ + n > max_tokens_) {
+    return InvalidArgument("the session holds " + std::to_string(position_) + " tokens; " + std::to_string(n) +
+                           " more exceed its max_tokens of " + std::to_string(max_tokens_) + " (reset it, or create it with a larger max_tokens)");
+  }
+  const std::vector<bool>& run = logits ? run_all_ : run_for_state_;
+  value_ptrs_[model_.output_value()] = logits;
+  RunContext ctx;
+  ctx.n = n;
+  ctx.pos0 = position_;
+  ctx.pool = pool_;
+  ctx.threads = threads_;
+  ctx.ids = ids;
+  ctx.values = &value_ptrs_;
+  ctx.scratch = scratch_.data();
+  for (const Node& node : model_.nodes()) {
+    if (!run[node.index]) continue;
+    Status st = kernels_[node.index]->run(ctx);
+    if (!st.ok()) {
+      // A half-applied call would leave some caches ahead of others: forget the sequence.
+      reset();
+      return st;
+    }
+  }
+  value_ptrs_[model_.output_value()] = nullptr;
+  position_ += n;
+  return Status::Ok();
+}
+
+void Session::reset() {
+  for (auto& k : kernels_) k->reset();
+  position_ = 0;
+}
+
+tern_memory_plan Session::plan(int64_t n) const {
+  tern_memory_plan p{};
+  p.n_tokens = n;
+  p.weight_bytes = model_.weight_bytes();
+  uint64_t scratch = 0;
+  for (const auto& k : kernels_) {
+    p.packed_weight_bytes += k->packed_weight_bytes();
+    scratch = std::max(scratch, k->scratch_bytes());
+  }
+  p.arena_bytes = plan_arena(model_, run_all_, n).bytes + scratch;
+  for (const Node& node : model_.nodes()) {
+    const OpDef* def = find_op(node.code);
+    if (def->state_bytes_per_token) p.state_bytes += def->state_bytes_per_token(node) * uint64_t(n);
+    if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
+  }
+  return p;
+}
+
+}  // namespace tern

@@ -1,0 +1,53 @@
+// A session: one sequence being run on one model, with its kernels, arena and streaming state.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/planner.h"
+#include "ops/op.h"
+
+namespace tern {
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> create(const Model& model, const tern_session_options& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Status forward(const int32_t* ids, int64_t n, float* logits);  // reset, then append
+  Status append(const int32_t* ids, int64_t n, float* logits);   // logits may be null
+  void reset();
+  tern_memory_plan plan(int64_t n) const;
+
+  int64_t position() const { return position_; }
+  int64_t max_tokens() const { return max_tokens_; }
+  int64_t max_batch() const { return max_batch_; }
+  int threads() const { return threads_; }
+  const Model& model() const { return model_; }
+
+ private:
+  explicit Session(const Model& model) : model_(model) {}
+  Status build(const tern_session_options& options);
+
+  const Model& model_;
+  pthreadpool_t pool_ = nullptr;
+  int threads_ = 1;
+  int64_t max_tokens_ = 0;
+  int64_t max_batch_ = 0;
+  int64_t position_ = 0;
+  std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
+  std::vector<bool> run_all_;         // every op
+  std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
+  ArenaPlan arena_plan_;              // for max_batch rows
+  std::vector<float> arena_;          // arena_plan_.bytes, allocated once
+  std::vector<float> scratch_;        // largest per-call scratch of any kernel
+  std::vector<void*> value_ptrs_;     // per value: its place in the arena
+};
+
+}  // namespace tern

@@ -1,0 +1,8 @@
+#pragma once
+
+#include "core/status.h"
+
+namespace tern::cpu {
+// Initialises XNNPACK once per process; thread-safe.
+Status ensure_xnnpack();
+}  // namespace tern::cpu

@@ -1,0 +1,37 @@
+// ACTIVATION: elementwise RELU, GELU_ERF (exact) or GELU_TANH on [n, d].
+#include <cmath>
+
+#include "cpu/kernels.h"
+#include "ops/op.h"
+#include "ops/reference.h"
+
+namespace tern {
+namespace {
+
+Status validate(const Node& node, const std::vector<ValueInfo>& values) {
+  auto kind = node.fb_op->params_as_ActivationParams()->kind();
+  if (kind != fb::ActivationKind::RELU && kind != fb::ActivationKind::GELU_ERF && kind != fb::ActivationKind::GELU_TANH) {
+    return InvalidModel(node.label() + ": unknown activation kind " + std::to_string(int(kind)));
+  }
+  return expect_width(node, values, true, 0, values[node.inputs[0]].width);
+}
+
+}  // namespace
+
+void ref::activation(fb::ActivationKind kind, const float* x, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    double v = x[i];
+    switch (kind) {
+      case fb::ActivationKind::RELU: out[i] = float(v > 0 ? v : 0); break;
+      case fb::ActivationKind::GELU_ERF: out[i] = float(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))); break;
+      case fb::ActivationKind::GELU_TANH:
+        out[i] = float(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+        break;
+    }
+  }
+}
+
+extern const OpDef kActivationOp = {fb::OpCode::ACTIVATION, "ACTIVATION", 1, 0, 0, fb::OpParams::ActivationParams,
+                                    validate, cpu::make_activation, nullptr, nullptr};
+
+}  // namespace tern

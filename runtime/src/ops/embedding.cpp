@@ -1,0 +1,29 @@
+// EMBEDDING: ids [n] (I32) -> table[ids] [n, d]. weights: table [V, d].
+#include <cstring>
+
+#include "cpu/kernels.h"
+#include "ops/op.h"
+#include "ops/reference.h"
+
+namespace tern {
+namespace {
+
+Status validate(const Node& node, const std::vector<ValueInfo>& values) {
+  const TensorInfo* table = node.weights[0];
+  if (table->shape.size() != 2 || table->shape[0] < 1) return InvalidModel(node.label() + ": table '" + table->name + "' must be [V, d]");
+  TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 1));
+  return expect_width(node, values, true, 0, table->shape[1]);
+}
+
+}  // namespace
+
+void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) out[i * d + j] = table[int64_t(ids[i]) * d + j];
+  }
+}
+
+extern const OpDef kEmbeddingOp = {fb::OpCode::EMBEDDING, "EMBEDDING", 1, 1, 1, fb::OpParams::EmbeddingParams,
+                                   validate, cpu::make_embedding, nullptr, nullptr};
+
+}  // namespace tern

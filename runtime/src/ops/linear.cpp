@@ -1,0 +1,33 @@
+// LINEAR: x [n, in] -> x W^T + b [n, out]. weights: W [out, in], b [out] (optional).
+#include "cpu/kernels.h"
+#include "ops/op.h"
+#include "ops/reference.h"
+
+namespace tern {
+namespace {
+
+Status validate(const Node& node, const std::vector<ValueInfo>& values) {
+  const TensorInfo* w = node.weights[0];
+  if (w->shape.size() != 2) return InvalidModel(node.label() + ": weight '" + w->name + "' must be [out, in]");
+  TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, w->shape[1]));
+  TERN_RETURN_IF_ERROR(expect_width(node, values, true, 0, w->shape[0]));
+  if (node.weights.size() > 1 && node.weights[1]) TERN_RETURN_IF_ERROR(expect_shape(node, 1, {w->shape[0]}));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const float* b, int64_t out_dim, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t o = 0; o < out_dim; ++o) {
+      double acc = b ? b[o] : 0.0;
+      for (int64_t j = 0; j < in; ++j) acc += double(x[i * in + j]) * double(w[o * in + j]);
+      out[i * out_dim + o] = float(acc);
+    }
+  }
+}
+
+extern const OpDef kLinearOp = {fb::OpCode::LINEAR, "LINEAR", 1, 1, 2, fb::OpParams::LinearParams,
+                                validate, cpu::make_linear, nullptr, nullptr};
+
+}  // namespace tern

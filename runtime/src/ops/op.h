@@ -1,0 +1,72 @@
+// An op is one registry entry: structural checks at load, and a factory for its CPU kernel.
+// Adding an op: a schema entry, ops/<op>.cpp (checks + reference kernel), its CPU kernel, and a line in registry.cpp.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+
+namespace tern {
+
+// What a kernel sees for one call.
+struct RunContext {
+  int64_t n = 0;                   // tokens in this call
+  int64_t pos0 = 0;                // absolute position of the first of them
+  pthreadpool_t pool = nullptr;    // shared by XNNPACK and Tern's kernels
+  int threads = 1;
+  const int32_t* ids = nullptr;    // [n], the model input
+  const std::vector<void*>* values = nullptr;  // per value index: [n, width] buffer for this call
+  float* scratch = nullptr;        // per-thread scratch, see CpuKernel::scratch_bytes
+  float* in(const Node& node, int i) const { return static_cast<float*>((*values)[node.inputs[i]]); }
+  float* out(const Node& node, int i) const { return static_cast<float*>((*values)[node.outputs[i]]); }
+};
+
+// Facts a kernel needs when it is built at session creation.
+struct KernelConfig {
+  int64_t max_tokens = 0;  // state capacity
+  int64_t max_batch = 0;   // most tokens per call
+  int threads = 1;
+  pthreadpool_t pool = nullptr;
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  virtual Status run(const RunContext& ctx) = 0;
+  // Forget the sequence (streaming state back to empty).
+  virtual void reset() {}
+  // True if run() changes state that later calls read (such ops run even when no logits are wanted).
+  virtual bool has_state() const { return false; }
+  virtual uint64_t state_bytes() const { return 0; }          // allocated at creation
+  virtual uint64_t packed_weight_bytes() const { return 0; }  // backend-owned weight copies
+  virtual uint64_t scratch_bytes() const { return 0; }        // all threads together
+};
+
+struct OpDef {
+  fb::OpCode code;
+  const char* name;
+  int inputs;        // exact count
+  int min_weights;   // required weights first, optional ones after
+  int max_weights;
+  fb::OpParams params;
+  // Checks params, weight shapes and value widths. Counts, indices and param type are checked before.
+  Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
+  Result<std::unique_ptr<CpuKernel>> (*make_cpu)(const Node& node, const Model& model, const KernelConfig& cfg);
+  // Per-token state bytes of a streaming session (for the planner), given the op's node.
+  uint64_t (*state_bytes_per_token)(const Node& node);
+  // Bytes a dense implementation would materialise for n tokens (scores), 0 if none.
+  uint64_t (*dense_bytes)(const Node& node, int64_t n);
+};
+
+const OpDef* find_op(fb::OpCode code);
+
+// Helpers for validate().
+Status expect_width(const Node& node, const std::vector<ValueInfo>& values, bool output, int i, int64_t width);
+Status expect_shape(const Node& node, int weight, const std::vector<int64_t>& shape);
+
+}  // namespace tern

@@ -1,0 +1,50 @@
+// POSITION: x [n, d] -> x + pe[pos0 + i]. weights: table [P, d] (LEARNED) or none (SINUSOIDAL).
+#include <cmath>
+
+#include "cpu/kernels.h"
+#include "ops/op.h"
+#include "ops/reference.h"
+
+namespace tern {
+namespace {
+
+Status validate(const Node& node, const std::vector<ValueInfo>& values) {
+  const auto* p = node.fb_op->params_as_PositionParams();
+  int64_t d = values[node.inputs[0]].width;
+  TERN_RETURN_IF_ERROR(expect_width(node, values, true, 0, d));
+  if (p->kind() == fb::PositionKind::LEARNED) {
+    if (node.weights.empty() || !node.weights[0]) return InvalidModel(node.label() + ": learned positions need a table");
+    if (p->max_positions() < 1) return InvalidModel(node.label() + ": max_positions must be positive");
+    return expect_shape(node, 0, {p->max_positions(), d});
+  }
+  if (p->kind() == fb::PositionKind::SINUSOIDAL) {
+    if (!node.weights.empty() && node.weights[0]) return InvalidModel(node.label() + ": sinusoidal positions take no table");
+    if (d % 2 != 0) return InvalidModel(node.label() + ": sinusoidal positions need an even width");
+    return Status::Ok();
+  }
+  return InvalidModel(node.label() + ": unknown position kind " + std::to_string(int(p->kind())));
+}
+
+}  // namespace
+
+void ref::position(fb::PositionKind kind, const float* table, int64_t d, int64_t pos0, int64_t n, const float* x,
+                   float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t p = pos0 + i;
+    for (int64_t j = 0; j < d; ++j) {
+      double pe;
+      if (kind == fb::PositionKind::LEARNED) {
+        pe = table[p * d + j];
+      } else {
+        double freq = std::pow(10000.0, -double(j - j % 2) / double(d));
+        pe = (j % 2 == 0) ? std::sin(double(p) * freq) : std::cos(double(p) * freq);
+      }
+      out[i * d + j] = float(double(x[i * d + j]) + pe);
+    }
+  }
+}
+
+extern const OpDef kPositionOp = {fb::OpCode::POSITION, "POSITION", 1, 0, 1, fb::OpParams::PositionParams,
+                                  validate, cpu::make_position, nullptr, nullptr};
+
+}  // namespace tern

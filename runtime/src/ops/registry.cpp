@@ -1,0 +1,45 @@
+#include <string>
+
+#include "ops/op.h"
+
+namespace tern {
+
+extern const OpDef kEmbeddingOp;
+extern const OpDef kPositionOp;
+extern const OpDef kLayerNormOp;
+extern const OpDef kLinearOp;
+extern const OpDef kActivationOp;
+extern const OpDef kAddOp;
+extern const OpDef kAttentionOp;
+
+// The one list of ops this runtime knows.
+const OpDef* find_op(fb::OpCode code) {
+  static const OpDef* const kOps[] = {&kEmbeddingOp, &kPositionOp, &kLayerNormOp, &kLinearOp,
+                                      &kActivationOp, &kAddOp, &kAttentionOp};
+  for (const OpDef* def : kOps) {
+    if (def->code == code) return def;
+  }
+  return nullptr;
+}
+
+Status expect_width(const Node& node, const std::vector<ValueInfo>& values, bool output, int i, int64_t width) {
+  int v = output ? node.outputs[i] : node.inputs[i];
+  if (values[v].width != width) {
+    return InvalidModel(node.label() + ": " + (output ? "output" : "input") + " '" + values[v].name + "' has width " +
+                        std::to_string(values[v].width) + ", expected " + std::to_string(width));
+  }
+  return Status::Ok();
+}
+
+Status expect_shape(const Node& node, int weight, const std::vector<int64_t>& shape) {
+  const TensorInfo* t = node.weights[weight];
+  if (t->shape != shape) {
+    TensorInfo want;
+    want.shape = shape;
+    return InvalidModel(node.label() + ": weight '" + t->name + "' has shape " + t->shape_string() + ", expected " +
+                        want.shape_string());
+  }
+  return Status::Ok();
+}
+
+}  // namespace tern

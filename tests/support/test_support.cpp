@@ -1,0 +1,54 @@
+#include "test_support.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+namespace tern::test {
+
+std::string source_path(const std::string& relative) { return std::string(TERN_SOURCE_DIR) + "/" + relative; }
+
+std::string scratch_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(TERN_BINARY_DIR) / "test-scratch" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+double relative_error(const float* a, const float* ref, size_t n) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(a[i]) || std::isnan(ref[i])) return std::numeric_limits<double>::infinity();
+    double d = double(a[i]) - double(ref[i]);
+    diff += d * d;
+    norm += double(ref[i]) * double(ref[i]);
+  }
+  if (norm == 0) return std::numeric_limits<double>::infinity();
+  return std::sqrt(diff / norm);
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(n);
+  for (auto& x : out) x = dist(rng);
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace tern::test
