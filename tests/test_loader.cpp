@@ -1,0 +1,192 @@
+// Loader robustness: a model file is untrusted input. Every hostile file gives a clear error, never a crash.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "convert.h"
+#include "tern/tern.h"
+#include "tern_generated.h"
+#include "test_support.h"
+
+using namespace tern;
+
+namespace {
+
+// A valid model to corrupt: the learned-position golden (its context bounds any session it creates).
+const std::string& valid_model_bytes() {
+  static const std::string bytes = [] {
+    std::string out = test::scratch_dir("loader_valid") + "/model.tern";
+    convert::ConvertOptions opts;
+    opts.quiet = true;
+    Status st = convert::convert_checkpoint(test::source_path("tests/goldens/pre_untied_nobias_gelutanh"), out, opts);
+    REQUIRE(st.ok());
+    return test::read_file(out);
+  }();
+  return bytes;
+}
+
+struct LoadResult {
+  tern_status status;
+  std::string message;
+};
+
+LoadResult load_bytes(const std::string& bytes, const std::string& name) {
+  std::string path = test::scratch_dir("loader_" + name) + "/model.tern";
+  test::write_file(path, bytes);
+  tern_model* model = nullptr;
+  tern_status st = tern_model_load(path.c_str(), &model);
+  LoadResult r{st, st == TERN_OK ? "" : tern_last_error()};
+  if (model) {
+    // A file that loads must also run without crashing.
+    tern_session* session = nullptr;
+    if (tern_session_create(model, nullptr, &session) == TERN_OK) {
+      std::vector<int32_t> ids = {1, 2, 3, 4};
+      std::vector<float> logits(ids.size() * size_t(tern_session_vocab_size(session)));
+      tern_session_forward(session, ids.data(), int64_t(ids.size()), logits.data());
+      tern_session_free(session);
+    }
+    tern_model_free(model);
+  }
+  return r;
+}
+
+// Re-serialises the valid model after `mutate` changes its graph; the data segment is kept as it was.
+std::string rebuild(const std::function<void(fb::ModelT&)>& mutate) {
+  const std::string& src = valid_model_bytes();
+  uint32_t fb_size;
+  std::memcpy(&fb_size, src.data(), 4);
+  std::unique_ptr<fb::ModelT> model(fb::GetSizePrefixedModel(src.data())->UnPack());
+  const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
+  mutate(*model);
+  flatbuffers::FlatBufferBuilder fbb;
+  fb::FinishSizePrefixedModelBuffer(fbb, fb::Model::Pack(fbb, model.get()));
+  std::string out(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  out.resize((out.size() + 63) / 64 * 64, '\0');
+  out.append(src, data_start, std::string::npos);
+  return out;
+}
+
+void expect_rejected(const std::string& bytes, const std::string& name, const std::string& words) {
+  LoadResult r = load_bytes(bytes, name);
+  INFO(name << ": " << r.message);
+  CHECK(r.status != TERN_OK);
+  CHECK_THAT(r.message, Catch::Contains(words));
+}
+
+}  // namespace
+
+TEST_CASE("loader: the unmodified model loads and rebuilding keeps it valid", "[loader]") {
+  CHECK(load_bytes(valid_model_bytes(), "valid").status == TERN_OK);
+  CHECK(load_bytes(rebuild([](fb::ModelT&) {}), "rebuilt").status == TERN_OK);
+}
+
+TEST_CASE("loader: missing, empty and foreign files", "[loader]") {
+  tern_model* model = nullptr;
+  CHECK(tern_model_load("/nonexistent/model.tern", &model) == TERN_IO_ERROR);
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("/nonexistent/model.tern"));
+  CHECK(tern_model_load(test::scratch_dir("loader_dir").c_str(), &model) == TERN_IO_ERROR);
+  CHECK(model == nullptr);
+  expect_rejected("", "empty", "empty");
+  expect_rejected(std::string(100, 'x'), "garbage", "");
+  std::string wrong_id = valid_model_bytes();
+  std::memcpy(&wrong_id[8], "NOPE", 4);
+  expect_rejected(wrong_id, "identifier", "identifier");
+  std::string huge_prefix = valid_model_bytes();
+  uint32_t big = 0xFFFFFFF0u;
+  std::memcpy(&huge_prefix[0], &big, 4);
+  expect_rejected(huge_prefix, "prefix", "truncated");
+}
+
+TEST_CASE("loader: every truncation is rejected", "[loader]") {
+  const std::string& bytes = valid_model_bytes();
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n < 300; n += 7) lengths.push_back(n);
+  for (int k = 1; k < 50; ++k) lengths.push_back(bytes.size() * size_t(k) / 50);
+  lengths.push_back(bytes.size() - 1);
+  for (size_t n : lengths) {
+    LoadResult r = load_bytes(bytes.substr(0, n), "truncated");
+    INFO("length " << n << ": " << r.message);
+    CHECK(r.status != TERN_OK);
+    CHECK(!r.message.empty());
+  }
+}
+
+TEST_CASE("loader: random byte flips in the graph never crash", "[loader]") {
+  const std::string& bytes = valid_model_bytes();
+  uint32_t fb_size;
+  std::memcpy(&fb_size, bytes.data(), 4);
+  std::mt19937 rng(1234);
+  int rejected = 0;
+  const int trials = 400;
+  for (int t = 0; t < trials; ++t) {
+    std::string corrupt = bytes;
+    for (int f = 0; f < 3; ++f) corrupt[4 + rng() % fb_size] ^= char(1u << (rng() % 8));
+    LoadResult r = load_bytes(corrupt, "flip");
+    if (r.status != TERN_OK) {
+      ++rejected;
+      CHECK(!r.message.empty());
+    }
+  }
+  // Most flips land in names or padding and are harmless; many others must be caught.
+  INFO(rejected << " of " << trials << " corrupted files rejected");
+  CHECK(rejected > 0);
+}
+
+TEST_CASE("loader: hostile graphs are rejected with a message naming the problem", "[loader]") {
+  struct Case {
+    const char* name;
+    std::function<void(fb::ModelT&)> mutate;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"offset past data", [](fb::ModelT& m) { m.tensors[0]->offset = m.data_size + 64; }, "outside the data segment"},
+      {"offset overflow", [](fb::ModelT& m) { m.tensors[0]->offset = ~uint64_t(0) - 63; }, "outside the data segment"},
+      {"unaligned offset", [](fb::ModelT& m) { m.tensors[1]->offset += 4; }, "aligned"},
+      {"size mismatch", [](fb::ModelT& m) { m.tensors[0]->size -= 4; }, "does not match shape"},
+      {"absurd dimension", [](fb::ModelT& m) { m.tensors[0]->shape[0] = int64_t(1) << 40; }, "out of range"},
+      {"negative dimension", [](fb::ModelT& m) { m.tensors[0]->shape[0] = -5; }, "out of range"},
+      {"overflowing shape",
+       [](fb::ModelT& m) { m.tensors[0]->shape = {int64_t(1) << 31, int64_t(1) << 31, int64_t(1) << 31}; },
+       "overflows"},
+      {"rank too high", [](fb::ModelT& m) { m.tensors[0]->shape.assign(9, 1); }, "rank"},
+      {"bad dtype", [](fb::ModelT& m) { m.tensors[0]->dtype = fb::DType(42); }, "dtype"},
+      {"wrong weight shape", [](fb::ModelT& m) { m.tensors[0]->shape = {m.tensors[0]->shape[1], m.tensors[0]->shape[0]}; },
+       "shape"},
+      {"input out of range", [](fb::ModelT& m) { m.ops[3]->inputs[0] = 9999; }, "missing value"},
+      {"read before write", [](fb::ModelT& m) { m.ops[1]->inputs[0] = m.ops[5]->outputs[0]; }, "before any op writes"},
+      {"written twice", [](fb::ModelT& m) { m.ops[2]->outputs[0] = m.ops[1]->outputs[0]; }, "already written"},
+      {"weight out of range", [](fb::ModelT& m) { m.ops[0]->weights[0] = 5000; }, "missing tensor"},
+      {"unknown op code", [](fb::ModelT& m) { m.ops[2]->code = fb::OpCode(999); }, "unknown op code"},
+      {"op version", [](fb::ModelT& m) { m.ops[2]->version = 7; }, "version"},
+      {"params type", [](fb::ModelT& m) { m.ops[2]->params.Set(fb::AddParamsT()); }, "parameters"},
+      {"value width zero", [](fb::ModelT& m) { m.values[2]->width = 0; }, "width"},
+      {"value width mismatch", [](fb::ModelT& m) { m.values[3]->width += 1; }, "width"},
+      {"format version", [](fb::ModelT& m) { m.format_version = 99; }, "format version"},
+      {"alignment", [](fb::ModelT& m) { m.data_alignment = 48; }, "data_alignment"},
+      {"data size", [](fb::ModelT& m) { m.data_size = uint64_t(1) << 50; }, "past the end"},
+      {"no ops", [](fb::ModelT& m) { m.ops.clear(); }, "no ops"},
+      {"two outputs", [](fb::ModelT& m) { m.outputs.push_back(0); }, "exactly one output"},
+      {"input not ids", [](fb::ModelT& m) { m.inputs[0] = 3; }, "input"},
+      {"output never written", [](fb::ModelT& m) { m.ops.pop_back(); }, "never written"},
+      {"negative context", [](fb::ModelT& m) { m.metadata->max_context = -1; }, "max_context"},
+      {"attention heads",
+       [](fb::ModelT& m) {
+         for (auto& op : m.ops)
+           if (op->code == fb::OpCode::ATTENTION) op->params.AsAttentionParams()->heads += 1;
+       },
+       "width"},
+      {"attention huge heads",
+       [](fb::ModelT& m) {
+         for (auto& op : m.ops)
+           if (op->code == fb::OpCode::ATTENTION) op->params.AsAttentionParams()->heads = 1 << 30;
+       },
+       "heads"},
+      {"layer norm eps", [](fb::ModelT& m) {
+         for (auto& op : m.ops)
+           if (op->code == fb::OpCode::LAYER_NORM) op->params.AsLayerNormParams()->eps = -1.0f;
+       },
+       "eps"},
+  };
+  for (const Case& c : cases) expect_rejected(rebuild(c.mutate), c.name, c.words);
+}

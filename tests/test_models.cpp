@@ -1,0 +1,109 @@
+// End-to-end: reference-family checkpoints converted and run, against PyTorch goldens (tools/reference/).
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "cli.h"
+#include "convert.h"
+#include "npy.h"
+#include "tern/tern.h"
+#include "test_support.h"
+
+using tern::test::relative_error;
+
+namespace {
+
+constexpr double kModelTolerance = 1e-4;
+
+struct Golden {
+  std::vector<int32_t> ids;
+  tern::npy::Array logits;  // [n, vocab]
+  tern_model* model = nullptr;
+};
+
+Golden load_golden(const std::string& name) {
+  const std::string dir = tern::test::source_path("tests/goldens/" + name);
+  Golden g;
+  std::string error;
+  INFO(error);
+  REQUIRE(tern::cli::read_ids_json(dir + "/ids.json", &g.ids, &error));
+  REQUIRE(tern::npy::read_f32(dir + "/logits.npy", &g.logits, &error));
+  REQUIRE(g.logits.shape.size() == 2);
+  REQUIRE(g.logits.shape[0] == int64_t(g.ids.size()));
+  const std::string out = tern::test::scratch_dir("golden_" + name) + "/model.tern";
+  tern::convert::ConvertOptions opts;
+  opts.quiet = true;
+  tern::Status st = tern::convert::convert_checkpoint(dir, out, opts);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  REQUIRE(tern_model_load(out.c_str(), &g.model) == TERN_OK);
+  return g;
+}
+
+tern_session* make_session(tern_model* model, int threads) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = threads;
+  tern_session* s = nullptr;
+  INFO(tern_last_error());
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  return s;
+}
+
+const char* const kGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "pre_untied_nobias_gelutanh",
+                                "tiny_f16"};
+
+}  // namespace
+
+TEST_CASE("reference family: full forward matches PyTorch goldens", "[model]") {
+  for (const char* name : kGoldens) {
+    Golden g = load_golden(name);
+    const int64_t n = int64_t(g.ids.size()), vocab = g.logits.shape[1];
+    for (int threads : {1, 2}) {
+      tern_session* s = make_session(g.model, threads);
+      REQUIRE(tern_session_vocab_size(s) == vocab);
+      std::vector<float> logits(size_t(n * vocab));
+      INFO(name << ", threads " << threads << ": " << tern_session_last_error(s));
+      REQUIRE(tern_session_forward(s, g.ids.data(), n, logits.data()) == TERN_OK);
+      double err = relative_error(logits.data(), g.logits.data.data(), logits.size());
+      INFO("relative error " << err);
+      CHECK(err <= kModelTolerance);
+      tern_session_free(s);
+    }
+    tern_model_free(g.model);
+  }
+}
+
+TEST_CASE("reference family: streaming in segments and token by token matches the goldens", "[model][streaming]") {
+  for (const char* name : kGoldens) {
+    Golden g = load_golden(name);
+    const int64_t n = std::min<int64_t>(int64_t(g.ids.size()), 300), vocab = g.logits.shape[1];
+    tern_session* s = make_session(g.model, 2);
+    for (int64_t segment : {int64_t(1), int64_t(37)}) {
+      REQUIRE(tern_session_reset(s) == TERN_OK);
+      std::vector<float> logits(size_t(n * vocab));
+      for (int64_t pos = 0; pos < n; pos += segment) {
+        int64_t len = std::min(segment, n - pos);
+        INFO(tern_session_last_error(s));
+        REQUIRE(tern_session_append(s, g.ids.data() + pos, len, logits.data() + pos * vocab) == TERN_OK);
+      }
+      CHECK(tern_session_position(s) == n);
+      double err = relative_error(logits.data(), g.logits.data.data(), logits.size());
+      INFO(name << ", segment " << segment << ": relative error " << err);
+      CHECK(err <= kModelTolerance);
+    }
+    tern_session_free(s);
+    tern_model_free(g.model);
+  }
+}
+
+TEST_CASE("append without logits advances the state like append with logits", "[model][streaming]") {
+  Golden g = load_golden("pre_tied_learned_gelu");
+  const int64_t vocab = g.logits.shape[1], prefix = 100, tail = 20;
+  tern_session* s = make_session(g.model, 1);
+  REQUIRE(tern_session_append(s, g.ids.data(), prefix, nullptr) == TERN_OK);
+  std::vector<float> logits(size_t(tail * vocab));
+  REQUIRE(tern_session_append(s, g.ids.data() + prefix, tail, logits.data()) == TERN_OK);
+  CHECK(relative_error(logits.data(), g.logits.data.data() + prefix * vocab, logits.size()) <= kModelTolerance);
+  tern_session_free(s);
+  tern_model_free(g.model);
+}

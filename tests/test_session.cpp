@@ -1,0 +1,121 @@
+// Session behaviour: planner numbers, argument errors, and seeded generation through tern-run.
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+#include "convert.h"
+#include "tern/tern.h"
+#include "test_support.h"
+
+using namespace tern;
+
+namespace {
+
+tern_model* load_converted(const std::string& golden) {
+  std::string out = test::scratch_dir("session_" + golden) + "/model.tern";
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/" + golden), out, opts).ok());
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
+  return model;
+}
+
+std::string run_command(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
+  *status = pclose(p);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("planner: dense attention's extra memory grows linearly, its n x n equivalent quadratically", "[planner]") {
+  // Sinusoidal positions: the plan can be asked for any n, past the trained context.
+  tern_model* model = load_converted("post_untied_sinusoidal_relu");
+  tern_session* s = nullptr;
+  REQUIRE(tern_session_create(model, nullptr, &s) == TERN_OK);
+  tern_memory_plan p1k{}, p4k{}, p16k{};
+  REQUIRE(tern_session_plan(s, 1024, &p1k) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 4096, &p4k) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 16384, &p16k) == TERN_OK);
+  CHECK(p1k.weight_bytes > 0);
+  CHECK(p1k.weight_bytes == p16k.weight_bytes);
+  // Arena: activations [n, width] plus a fixed per-thread tile, so 4x the tokens is at most 4x the bytes.
+  CHECK(p4k.arena_bytes <= 4 * p1k.arena_bytes);
+  CHECK(p16k.arena_bytes <= 4 * p4k.arena_bytes);
+  CHECK(double(p16k.arena_bytes) >= 3.9 * double(p4k.arena_bytes));
+  CHECK(p16k.state_bytes == 16 * p1k.state_bytes);  // one key and one value per token
+  CHECK(p16k.dense_attention_bytes == 256 * p1k.dense_attention_bytes);
+  CHECK(p16k.arena_bytes < p16k.dense_attention_bytes / 10);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
+TEST_CASE("session: bad arguments give errors and leave the session usable", "[session]") {
+  tern_model* model = load_converted("pre_untied_nobias_gelutanh");  // context 256
+  tern_session_options so;
+  tern_session_options_init(&so);
+  tern_session* s = nullptr;
+  so.max_tokens = 100000;
+  CHECK(tern_session_create(model, &so, &s) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("learned positions"));
+  so.max_tokens = 0;
+  so.threads = -3;
+  CHECK(tern_session_create(model, &so, &s) == TERN_INVALID_ARGUMENT);
+  so.threads = 1;
+  so.backend = TERN_BACKEND_VULKAN;
+  CHECK(tern_session_create(model, &so, &s) == TERN_UNSUPPORTED);
+  so.backend = TERN_BACKEND_AUTO;
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+
+  std::vector<int32_t> ids = {72, 101, 108, 108, 111};
+  std::vector<float> logits(300 * 256);
+  CHECK(tern_session_forward(s, ids.data(), 0, logits.data()) == TERN_INVALID_ARGUMENT);
+  CHECK(tern_session_forward(s, nullptr, 3, logits.data()) == TERN_INVALID_ARGUMENT);
+  CHECK(tern_session_forward(s, ids.data(), 5, nullptr) == TERN_INVALID_ARGUMENT);
+  std::vector<int32_t> bad = {1, 2, 256};
+  CHECK(tern_session_forward(s, bad.data(), 3, logits.data()) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("token id 256"));
+  bad = {-1};
+  CHECK(tern_session_append(s, bad.data(), 1, logits.data()) == TERN_INVALID_ARGUMENT);
+  CHECK(tern_session_position(s) == 0);
+
+  std::vector<int32_t> many(257, 65);
+  CHECK(tern_session_forward(s, many.data(), 257, logits.data()) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("max_batch"));
+  REQUIRE(tern_session_append(s, many.data(), 250, nullptr) == TERN_OK);
+  CHECK(tern_session_append(s, many.data(), 7, logits.data()) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("max_tokens"));
+  CHECK(tern_session_position(s) == 250);
+
+  // Still usable: a fresh forward gives finite logits.
+  REQUIRE(tern_session_forward(s, ids.data(), 5, logits.data()) == TERN_OK);
+  for (size_t i = 0; i < 5 * 256; ++i) REQUIRE(std::isfinite(logits[i]));
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
+TEST_CASE("tern-run: generation is deterministic for a seed and differs across seeds", "[session][cli]") {
+  std::string model = test::scratch_dir("session_cli") + "/model.tern";
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
+  const std::string run = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model +
+                          " --prompt 'Tern' -n 64 --temperature 1.0 --top-k 20 --threads 2 2>/dev/null --seed ";
+  auto text_of = [](const std::string& out) { return out.substr(0, out.find("\n\nprompt:")); };
+  int st1, st2, st3;
+  std::string a = run_command(run + "11", &st1), b = run_command(run + "11", &st2), c = run_command(run + "12", &st3);
+  REQUIRE(st1 == 0);
+  REQUIRE(st2 == 0);
+  REQUIRE(st3 == 0);
+  CHECK(text_of(a).size() > 4);
+  CHECK(text_of(a) == text_of(b));
+  CHECK(text_of(a) != text_of(c));
+  int st;
+  run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model + " --top-k banana 2>/dev/null", &st);
+  CHECK(WEXITSTATUS(st) == 2);
+}
