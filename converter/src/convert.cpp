@@ -1,0 +1,59 @@
+#include "convert.h"
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "checkpoint.h"
+#include "graph_builder.h"
+#include "importers/importers.h"
+#include "result_try.h"
+#include "writer.h"
+
+namespace tern::convert {
+namespace {
+
+Status convert_unguarded(const std::string& checkpoint_dir, const std::string& out_path,
+                         const ConvertOptions& options, ConvertReport* report) {
+  const auto start = std::chrono::steady_clock::now();
+  CONVERT_TRY(auto checkpoint, Checkpoint::open(checkpoint_dir));
+  CONVERT_TRY(const Importer* importer, find_importer(checkpoint->config()));
+
+  GraphBuilder graph;
+  TERN_RETURN_IF_ERROR(importer->import(*checkpoint, graph));
+  const std::vector<std::string> unused = checkpoint->unused();
+  if (!options.quiet && !unused.empty()) std::fprintf(stderr, "tern-convert: warning: %s\n", describe_unused(unused).c_str());
+
+  WriteStats stats;
+  TERN_RETURN_IF_ERROR(write_model(graph, out_path, WriteOptions{options.quiet}, &stats));
+
+  if (report) {
+    report->architecture = graph.metadata().architecture;
+    report->description = graph.metadata().description;
+    report->tensors = graph.tensors().size();
+    report->values = graph.values().size();
+    report->ops = graph.ops().size();
+    report->file_size = stats.file_size;
+    report->data_size = stats.data_size;
+    report->unused_tensors = unused;
+    report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status convert_checkpoint(const std::string& checkpoint_dir, const std::string& out_path,
+                          const ConvertOptions& options, ConvertReport* report) {
+  // Nothing below should throw; this keeps a stray library exception from crossing the API regardless.
+  try {
+    return convert_unguarded(checkpoint_dir, out_path, options, report);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while converting " + checkpoint_dir);
+  } catch (const std::exception& e) {
+    return InvalidModel(checkpoint_dir + ": " + e.what());
+  }
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,34 @@
+// Library entry point of tern-convert: checkpoint directory -> .tern file. Used by the CLI and the tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tern::convert {
+
+struct ConvertOptions {
+  bool quiet = false;  // no progress or warnings on stderr
+};
+
+// What a successful conversion produced.
+struct ConvertReport {
+  std::string architecture;
+  std::string description;
+  size_t tensors = 0;
+  size_t values = 0;
+  size_t ops = 0;
+  uint64_t file_size = 0;
+  uint64_t data_size = 0;
+  std::vector<std::string> unused_tensors;  // checkpoint tensors the importer did not read, sorted
+  double seconds = 0;
+};
+
+// Reads `checkpoint_dir` (config.json + *.safetensors), picks the importer for its model_type and writes
+// `out_path` atomically. On failure nothing is left at `out_path` that was not there before.
+Status convert_checkpoint(const std::string& checkpoint_dir, const std::string& out_path,
+                          const ConvertOptions& options, ConvertReport* report = nullptr);
+
+}  // namespace tern::convert

@@ -1,0 +1,132 @@
+// In-memory model that importers build and the writer serialises. Tensors carry a fill callback instead
+// of bytes, so weights are produced (converted, fused) one tensor at a time while the file is written.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+#include "tern_generated.h"
+
+namespace tern::convert {
+
+// Op parameters, mirroring the schema's *Params tables; kType names the table each one becomes.
+namespace params {
+struct Embedding {
+  static constexpr fb::OpParams kType = fb::OpParams::EmbeddingParams;
+};
+struct Position {
+  static constexpr fb::OpParams kType = fb::OpParams::PositionParams;
+  fb::PositionKind kind = fb::PositionKind::LEARNED;
+  int64_t max_positions = 0;
+};
+struct LayerNorm {
+  static constexpr fb::OpParams kType = fb::OpParams::LayerNormParams;
+  float eps = 1e-5f;
+};
+struct Linear {
+  static constexpr fb::OpParams kType = fb::OpParams::LinearParams;
+};
+struct Activation {
+  static constexpr fb::OpParams kType = fb::OpParams::ActivationParams;
+  fb::ActivationKind kind = fb::ActivationKind::GELU_ERF;
+};
+struct Add {
+  static constexpr fb::OpParams kType = fb::OpParams::AddParams;
+};
+struct DenseAttention {};
+using AttentionKind = std::variant<DenseAttention>;
+struct Attention {
+  static constexpr fb::OpParams kType = fb::OpParams::AttentionParams;
+  int32_t heads = 0;
+  int32_t head_dim = 0;
+  float scale = 0;  // multiplies q·k
+  bool causal = true;
+  AttentionKind kind;
+};
+}  // namespace params
+
+using OpParams = std::variant<params::Embedding, params::Position, params::LayerNorm, params::Linear,
+                              params::Activation, params::Add, params::Attention>;
+
+// The schema table a parameter set is written as.
+inline fb::OpParams params_type(const OpParams& params) {
+  return std::visit([](const auto& p) { return std::decay_t<decltype(p)>::kType; }, params);
+}
+
+// Writes exactly `size` bytes of a tensor into `dst` (little-endian, row-major).
+using TensorFill = std::function<Status(uint8_t* dst, size_t size)>;
+
+struct TensorSpec {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t size = 0;  // numel * sizeof(dtype)
+  TensorFill fill;
+};
+
+struct ValueSpec {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  int64_t width = 0;  // a value is [n_tokens, width]
+};
+
+struct OpSpec {
+  fb::OpCode code = fb::OpCode::EMBEDDING;
+  int32_t version = 1;
+  std::string name;
+  std::vector<int32_t> inputs;   // value indices
+  std::vector<int32_t> outputs;  // value indices
+  std::vector<int32_t> weights;  // tensor indices, -1 for an optional weight left out
+  OpParams params;
+};
+
+struct ModelMetadata {
+  std::string architecture;
+  std::string description;
+  fb::VocabKind vocab_kind = fb::VocabKind::BYTES;
+  int64_t vocab_size = 0;
+  std::string vocab_note;
+  int64_t max_context = 0;  // 0 = unbounded
+};
+
+class GraphBuilder {
+ public:
+  // Each returns the new index. Names are unique within values, tensors and ops respectively.
+  Result<int32_t> add_value(const std::string& name, fb::DType dtype, int64_t width);
+  Result<int32_t> add_tensor(const std::string& name, fb::DType dtype, std::vector<int64_t> shape, TensorFill fill);
+  // Ops run in the order added; an op reads only model inputs and values written by earlier ops,
+  // and each value is written once.
+  Result<int32_t> add_op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
+                         std::vector<int32_t> outputs, std::vector<int32_t> weights, OpParams params);
+  Status add_input(int32_t value);
+  Status add_output(int32_t value);
+  ModelMetadata& metadata() { return metadata_; }
+
+  // Checks the model is complete: at least one input and output, every output written.
+  Status finish() const;
+
+  const std::vector<ValueSpec>& values() const { return values_; }
+  const std::vector<TensorSpec>& tensors() const { return tensors_; }
+  const std::vector<OpSpec>& ops() const { return ops_; }
+  const std::vector<int32_t>& inputs() const { return inputs_; }
+  const std::vector<int32_t>& outputs() const { return outputs_; }
+  const ModelMetadata& metadata() const { return metadata_; }
+  int32_t find_tensor(const std::string& name) const;  // -1 if absent
+  int32_t find_value(const std::string& name) const;   // -1 if absent
+
+ private:
+  std::vector<ValueSpec> values_;
+  std::vector<TensorSpec> tensors_;
+  std::vector<OpSpec> ops_;
+  std::vector<int32_t> inputs_, outputs_;
+  std::vector<bool> written_;  // per value: a model input or an earlier op's output
+  std::map<std::string, int32_t> value_index_, tensor_index_, op_index_;
+  ModelMetadata metadata_;
+};
+
+}  // namespace tern::convert

@@ -1,0 +1,25 @@
+#include "importers/importers.h"
+
+#include "config.h"
+
+namespace tern::convert {
+
+const std::vector<Importer>& importers() {
+  static const std::vector<Importer> list = {
+      {"tern-reference", "Tern's reference decoder family (converter/reference-family.md)", import_reference},
+  };
+  return list;
+}
+
+Result<const Importer*> find_importer(const nlohmann::json& config) {
+  auto type = Config(config).string("model_type");
+  if (!type.ok()) return type.status();
+  std::string known;
+  for (const Importer& imp : importers()) {
+    if (type.value() == imp.model_type) return &imp;
+    known += std::string(known.empty() ? "" : ", ") + imp.model_type;
+  }
+  return Unsupported("config.json: unknown model_type '" + type.value() + "' (known: " + known + ")");
+}
+
+}  // namespace tern::convert

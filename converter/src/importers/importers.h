@@ -1,0 +1,29 @@
+// Importers turn one architecture's checkpoint into a Tern graph. The converter picks one by config.json's
+// "model_type"; adding an architecture means one importers/<arch>.cpp and one row in importers.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "core/status.h"
+#include "graph_builder.h"
+
+namespace tern::convert {
+
+struct Importer {
+  const char* model_type;  // config.json "model_type"
+  const char* summary;     // one line for --help
+  // Validates the config and every tensor it needs, then adds values, tensors, ops and metadata to `graph`.
+  Status (*import)(const Checkpoint& checkpoint, GraphBuilder& graph);
+};
+
+const std::vector<Importer>& importers();
+
+// The importer for config.json's model_type, or an error listing the known types.
+Result<const Importer*> find_importer(const nlohmann::json& config);
+
+// One per architecture, defined in importers/<arch>.cpp.
+Status import_reference(const Checkpoint& checkpoint, GraphBuilder& graph);
+
+}  // namespace tern::convert

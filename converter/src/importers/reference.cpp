@@ -1,0 +1,222 @@
+// Importer for Tern's reference family ("model_type": "tern-reference"); spec: converter/reference-family.md.
+#include <cmath>
+#include <string>
+
+#include "config.h"
+#include "importers/importers.h"
+#include "importers/tensor_source.h"
+#include "result_try.h"
+
+namespace tern::convert {
+namespace {
+
+struct ReferenceConfig {
+  int64_t vocab = 0;          // V
+  int64_t d = 0;              // hidden_size
+  int64_t layers = 0;         // N
+  int64_t heads = 0;          // H; head_dim = d / H
+  int64_t ffn = 0;            // F, intermediate_size
+  int64_t max_positions = 0;  // P
+  bool learned_positions = true;
+  bool pre_ln = true;
+  bool final_norm = true;
+  fb::ActivationKind activation = fb::ActivationKind::GELU_ERF;
+  bool linear_bias = true;
+  float eps = 1e-5f;
+  bool tied_head = true;
+  bool head_bias = false;
+};
+
+// Only dense attention is supported; every layer's attention object must say so.
+Status check_attention(const Config& config, int64_t layers) {
+  const nlohmann::json* attention = config.get("attention");
+  if (!attention) return Status::Ok();  // default {"kind": "dense"}
+  if (attention->is_array() && int64_t(attention->size()) != layers)
+    return config.field_error("attention", "lists " + std::to_string(attention->size()) + " layers, but num_layers is " +
+                                               std::to_string(layers));
+  if (!attention->is_array() && !attention->is_object())
+    return config.field_error("attention", "must be an object or a list of num_layers objects, got " +
+                                               Config::show(*attention));
+  for (int64_t i = 0; i < layers; ++i) {
+    const bool per_layer = attention->is_array();
+    const nlohmann::json& entry = per_layer ? (*attention)[size_t(i)] : *attention;
+    const std::string prefix = per_layer ? "attention[" + std::to_string(i) + "]." : "attention.";
+    if (!entry.is_object())
+      return config.error("field '" + prefix.substr(0, prefix.size() - 1) + "' must be an object, got " +
+                          Config::show(entry));
+    auto kind = Config(entry, "config.json", prefix).string("kind", std::string("dense"));
+    if (!kind.ok()) return kind.status();
+    if (kind.value() != "dense")
+      return Unsupported("config.json: layer " + std::to_string(i) + ": attention kind '" + kind.value() +
+                         "' is not supported by this converter version");
+  }
+  return Status::Ok();
+}
+
+Result<ReferenceConfig> read_config(const nlohmann::json& json) {
+  const Config c(json);
+  ReferenceConfig r;
+  CONVERT_TRY(r.vocab, c.positive_int("vocab_size"));
+  CONVERT_TRY(r.d, c.positive_int("hidden_size"));
+  CONVERT_TRY(r.layers, c.positive_int("num_layers"));
+  CONVERT_TRY(r.heads, c.positive_int("num_heads"));
+  CONVERT_TRY(r.ffn, c.positive_int("intermediate_size", 4 * r.d));
+  CONVERT_TRY(r.max_positions, c.positive_int("max_position_embeddings"));
+  CONVERT_TRY(std::string positions, c.choice("position_embedding", {"learned", "sinusoidal"}, std::string("learned")));
+  CONVERT_TRY(std::string norm, c.choice("norm_position", {"pre", "post"}, std::string("pre")));
+  r.learned_positions = positions == "learned";
+  r.pre_ln = norm == "pre";
+  CONVERT_TRY(r.final_norm, c.boolean("final_norm", r.pre_ln));
+  CONVERT_TRY(std::string act, c.choice("activation", {"gelu", "gelu_tanh", "relu"}, std::string("gelu")));
+  r.activation = act == "gelu"        ? fb::ActivationKind::GELU_ERF
+                 : act == "gelu_tanh" ? fb::ActivationKind::GELU_TANH
+                                      : fb::ActivationKind::RELU;
+  CONVERT_TRY(r.linear_bias, c.boolean("linear_bias", true));
+  CONVERT_TRY(double eps, c.positive_number("layer_norm_eps", 1e-5));
+  r.eps = float(eps);
+  CONVERT_TRY(r.tied_head, c.boolean("tie_word_embeddings", true));
+  CONVERT_TRY(r.head_bias, c.boolean("lm_head_bias", false));
+
+  if (r.d % r.heads != 0)
+    return c.error("num_heads " + std::to_string(r.heads) + " does not divide hidden_size " + std::to_string(r.d));
+  TERN_RETURN_IF_ERROR(check_attention(c, r.layers));
+  return r;
+}
+
+// Adds value `name` [n, width] and the op that writes it (op and value share the name).
+class Emitter {
+ public:
+  explicit Emitter(GraphBuilder& graph) : g_(graph) {}
+  Result<int32_t> op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
+                     std::vector<int32_t> weights, int64_t width, OpParams params) {
+    CONVERT_TRY(int32_t out, g_.add_value(name, fb::DType::F32, width));
+    auto added = g_.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params));
+    if (!added.ok()) return added.status();
+    return out;
+  }
+
+ private:
+  GraphBuilder& g_;
+};
+
+// Weight and optional bias of `<prefix>.weight` [out, in] / `<prefix>.bias` [out]; bias -1 when absent.
+Result<std::vector<int32_t>> linear_weights(TensorSource& src, const std::string& prefix, int64_t out, int64_t in,
+                                            bool bias) {
+  CONVERT_TRY(int32_t w, src.add(prefix + ".weight", {out, in}));
+  int32_t b = -1;
+  if (bias) {
+    CONVERT_TRY(b, src.add(prefix + ".bias", {out}));
+  }
+  return std::vector<int32_t>{w, b};
+}
+
+Result<std::vector<int32_t>> norm_weights(TensorSource& src, const std::string& prefix, int64_t d) {
+  CONVERT_TRY(int32_t w, src.add(prefix + ".weight", {d}));
+  CONVERT_TRY(int32_t b, src.add(prefix + ".bias", {d}));
+  return std::vector<int32_t>{w, b};
+}
+
+// One transformer block reading value `x`; returns the block's output value.
+Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, TensorSource& src, Emitter& e) {
+  using fb::OpCode;
+  const std::string p = "layers." + std::to_string(i) + ".";
+  const int64_t d = r.d, F = r.ffn;
+  const params::LayerNorm ln{r.eps};
+  const auto head_dim = int32_t(d / r.heads);
+  const params::Attention attn{int32_t(r.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
+                               params::DenseAttention{}};
+
+  CONVERT_TRY(auto attn_norm_w, norm_weights(src, p + "attn_norm", d));
+  // Fused projection: qkv.weight [3d, d] = rows of q, then k, then v; qkv.bias [3d].
+  CONVERT_TRY(int32_t qkv_w, src.add_concat(p + "attn.qkv.weight",
+                                            {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"}, {d, d}));
+  int32_t qkv_b = -1;
+  if (r.linear_bias) {
+    CONVERT_TRY(qkv_b, src.add_concat(p + "attn.qkv.bias", {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"},
+                                      {d}));
+  }
+  CONVERT_TRY(auto out_w, linear_weights(src, p + "attn.out", d, d, r.linear_bias));
+  CONVERT_TRY(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
+  CONVERT_TRY(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
+  CONVERT_TRY(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
+
+  // Attention block: pre-LN reads LN_a(x), post-LN reads x and normalises after the residual.
+  int32_t attn_in = x;
+  if (r.pre_ln) {
+    CONVERT_TRY(attn_in, e.op(OpCode::LAYER_NORM, p + "attn_norm", {x}, attn_norm_w, d, ln));
+  }
+  CONVERT_TRY(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
+  CONVERT_TRY(int32_t a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, {}, d, attn));
+  CONVERT_TRY(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
+  CONVERT_TRY(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));
+
+  int32_t h = resid_attn;  // MLP block input and the residual it adds to
+  int32_t mlp_in = resid_attn;
+  if (r.pre_ln) {
+    CONVERT_TRY(mlp_in, e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_attn}, mlp_norm_w, d, ln));
+  } else {
+    CONVERT_TRY(h, e.op(OpCode::LAYER_NORM, p + "attn_norm", {resid_attn}, attn_norm_w, d, ln));
+    mlp_in = h;
+  }
+  CONVERT_TRY(int32_t fc1, e.op(OpCode::LINEAR, p + "fc1", {mlp_in}, fc1_w, F, params::Linear{}));
+  CONVERT_TRY(int32_t act, e.op(OpCode::ACTIVATION, p + "act", {fc1}, {}, F, params::Activation{r.activation}));
+  CONVERT_TRY(int32_t fc2, e.op(OpCode::LINEAR, p + "fc2", {act}, fc2_w, d, params::Linear{}));
+  CONVERT_TRY(int32_t resid_mlp, e.op(OpCode::ADD, p + "resid_mlp", {h, fc2}, {}, d, params::Add{}));
+  if (r.pre_ln) return resid_mlp;
+  return e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_mlp}, mlp_norm_w, d, ln);
+}
+
+}  // namespace
+
+Status import_reference(const Checkpoint& checkpoint, GraphBuilder& g) {
+  using fb::OpCode;
+  CONVERT_TRY(const ReferenceConfig r, read_config(checkpoint.config()));
+  const int64_t V = r.vocab, d = r.d, P = r.max_positions;
+  TensorSource src(checkpoint, g);
+  Emitter e(g);
+
+  CONVERT_TRY(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
+  TERN_RETURN_IF_ERROR(g.add_input(ids));
+
+  CONVERT_TRY(int32_t embed_w, src.add("embed.weight", {V, d}));
+  CONVERT_TRY(int32_t x, e.op(OpCode::EMBEDDING, "embed", {ids}, {embed_w}, d, params::Embedding{}));
+
+  int32_t pos_w = -1;
+  if (r.learned_positions) {
+    CONVERT_TRY(pos_w, src.add("pos_embed.weight", {P, d}));
+  }
+  const params::Position pos{r.learned_positions ? fb::PositionKind::LEARNED : fb::PositionKind::SINUSOIDAL, P};
+  CONVERT_TRY(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
+
+  for (int64_t i = 0; i < r.layers; ++i) {
+    CONVERT_TRY(x, build_layer(r, i, x, src, e));
+  }
+
+  if (r.final_norm) {
+    CONVERT_TRY(auto w, norm_weights(src, "final_norm", d));
+    CONVERT_TRY(x, e.op(OpCode::LAYER_NORM, "final_norm", {x}, w, d, params::LayerNorm{r.eps}));
+  }
+
+  // Tied head: the head reads the embedding table itself, stored once in the file.
+  int32_t head_w = embed_w;
+  if (!r.tied_head) {
+    CONVERT_TRY(head_w, src.add("lm_head.weight", {V, d}));
+  }
+  int32_t head_b = -1;
+  if (r.head_bias) {
+    CONVERT_TRY(head_b, src.add("lm_head.bias", {V}));
+  }
+  CONVERT_TRY(int32_t logits, e.op(OpCode::LINEAR, "logits", {x}, {head_w, head_b}, V, params::Linear{}));
+  TERN_RETURN_IF_ERROR(g.add_output(logits));
+
+  ModelMetadata& m = g.metadata();
+  m.architecture = "tern-reference";
+  m.description = "tern-reference: " + std::to_string(r.layers) + " layers, d " + std::to_string(d) + ", " +
+                  std::to_string(r.heads) + " heads, " + (r.pre_ln ? "pre-LN" : "post-LN");
+  m.vocab_kind = fb::VocabKind::BYTES;
+  m.vocab_size = V;
+  m.max_context = P;
+  return Status::Ok();
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,51 @@
+#include "importers/tensor_source.h"
+
+namespace tern::convert {
+
+Result<const TensorView*> TensorSource::require(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorView* view = checkpoint_.find(name);
+  if (!view) return InvalidModel("missing tensor '" + name + "'");
+  if (view->dtype != StDType::F32 && view->dtype != StDType::F16 && view->dtype != StDType::BF16)
+    return InvalidModel(view->file + ": tensor '" + name + "' has dtype " + dtype_name(view->dtype) +
+                        ", expected F32, F16 or BF16");
+  if (view->shape != shape)
+    return InvalidModel(view->file + ": tensor '" + name + "' has shape " + shape_string(view->shape) +
+                        ", expected " + shape_string(shape));
+  return view;
+}
+
+Result<int32_t> TensorSource::add(const std::string& name, const std::vector<int64_t>& shape) {
+  auto view = require(name, shape);
+  if (!view.ok()) return view.status();
+  const TensorView* v = view.value();
+  return graph_.add_tensor(name, fb::DType::F32, shape, [v](uint8_t* dst, size_t size) -> Status {
+    if (size != size_t(v->numel()) * sizeof(float)) return InvalidArgument("destination size mismatch");
+    return to_f32(*v, reinterpret_cast<float*>(dst));
+  });
+}
+
+Result<int32_t> TensorSource::add_concat(const std::string& name, const std::vector<std::string>& parts,
+                                         const std::vector<int64_t>& part_shape) {
+  if (parts.empty() || part_shape.empty()) return InvalidArgument("tensor '" + name + "': nothing to concatenate");
+  std::vector<const TensorView*> views;
+  for (const std::string& part : parts) {
+    auto view = require(part, part_shape);
+    if (!view.ok()) return view.status();
+    views.push_back(view.value());
+  }
+  std::vector<int64_t> shape = part_shape;
+  shape[0] *= int64_t(parts.size());
+  return graph_.add_tensor(name, fb::DType::F32, shape, [views](uint8_t* dst, size_t size) -> Status {
+    auto* out = reinterpret_cast<float*>(dst);
+    size_t need = 0;
+    for (const TensorView* v : views) need += size_t(v->numel());
+    if (size != need * sizeof(float)) return InvalidArgument("destination size mismatch");
+    for (const TensorView* v : views) {
+      TERN_RETURN_IF_ERROR(to_f32(*v, out));
+      out += v->numel();
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,33 @@
+// Checkpoint tensors -> graph tensors, validated now and converted to float32 lazily when the file is written.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "core/status.h"
+#include "graph_builder.h"
+
+namespace tern::convert {
+
+class TensorSource {
+ public:
+  TensorSource(const Checkpoint& checkpoint, GraphBuilder& graph) : checkpoint_(checkpoint), graph_(graph) {}
+
+  // The checkpoint tensor `name`, which must exist, be F32/F16/BF16 and have exactly `shape`.
+  Result<const TensorView*> require(const std::string& name, const std::vector<int64_t>& shape) const;
+
+  // Adds checkpoint tensor `name` (validated as by require) to the graph as F32 under the same name.
+  Result<int32_t> add(const std::string& name, const std::vector<int64_t>& shape);
+
+  // Adds the concatenation of `parts` along the first axis as one F32 tensor `name`;
+  // each part must have shape `part_shape`, e.g. q, k, v weights [d, d] -> `name` [3*d, d].
+  Result<int32_t> add_concat(const std::string& name, const std::vector<std::string>& parts,
+                             const std::vector<int64_t>& part_shape);
+
+ private:
+  const Checkpoint& checkpoint_;
+  GraphBuilder& graph_;
+};
+
+}  // namespace tern::convert

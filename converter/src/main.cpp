@@ -1,0 +1,94 @@
+// tern-convert CHECKPOINT_DIR -o MODEL.tern: command-line front end of convert_checkpoint().
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "convert.h"
+#include "importers/importers.h"
+#include "writer.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+void print_help() {
+  std::printf(
+      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--quiet]\n"
+      "\n"
+      "Converts a checkpoint directory (config.json plus one or more *.safetensors files) into a single\n"
+      ".tern model file that libtern loads with mmap.\n"
+      "\n"
+      "options:\n"
+      "  -o, --output FILE  the .tern file to write; replaced atomically, left untouched on failure\n"
+      "  -q, --quiet        print nothing but errors\n"
+      "  -h, --help         show this help\n"
+      "      --version      show the converter version\n"
+      "\n"
+      "supported model types (config.json \"model_type\"):\n");
+  for (const auto& imp : tern::convert::importers()) std::printf("  %-16s %s\n", imp.model_type, imp.summary);
+  std::printf(
+      "\n"
+      "input: tensors in F32, F16 or BF16; every tensor is checked for presence, dtype and shape.\n"
+      "output: .tern format version %u: a size-prefixed FlatBuffer (schema/tern.fbs, identifier \"TERN\")\n"
+      "holding the op graph and tensor table, followed by a data segment with every weight as float32\n"
+      "at a %u-byte aligned offset.\n"
+      "\n"
+      "exit status: 0 on success, 1 if the conversion failed, 2 for bad usage.\n",
+      tern::convert::kFormatVersion, tern::convert::kDataAlignment);
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "tern-convert: error: %s (see tern-convert --help)\n", message.c_str());
+  return 2;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string checkpoint_dir, out_path;
+  tern::convert::ConvertOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      print_help();
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("tern-convert %s (writes .tern format version %u)\n", kVersion, tern::convert::kFormatVersion);
+      return 0;
+    } else if (arg == "-q" || arg == "--quiet") {
+      options.quiet = true;
+    } else if (arg == "-o" || arg == "--output") {
+      if (i + 1 >= argc) return usage_error(arg + " needs a file name");
+      out_path = argv[++i];
+    } else if (arg.rfind("--output=", 0) == 0) {
+      out_path = arg.substr(std::strlen("--output="));
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return usage_error("unknown option '" + arg + "'");
+    } else if (checkpoint_dir.empty()) {
+      checkpoint_dir = arg;
+    } else {
+      return usage_error("unexpected argument '" + arg + "'");
+    }
+  }
+  if (checkpoint_dir.empty()) return usage_error("missing CHECKPOINT_DIR");
+  if (out_path.empty()) return usage_error("missing -o MODEL.tern");
+
+  tern::convert::ConvertReport report;
+  const tern::Status status = tern::convert::convert_checkpoint(checkpoint_dir, out_path, options, &report);
+  if (!status.ok()) {
+    std::fprintf(stderr, "tern-convert: error: %s\n", status.message().c_str());
+    return 1;
+  }
+  if (!options.quiet) {
+    std::printf("%s\n", report.description.c_str());
+    std::printf("wrote %s: %s, %zu tensors, %zu ops, %s in %.2f s\n", out_path.c_str(), report.architecture.c_str(),
+                report.tensors, report.ops, mib(report.file_size).c_str(), report.seconds);
+  }
+  return 0;
+}

@@ -1,0 +1,220 @@
+#include "writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+#include <flatbuffers/flatbuffers.h>
+
+namespace tern::convert {
+namespace {
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+std::pair<fb::OpParams, flatbuffers::Offset<void>> build_params(flatbuffers::FlatBufferBuilder& fbb,
+                                                                const OpParams& params) {
+  return std::visit(
+      [&](const auto& p) -> std::pair<fb::OpParams, flatbuffers::Offset<void>> {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, params::Embedding>) {
+          return {fb::OpParams::EmbeddingParams, fb::CreateEmbeddingParams(fbb).Union()};
+        } else if constexpr (std::is_same_v<P, params::Position>) {
+          return {fb::OpParams::PositionParams, fb::CreatePositionParams(fbb, p.kind, p.max_positions).Union()};
+        } else if constexpr (std::is_same_v<P, params::LayerNorm>) {
+          return {fb::OpParams::LayerNormParams, fb::CreateLayerNormParams(fbb, p.eps).Union()};
+        } else if constexpr (std::is_same_v<P, params::Linear>) {
+          return {fb::OpParams::LinearParams, fb::CreateLinearParams(fbb).Union()};
+        } else if constexpr (std::is_same_v<P, params::Activation>) {
+          return {fb::OpParams::ActivationParams, fb::CreateActivationParams(fbb, p.kind).Union()};
+        } else if constexpr (std::is_same_v<P, params::Add>) {
+          return {fb::OpParams::AddParams, fb::CreateAddParams(fbb).Union()};
+        } else {
+          static_assert(std::is_same_v<P, params::Attention>);
+          // Only Dense exists so far; later kinds add a branch here.
+          auto kind = fb::CreateDense(fbb).Union();
+          return {fb::OpParams::AttentionParams,
+                  fb::CreateAttentionParams(fbb, p.heads, p.head_dim, p.scale, p.causal, fb::AttentionKind::Dense, kind)
+                      .Union()};
+        }
+      },
+      params);
+}
+
+// The graph as a size-prefixed FlatBuffer; tensor offsets are already laid out.
+void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offsets, uint64_t data_size,
+                      flatbuffers::FlatBufferBuilder& fbb) {
+  const ModelMetadata& m = g.metadata();
+  auto vocab = fb::CreateVocabularyDirect(fbb, m.vocab_kind, m.vocab_size, m.vocab_note.c_str());
+  auto metadata = fb::CreateMetadataDirect(fbb, m.architecture.c_str(), m.description.c_str(), kProducer, vocab,
+                                           m.max_context);
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  for (size_t i = 0; i < g.tensors().size(); ++i) {
+    const TensorSpec& t = g.tensors()[i];
+    tensors.push_back(fb::CreateTensorDirect(fbb, t.name.c_str(), t.dtype, &t.shape, offsets[i], t.size));
+  }
+  std::vector<flatbuffers::Offset<fb::Value>> values;
+  for (const ValueSpec& v : g.values()) values.push_back(fb::CreateValueDirect(fbb, v.name.c_str(), v.dtype, v.width));
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (const OpSpec& op : g.ops()) {
+    auto [type, params] = build_params(fbb, op.params);
+    ops.push_back(fb::CreateOpDirect(fbb, op.code, op.version, op.name.c_str(), &op.inputs, &op.outputs, &op.weights,
+                                     type, params));
+  }
+  auto model = fb::CreateModelDirect(fbb, kFormatVersion, metadata, kDataAlignment, data_size, &tensors, &values, &ops,
+                                     &g.inputs(), &g.outputs());
+  fb::FinishSizePrefixedModelBuffer(fbb, model);
+}
+
+// A temporary file next to the destination, removed unless commit() renames it into place.
+class TempFile {
+ public:
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  Status create(const std::string& dest) {
+    std::string templ = dest + ".tmp-XXXXXX";
+    fd_ = ::mkstemp(templ.data());
+    if (fd_ < 0) return IoError(dest + ": cannot create a temporary file next to it: " + std::strerror(errno));
+    path_ = templ;
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd_, 0666 & ~mask);  // mkstemp makes 0600; a model file is as readable as any other output
+    return Status::Ok();
+  }
+  Status write(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return IoError(path_ + ": write failed: " + std::strerror(errno));
+      p += w;
+      n -= size_t(w);
+      written_ += uint64_t(w);
+    }
+    return Status::Ok();
+  }
+  Status pad_to(uint64_t offset) {
+    static const uint8_t zeros[kDataAlignment] = {};
+    while (written_ < offset) TERN_RETURN_IF_ERROR(write(zeros, size_t(std::min<uint64_t>(offset - written_, sizeof zeros))));
+    return Status::Ok();
+  }
+  Status commit(const std::string& dest) {
+    if (::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + std::strerror(errno));
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      return IoError(path_ + ": close failed: " + std::strerror(errno));
+    }
+    fd_ = -1;
+    if (::rename(path_.c_str(), dest.c_str()) != 0) return IoError(dest + ": cannot rename into place: " + std::strerror(errno));
+    path_.clear();
+    sync_parent_dir(dest);
+    return Status::Ok();
+  }
+  uint64_t written() const { return written_; }
+
+ private:
+  // Makes the rename durable; best effort, a failure here does not undo a complete file.
+  static void sync_parent_dir(const std::string& dest) {
+    const size_t slash = dest.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dest.substr(0, slash);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  std::string path_;
+  int fd_ = -1;
+  uint64_t written_ = 0;
+};
+
+// "writing 34/120 tensors, 210/1024 MiB": one line per 5% of bytes for large models, only the last for small.
+class Progress {
+ public:
+  Progress(bool quiet, size_t tensors, uint64_t bytes) : quiet_(quiet), tensors_(tensors), bytes_(bytes) {}
+  void update(size_t tensors_done, uint64_t bytes_done) {
+    if (quiet_) return;
+    const bool last = tensors_done == tensors_;
+    const uint64_t step = bytes_ ? bytes_done * 20 / bytes_ : 20;
+    // Intermediate lines only for large models, once per 5% step, and never a 100% line before the last one.
+    if (!last && (bytes_ < kChattyBytes || step <= last_step_ || step >= 20)) return;
+    last_step_ = step;
+    std::fprintf(stderr, "writing %zu/%zu tensors, %s/%s MiB\n", tensors_done, tensors_, mib(bytes_done).c_str(),
+                 mib(bytes_).c_str());
+  }
+
+ private:
+  static constexpr uint64_t kChattyBytes = 64ull << 20;
+  std::string mib(uint64_t b) const {
+    char buf[32];
+    const double v = double(b) / double(1 << 20);
+    std::snprintf(buf, sizeof buf, bytes_ < (10ull << 20) ? "%.1f" : "%.0f", v);
+    return buf;
+  }
+  bool quiet_;
+  size_t tensors_;
+  uint64_t bytes_;
+  uint64_t last_step_ = 0;
+};
+
+}  // namespace
+
+std::vector<uint64_t> layout_tensors(const std::vector<TensorSpec>& tensors, uint64_t alignment, uint64_t* data_size) {
+  std::vector<uint64_t> offsets;
+  uint64_t cursor = 0;
+  for (const TensorSpec& t : tensors) {
+    const uint64_t at = align_up(cursor, alignment);
+    offsets.push_back(at);
+    cursor = at + t.size;
+  }
+  *data_size = cursor;
+  return offsets;
+}
+
+Status write_model(const GraphBuilder& graph, const std::string& out_path, const WriteOptions& options,
+                   WriteStats* stats) {
+  TERN_RETURN_IF_ERROR(graph.finish());
+  uint64_t data_size = 0;
+  const std::vector<uint64_t> offsets = layout_tensors(graph.tensors(), kDataAlignment, &data_size);
+
+  flatbuffers::FlatBufferBuilder fbb(64 * 1024);
+  build_flatbuffer(graph, offsets, data_size, fbb);
+  const uint64_t fb_size = fbb.GetSize();  // 4-byte prefix + S
+  const uint64_t data_start = align_up(fb_size, kDataAlignment);
+
+  TempFile file;
+  TERN_RETURN_IF_ERROR(file.create(out_path));
+  TERN_RETURN_IF_ERROR(file.write(fbb.GetBufferPointer(), fbb.GetSize()));
+
+  Progress progress(options.quiet, graph.tensors().size(), data_size);
+  std::vector<uint8_t> buffer;  // one tensor at a time
+  uint64_t bytes_done = 0;
+  for (size_t i = 0; i < graph.tensors().size(); ++i) {
+    const TensorSpec& t = graph.tensors()[i];
+    TERN_RETURN_IF_ERROR(file.pad_to(data_start + offsets[i]));
+    try {
+      buffer.resize(size_t(t.size));
+    } catch (const std::bad_alloc&) {
+      return OutOfMemory("tensor '" + t.name + "': cannot allocate " + std::to_string(t.size) + " bytes");
+    }
+    Status filled = t.fill(buffer.data(), buffer.size());
+    if (!filled.ok()) return Status(filled.code(), "tensor '" + t.name + "': " + filled.message());
+    TERN_RETURN_IF_ERROR(file.write(buffer.data(), buffer.size()));
+    bytes_done += t.size;
+    progress.update(i + 1, bytes_done);
+  }
+  if (graph.tensors().empty()) TERN_RETURN_IF_ERROR(file.pad_to(data_start));
+  const uint64_t file_size = file.written();
+  TERN_RETURN_IF_ERROR(file.commit(out_path));
+  if (stats) *stats = {file_size, fb_size, data_size};
+  return Status::Ok();
+}
+
+}  // namespace tern::convert
