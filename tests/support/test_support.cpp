@@ -7,13 +7,16 @@
 #include <random>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace tern::test {
 
 std::string source_path(const std::string& relative) { return std::string(TERN_SOURCE_DIR) + "/" + relative; }
 
 std::string scratch_dir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(TERN_BINARY_DIR) / "test-scratch" / name;
+  // ctest runs test cases of one executable as concurrent processes: keep their files apart.
+  fs::path dir = fs::path(TERN_BINARY_DIR) / "test-scratch" / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

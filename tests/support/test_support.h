@@ -9,7 +9,7 @@ namespace tern::test {
 
 // Absolute path of a file in the source tree, e.g. source_path("tests/goldens/x/config.json").
 std::string source_path(const std::string& relative);
-// A fresh, empty directory under the build tree for one test's scratch files.
+// A fresh, empty directory under the build tree for one test process's scratch files.
 std::string scratch_dir(const std::string& name);
 // ||a - ref|| / ||ref|| over n floats; infinity if any value is NaN or ref is all zeros.
 double relative_error(const float* a, const float* ref, size_t n);
