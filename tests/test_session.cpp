@@ -105,7 +105,7 @@ TEST_CASE("tern-run: generation is deterministic for a seed and differs across s
   opts.quiet = true;
   REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
   const std::string run = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model +
-                          " --prompt 'Tern' -n 64 --temperature 1.0 --top-k 20 --threads 2 2>/dev/null --seed ";
+                          " --prompt 'Tern' -n 64 --temperature 1.0 --top-k 20 --threads 1 2>/dev/null --seed ";
   auto text_of = [](const std::string& out) { return out.substr(0, out.find("\n\nprompt:")); };
   int st1, st2, st3;
   std::string a = run_command(run + "11", &st1), b = run_command(run + "11", &st2), c = run_command(run + "12", &st3);

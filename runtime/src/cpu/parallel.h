@@ -9,6 +9,10 @@ namespace tern::cpu {
 
 template <typename F>
 void parallel_for(pthreadpool_t pool, size_t range, size_t tile, const F& fn) {  // fn(begin, end)
+  if (pool == nullptr || range <= tile) {  // one tile: waking workers would cost more than the work
+    if (range > 0) fn(size_t(0), range);
+    return;
+  }
   struct Ctx {
     const F* fn;
     size_t range;
@@ -19,7 +23,5 @@ void parallel_for(pthreadpool_t pool, size_t range, size_t tile, const F& fn) { 
   };
   pthreadpool_parallelize_1d_tile_1d(pool, task, &ctx, range, tile, PTHREADPOOL_FLAG_DISABLE_DENORMALS);
 }
-
-// fn(thread_index_free_slot, i, j) style 2-D loops are written with parallelize_2d directly where needed.
 
 }  // namespace tern::cpu
