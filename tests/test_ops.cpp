@@ -92,42 +92,6 @@ TEST_CASE("add: CPU matches reference", "[ops]") {
   CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
 }
 
-TEST_CASE("attention_dense: blockwise online softmax matches reference", "[ops][attention]") {
-  struct Case {
-    int heads, head_dim;
-    int64_t n, pos0;
-    int threads;
-  };
-  // Shapes cover partial query/key blocks, a streaming continuation (pos0 > 0), one token, and threads.
-  for (Case c : {Case{1, 8, 1, 0, 1}, Case{2, 16, 17, 0, 1}, Case{4, 32, 100, 0, 2}, Case{3, 24, 65, 40, 2},
-                 Case{2, 64, 1, 300, 1}, Case{8, 16, 257, 0, 2}}) {
-    const int64_t T = c.pos0 + c.n, inner = int64_t(c.heads) * c.head_dim;
-    auto q = random_floats(size_t(c.n * 3 * inner), 7, -2, 2);  // [n, 3*inner], only the q block is read
-    auto k = random_floats(size_t(T * inner), 8, -2, 2);        // [T, inner]
-    auto v = random_floats(size_t(T * inner), 9);
-    const float scale = 1.0f / std::sqrt(float(c.head_dim));
-    std::vector<float> want(size_t(c.n * inner)), got(size_t(c.n * inner));
-    ref::attention_dense(q.data(), 3 * inner, k.data(), v.data(), inner, c.n, c.pos0, T, c.heads, c.head_dim, scale, true,
-                         want.data());
-    // The CPU kernel reads a head-major cache [heads, capacity, dh] with spare capacity.
-    const int64_t capacity = T + 5;
-    std::vector<float> kc(size_t(c.heads * capacity * c.head_dim)), vc(kc.size());
-    for (int h = 0; h < c.heads; ++h)
-      for (int64_t t = 0; t < T; ++t)
-        for (int e = 0; e < c.head_dim; ++e) {
-          kc[(h * capacity + t) * c.head_dim + e] = k[t * inner + h * c.head_dim + e];
-          vc[(h * capacity + t) * c.head_dim + e] = v[t * inner + h * c.head_dim + e];
-        }
-    std::vector<float> scratch(size_t(cpu::attention_scratch_floats(c.head_dim, c.threads)));
-    Pool pool(c.threads);
-    cpu::DenseAttentionArgs args{q.data(), 3 * inner, kc.data(), vc.data(), capacity, c.n, c.pos0, T, c.heads,
-                                 c.head_dim, scale, true, got.data(), scratch.data()};
-    cpu::attention_dense(pool.pool, c.threads, args);
-    INFO("heads=" << c.heads << " dh=" << c.head_dim << " n=" << c.n << " pos0=" << c.pos0);
-    CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
-  }
-}
-
 TEST_CASE("linear (XNNPACK) through a session matches reference", "[ops]") {
   for (bool bias : {true, false}) {
     const int64_t rows = 50, in = 48, out = 37, n = 41;
@@ -170,40 +134,4 @@ TEST_CASE("embedding and position through a session match reference", "[ops]") {
     CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
     tern_model_free(model);
   }
-}
-
-TEST_CASE("attention op through a session: fused qkv, streaming cache, matches reference", "[ops][attention]") {
-  const int heads = 3, dh = 8;
-  const int64_t inner = heads * dh, rows = 64, n = 50;
-  auto g = test::start_graph(rows, 3 * inner, 17);
-  int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p;
-  p.heads = heads;
-  p.head_dim = dh;
-  p.scale = 0.3f;
-  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {}, p).ok());
-  tern_model* model = test::finish_and_load(g, y, "attention", n);
-  auto ids = shuffled_ids(n, rows, 18);
-  auto qkv = gather_rows(g, ids);  // [n, 3*inner]
-  std::vector<float> k(size_t(n * inner)), v(size_t(n * inner)), want(size_t(n * inner));
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t e = 0; e < inner; ++e) {
-      k[t * inner + e] = qkv[t * 3 * inner + inner + e];
-      v[t * inner + e] = qkv[t * 3 * inner + 2 * inner + e];
-    }
-  ref::attention_dense(qkv.data(), 3 * inner, k.data(), v.data(), inner, n, 0, n, heads, dh, 0.3f, true, want.data());
-  auto got = run_graph(model, ids, inner, 2);
-  CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
-
-  // The same sequence fed in uneven segments through the session's cache.
-  tern_session* session = nullptr;
-  REQUIRE(tern_session_create(model, nullptr, &session) == TERN_OK);
-  std::vector<float> streamed(size_t(n * inner));
-  for (int64_t s = 0, len = 1; s < n; s += len, len = len % 7 + 1) {
-    len = std::min(len, n - s);
-    REQUIRE(tern_session_append(session, ids.data() + s, len, streamed.data() + s * inner) == TERN_OK);
-  }
-  CHECK(relative_error(streamed.data(), want.data(), streamed.size()) <= kOpTolerance);
-  tern_session_free(session);
-  tern_model_free(model);
 }

@@ -33,13 +33,19 @@ Status Config::field_error(const std::string& key, const std::string& what) cons
 }
 
 Result<int64_t> Config::positive_int(const std::string& key, std::optional<int64_t> fallback) const {
+  return integer(key, 1, fallback);
+}
+
+Result<int64_t> Config::integer(const std::string& key, int64_t min, std::optional<int64_t> fallback) const {
   const nlohmann::json* v = get(key);
   if (!v) {
     if (fallback) return *fallback;
     return field_error(key, "is missing");
   }
-  if (!v->is_number_unsigned() || v->get<uint64_t>() == 0 || v->get<uint64_t>() > uint64_t(kMaxInt))
-    return field_error(key, "must be a positive integer (at most " + std::to_string(kMaxInt) + "), got " + show(*v));
+  if (!v->is_number_unsigned() || v->get<uint64_t>() < uint64_t(min) || v->get<uint64_t>() > uint64_t(kMaxInt)) {
+    const std::string kind = min == 1 ? "a positive integer" : "an integer >= " + std::to_string(min);
+    return field_error(key, "must be " + kind + " (at most " + std::to_string(kMaxInt) + "), got " + show(*v));
+  }
   return int64_t(v->get<uint64_t>());
 }
 

@@ -24,6 +24,8 @@ class Config {
 
   // Without a fallback the field is required.
   Result<int64_t> positive_int(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const;
+  // An integer in [min, INT32_MAX] (min >= 0).
+  Result<int64_t> integer(const std::string& key, int64_t min, std::optional<int64_t> fallback = std::nullopt) const;
   Result<bool> boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
   Result<double> positive_number(const std::string& key, std::optional<double> fallback = std::nullopt) const;
   Result<std::string> string(const std::string& key, std::optional<std::string> fallback = std::nullopt) const;

@@ -39,7 +39,24 @@ struct Add {
   static constexpr fb::OpParams kType = fb::OpParams::AddParams;
 };
 struct DenseAttention {};
-using AttentionKind = std::variant<DenseAttention>;
+struct SlidingWindow {
+  int32_t window = 0;
+};
+struct ChunkedLocal {
+  int32_t chunk = 0;
+  int32_t chunks_before = 0;
+  int32_t chunks_after = 0;
+};
+struct Strided {
+  int32_t stride = 0;
+  bool split = false;  // first half of the heads local, second half strided
+};
+struct Fixed {
+  int32_t block = 0;
+  int32_t summary = 0;
+  bool split = false;  // first half of the heads own block, second half summaries
+};
+using AttentionKind = std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed>;
 struct Attention {
   static constexpr fb::OpParams kType = fb::OpParams::AttentionParams;
   int32_t heads = 0;

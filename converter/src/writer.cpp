@@ -17,6 +17,29 @@ namespace {
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
+std::pair<fb::AttentionKind, flatbuffers::Offset<void>> build_attention_kind(flatbuffers::FlatBufferBuilder& fbb,
+                                                                           const params::AttentionKind& kind) {
+  auto heads = [](bool split) { return split ? fb::SparseHeads::SPLIT : fb::SparseHeads::MERGED; };
+  return std::visit(
+      [&](const auto& k) -> std::pair<fb::AttentionKind, flatbuffers::Offset<void>> {
+        using K = std::decay_t<decltype(k)>;
+        if constexpr (std::is_same_v<K, params::DenseAttention>) {
+          return {fb::AttentionKind::Dense, fb::CreateDense(fbb).Union()};
+        } else if constexpr (std::is_same_v<K, params::SlidingWindow>) {
+          return {fb::AttentionKind::SlidingWindow, fb::CreateSlidingWindow(fbb, k.window).Union()};
+        } else if constexpr (std::is_same_v<K, params::ChunkedLocal>) {
+          return {fb::AttentionKind::ChunkedLocal,
+                  fb::CreateChunkedLocal(fbb, k.chunk, k.chunks_before, k.chunks_after).Union()};
+        } else if constexpr (std::is_same_v<K, params::Strided>) {
+          return {fb::AttentionKind::Strided, fb::CreateStrided(fbb, k.stride, heads(k.split)).Union()};
+        } else {
+          static_assert(std::is_same_v<K, params::Fixed>);
+          return {fb::AttentionKind::Fixed, fb::CreateFixed(fbb, k.block, k.summary, heads(k.split)).Union()};
+        }
+      },
+      kind);
+}
+
 std::pair<fb::OpParams, flatbuffers::Offset<void>> build_params(flatbuffers::FlatBufferBuilder& fbb,
                                                                 const OpParams& params) {
   return std::visit(
@@ -36,11 +59,9 @@ std::pair<fb::OpParams, flatbuffers::Offset<void>> build_params(flatbuffers::Fla
           return {fb::OpParams::AddParams, fb::CreateAddParams(fbb).Union()};
         } else {
           static_assert(std::is_same_v<P, params::Attention>);
-          // Only Dense exists so far; later kinds add a branch here.
-          auto kind = fb::CreateDense(fbb).Union();
+          auto [kind_type, kind] = build_attention_kind(fbb, p.kind);
           return {fb::OpParams::AttentionParams,
-                  fb::CreateAttentionParams(fbb, p.heads, p.head_dim, p.scale, p.causal, fb::AttentionKind::Dense, kind)
-                      .Union()};
+                  fb::CreateAttentionParams(fbb, p.heads, p.head_dim, p.scale, p.causal, kind_type, kind).Union()};
         }
       },
       params);

@@ -25,12 +25,41 @@ struct ReferenceConfig {
   float eps = 1e-5f;
   bool tied_head = true;
   bool head_bias = false;
+  std::vector<params::AttentionKind> attention;  // per layer
 };
 
-// Only dense attention is supported; every layer's attention object must say so.
-Status check_attention(const Config& config, int64_t layers) {
+// One layer's attention object: {"kind": ..., kind-specific keys}; the table is in converter/reference-family.md.
+Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads) {
+  CONVERT_TRY(std::string kind, a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed"}, std::string("dense")));
+  if (kind == "dense") return params::AttentionKind{params::DenseAttention{}};
+  if (kind == "sliding") {
+    CONVERT_TRY(int64_t window, a.positive_int("window"));
+    return params::AttentionKind{params::SlidingWindow{int32_t(window)}};
+  }
+  if (kind == "chunked") {
+    CONVERT_TRY(int64_t chunk, a.positive_int("chunk"));
+    CONVERT_TRY(int64_t before, a.integer("chunks_before", 0, 1));
+    CONVERT_TRY(int64_t after, a.integer("chunks_after", 0, 0));
+    return params::AttentionKind{params::ChunkedLocal{int32_t(chunk), int32_t(before), int32_t(after)}};
+  }
+  CONVERT_TRY(std::string layout, a.choice("heads", {"merged", "split"}, std::string("merged")));
+  const bool split = layout == "split";
+  if (split && heads % 2 != 0) return a.field_error("heads", "\"split\" needs an even num_heads, got " + std::to_string(heads));
+  if (kind == "strided") {
+    CONVERT_TRY(int64_t stride, a.positive_int("stride"));
+    return params::AttentionKind{params::Strided{int32_t(stride), split}};
+  }
+  CONVERT_TRY(int64_t block, a.positive_int("block"));
+  CONVERT_TRY(int64_t summary, a.positive_int("summary"));
+  if (summary > block) return a.field_error("summary", std::to_string(summary) + " exceeds block " + std::to_string(block));
+  return params::AttentionKind{params::Fixed{int32_t(block), int32_t(summary), split}};
+}
+
+// Per-layer attention kinds: one object for all layers, or a list of num_layers objects; dense by default.
+Result<std::vector<params::AttentionKind>> read_attention(const Config& config, int64_t layers, int64_t heads) {
+  std::vector<params::AttentionKind> kinds(size_t(layers), params::DenseAttention{});
   const nlohmann::json* attention = config.get("attention");
-  if (!attention) return Status::Ok();  // default {"kind": "dense"}
+  if (!attention) return kinds;
   if (attention->is_array() && int64_t(attention->size()) != layers)
     return config.field_error("attention", "lists " + std::to_string(attention->size()) + " layers, but num_layers is " +
                                                std::to_string(layers));
@@ -44,13 +73,9 @@ Status check_attention(const Config& config, int64_t layers) {
     if (!entry.is_object())
       return config.error("field '" + prefix.substr(0, prefix.size() - 1) + "' must be an object, got " +
                           Config::show(entry));
-    auto kind = Config(entry, "config.json", prefix).string("kind", std::string("dense"));
-    if (!kind.ok()) return kind.status();
-    if (kind.value() != "dense")
-      return Unsupported("config.json: layer " + std::to_string(i) + ": attention kind '" + kind.value() +
-                         "' is not supported by this converter version");
+    CONVERT_TRY(kinds[size_t(i)], read_attention_kind(Config(entry, "config.json", prefix), heads));
   }
-  return Status::Ok();
+  return kinds;
 }
 
 Result<ReferenceConfig> read_config(const nlohmann::json& json) {
@@ -79,7 +104,7 @@ Result<ReferenceConfig> read_config(const nlohmann::json& json) {
 
   if (r.d % r.heads != 0)
     return c.error("num_heads " + std::to_string(r.heads) + " does not divide hidden_size " + std::to_string(r.d));
-  TERN_RETURN_IF_ERROR(check_attention(c, r.layers));
+  CONVERT_TRY(r.attention, read_attention(c, r.layers, r.heads));
   return r;
 }
 
@@ -124,7 +149,7 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, Tens
   const params::LayerNorm ln{r.eps};
   const auto head_dim = int32_t(d / r.heads);
   const params::Attention attn{int32_t(r.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
-                               params::DenseAttention{}};
+                               r.attention[size_t(i)]};
 
   CONVERT_TRY(auto attn_norm_w, norm_weights(src, p + "attn_norm", d));
   // Fused projection: qkv.weight [3d, d] = rows of q, then k, then v; qkv.bias [3d].

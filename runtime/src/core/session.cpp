@@ -142,7 +142,7 @@ tern_memory_plan Session::plan(int64_t n) const {
   p.arena_bytes = plan_arena(model_, run_all_, n).bytes + scratch;
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
-    if (def->state_bytes_per_token) p.state_bytes += def->state_bytes_per_token(node) * uint64_t(n);
+    if (def->state_bytes) p.state_bytes += def->state_bytes(node, n);
     if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
   }
   return p;

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "ops/attention_pattern.h"
 #include "ops/op.h"
 
 namespace tern::cpu {
@@ -23,26 +24,19 @@ void layer_norm(pthreadpool_t pool, const float* x, int64_t n, int64_t d, const 
 void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out);
 void add(pthreadpool_t pool, const float* a, const float* b, int64_t count, float* out);
 
-// Dense attention over a head-major cache, blockwise with online softmax: no [n, T] buffer exists.
-// q [n, q_stride] (head h at columns h*dh); k_cache, v_cache [heads, capacity, dh] holding positions 0..T-1;
-// out [n, heads*dh]; query i is at position pos0+i. scratch: attention_scratch_floats(head_dim, threads) floats.
-struct DenseAttentionArgs {
-  const float* q;
-  int64_t q_stride;
-  const float* k_cache;
-  const float* v_cache;
-  int64_t capacity;
+// Causal attention of one call starting at position 0, blockwise with online softmax: no [n, n] buffer exists.
+// qkv [n, 3*heads*dh] (q | k | v); out [n, heads*dh]; scratch: attention_scratch_floats(head_dim, threads) floats.
+struct AttentionArgs {
+  const AttentionPattern* pattern;
+  const float* qkv;
   int64_t n;
-  int64_t pos0;
-  int64_t T;
   int heads;
   int head_dim;
   float scale;
-  bool causal;
   float* out;
   float* scratch;
 };
 int64_t attention_scratch_floats(int head_dim, int threads);
-void attention_dense(pthreadpool_t pool, int threads, const DenseAttentionArgs& args);
+void attention(pthreadpool_t pool, int threads, const AttentionArgs& args);
 
 }  // namespace tern::cpu

@@ -1,9 +1,10 @@
-// ATTENTION: qkv [n, 3*H*dh] (q | k | v column blocks) -> [n, H*dh]. Kinds: Dense (causal softmax).
-// State: the keys and values of every token seen, [H, capacity, dh] each.
+// ATTENTION: qkv [n, 3*H*dh] (q | k | v column blocks) -> [n, H*dh]; causal softmax attention whose visible keys
+// follow the op's kind (ops/attention_pattern.h). State: the keys and values later queries can still reach.
 #include <cmath>
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "ops/attention_pattern.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -16,18 +17,19 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
     return InvalidModel(node.label() + ": heads and head_dim must be in [1, 4096]");
   }
   if (!(std::isfinite(p->scale()) && p->scale() > 0)) return InvalidModel(node.label() + ": scale must be positive and finite");
-  if (p->kind_type() != fb::AttentionKind::Dense) {
-    return Unsupported(node.label() + ": attention kind " + std::to_string(int(p->kind_type())) + " is not supported");
-  }
   if (!p->causal()) return Unsupported(node.label() + ": non-causal attention is not supported by a streaming decoder");
+  auto pattern = AttentionPattern::from(*p, node.label());
+  if (!pattern.ok()) return pattern.status();
   int64_t inner = int64_t(p->heads()) * p->head_dim();
   TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 3 * inner));
   return expect_width(node, values, true, 0, inner);
 }
 
-uint64_t state_bytes_per_token(const Node& node) {
+uint64_t state_bytes(const Node& node, int64_t n) {
   const auto* p = node.fb_op->params_as_AttentionParams();
-  return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float);  // one key and one value per head
+  auto pattern = AttentionPattern::from(*p, "");
+  // One key and one value per head for every kept position.
+  return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(pattern.value().state_keys(n));
 }
 
 uint64_t dense_bytes(const Node& node, int64_t n) {
@@ -36,15 +38,16 @@ uint64_t dense_bytes(const Node& node, int64_t n) {
 
 }  // namespace
 
-void ref::attention_dense(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
-                          int64_t pos0, int64_t T, int heads, int head_dim, float scale, bool causal, float* out) {
-  std::vector<double> p(size_t(T > 0 ? T : 1));
+void ref::attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
+                    int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out) {
+  std::vector<double> p(size_t(pos0 + n));
   for (int h = 0; h < heads; ++h) {
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t last = causal ? pos0 + i : T - 1;
-      const float* qi = q + i * q_stride + int64_t(h) * head_dim;
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t i = pos0 + r;
+      const float* qi = q + r * q_stride + int64_t(h) * head_dim;
       double mx = -INFINITY;
-      for (int64_t j = 0; j <= last; ++j) {
+      for (int64_t j = 0; j <= i; ++j) {
+        if (!pattern.visible(h, i, j)) continue;
         const float* kj = k + j * kv_stride + int64_t(h) * head_dim;
         double s = 0;
         for (int c = 0; c < head_dim; ++c) s += double(qi[c]) * double(kj[c]);
@@ -52,17 +55,21 @@ void ref::attention_dense(const float* q, int64_t q_stride, const float* k, cons
         mx = std::max(mx, p[j]);
       }
       double sum = 0;
-      for (int64_t j = 0; j <= last; ++j) sum += (p[j] = std::exp(p[j] - mx));
+      for (int64_t j = 0; j <= i; ++j) {
+        if (pattern.visible(h, i, j)) sum += (p[j] = std::exp(p[j] - mx));
+      }
       for (int c = 0; c < head_dim; ++c) {
         double acc = 0;
-        for (int64_t j = 0; j <= last; ++j) acc += p[j] * double(v[j * kv_stride + int64_t(h) * head_dim + c]);
-        out[i * int64_t(heads) * head_dim + int64_t(h) * head_dim + c] = float(acc / sum);
+        for (int64_t j = 0; j <= i; ++j) {
+          if (pattern.visible(h, i, j)) acc += p[j] * double(v[j * kv_stride + int64_t(h) * head_dim + c]);
+        }
+        out[r * int64_t(heads) * head_dim + int64_t(h) * head_dim + c] = float(acc / sum);
       }
     }
   }
 }
 
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 0, fb::OpParams::AttentionParams,
-                                   validate, cpu::make_attention, state_bytes_per_token, dense_bytes};
+                                   validate, cpu::make_attention, state_bytes, dense_bytes};
 
 }  // namespace tern

@@ -57,8 +57,8 @@ struct OpDef {
   // Checks params, weight shapes and value widths. Counts, indices and param type are checked before.
   Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
   Result<std::unique_ptr<CpuKernel>> (*make_cpu)(const Node& node, const Model& model, const KernelConfig& cfg);
-  // Per-token state bytes of a streaming session (for the planner), given the op's node.
-  uint64_t (*state_bytes_per_token)(const Node& node);
+  // Bytes of streaming state the op holds after n tokens (for the planner); null for stateless ops.
+  uint64_t (*state_bytes)(const Node& node, int64_t n);
   // Bytes a dense implementation would materialise for n tokens (scores), 0 if none.
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
 };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ops/attention_pattern.h"
 #include "tern_generated.h"
 
 namespace tern::ref {
@@ -18,10 +19,9 @@ void layer_norm(const float* x, int64_t n, int64_t d, const float* gamma, const 
 void linear(const float* x, int64_t n, int64_t in, const float* w, const float* b, int64_t out_dim, float* out);
 void activation(fb::ActivationKind kind, const float* x, int64_t count, float* out);
 void add(const float* a, const float* b, int64_t count, float* out);
-// Causal (or not) softmax attention of n queries at positions pos0.. over keys at positions 0..T-1.
-// q [n, q_stride] (head h at columns h*dh), k, v [T, kv_stride], out [n, heads*dh].
-// With causal, query i sees keys 0..pos0+i.
-void attention_dense(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
-                     int64_t pos0, int64_t T, int heads, int head_dim, float scale, bool causal, float* out);
+// Softmax attention of n queries at positions pos0.. over keys at positions 0..T-1, each query seeing the keys
+// pattern.visible() allows. q [n, q_stride] (head h at columns h*dh), k, v [T, kv_stride], out [n, heads*dh].
+void attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
+               int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out);
 
 }  // namespace tern::ref

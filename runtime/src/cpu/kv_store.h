@@ -1,0 +1,64 @@
+// The streaming state of one attention op: keys and values of past tokens that later queries can still reach,
+// [heads, slots, dh] each, sized at session creation and never grown.
+//   dense, strided: every position (slots = max_tokens) — these kinds reach back to the first token by definition;
+//   sliding, chunked: a ring of the most recent ring_keys() positions;
+//   fixed: a ring of the current block, plus `summary` slots for every block.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "ops/attention_pattern.h"
+
+namespace tern::cpu {
+
+class KvStore {
+ public:
+  KvStore(const AttentionPattern& pattern, int heads, int head_dim, int64_t max_tokens)
+      : pattern_(pattern), heads_(heads), dh_(head_dim) {
+    ring_ = pattern.keeps_all_keys() ? 0 : std::max<int64_t>(1, pattern.ring_keys());
+    slots_ = pattern.keeps_all_keys() ? max_tokens : ring_ + pattern.summary_slots(max_tokens);
+    const size_t floats = size_t(heads) * size_t(slots_) * size_t(head_dim);
+    k_.assign(floats, 0.0f);
+    v_.assign(floats, 0.0f);
+  }
+
+  const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
+  const float* value(int h, int64_t j) const { return &v_[index(h, j)]; }
+
+  // Keeps what later queries need of this call's keys and values. qkv [n, 3*inner], positions pos0..pos0+n-1.
+  void append(const float* qkv, int64_t pos0, int64_t n) {
+    const int64_t inner = int64_t(heads_) * dh_;
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t j = pos0 + r;
+      // A ring slot written now would be overwritten later in this same call.
+      if (ring_ > 0 && !pattern_.is_summary(j) && j < pos0 + n - ring_) continue;
+      for (int h = 0; h < heads_; ++h) {
+        std::memcpy(&k_[index(h, j)], qkv + r * 3 * inner + inner + int64_t(h) * dh_, size_t(dh_) * sizeof(float));
+        std::memcpy(&v_[index(h, j)], qkv + r * 3 * inner + 2 * inner + int64_t(h) * dh_, size_t(dh_) * sizeof(float));
+      }
+    }
+  }
+
+  uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+
+ private:
+  size_t index(int h, int64_t j) const { return (size_t(h) * size_t(slots_) + size_t(slot(j))) * size_t(dh_); }
+  int64_t slot(int64_t j) const {
+    if (ring_ == 0) return j;
+    if (pattern_.is_summary(j)) {
+      const int64_t b = pattern_.block, c = pattern_.summary;
+      return ring_ + (j / b) * c + (j % b - (b - c));
+    }
+    return j % ring_;
+  }
+
+  AttentionPattern pattern_;
+  int heads_, dh_;
+  int64_t ring_ = 0;   // 0: every position has its own slot
+  int64_t slots_ = 0;
+  std::vector<float> k_, v_;  // [heads, slots, dh]
+};
+
+}  // namespace tern::cpu
