@@ -32,6 +32,7 @@ Scoring and logits:
 Session:
   --threads N           CPU threads (default: all hardware threads)
   --max-tokens N        tokens the session holds (default: the model's context)
+  --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context)
   --backend B           cpu | auto | vulkan (default cpu)
   -h, --help            this text
 )";
@@ -39,7 +40,7 @@ Session:
 struct Options {
   std::string model_path, prompt, score_path, ids_path, logits_path, plan;
   bool has_prompt = false;
-  int64_t tokens = 200, top_k = 40, seed = 1, stride = 0, segment = 0, threads = 0, max_tokens = 0;
+  int64_t tokens = 200, top_k = 40, seed = 1, stride = 0, segment = 0, threads = 0, max_tokens = 0, max_batch = 0;
   double temperature = 0.7;
   tern_backend backend = TERN_BACKEND_CPU;
 };
@@ -206,7 +207,7 @@ int print_plan(tern::SessionHandle& session, const std::string& list) {
 int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
-                        "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--backend"},
+                        "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend"},
                        {"-h", "--help"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
   opt.segment = args.get_int("--segment", 0, 1, 1 << 30);
   opt.threads = args.get_int("--threads", 0, 1, 1024);
   opt.max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
+  opt.max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
   if (!args.ok()) return fail(args.error() + "\n" + kUsage, 2);
   if (args.positional().size() != 1) return fail(std::string("expected one model file\n") + kUsage, 2);
   opt.model_path = args.positional()[0];
@@ -250,6 +252,7 @@ int main(int argc, char** argv) {
   so.backend = opt.backend;
   so.threads = int(opt.threads);
   so.max_tokens = opt.max_tokens;
+  so.max_batch = opt.max_batch;
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(err.message);
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;

@@ -31,7 +31,7 @@ typedef struct {
   tern_backend backend; /* TERN_BACKEND_CPU by default */
   int threads;          /* 0: one per hardware thread */
   int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context */
-  int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens */
+  int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens, capped at the model's max_context */
 } tern_session_options;
 
 /* What a session needs, from the planner, before any run. */
@@ -73,6 +73,10 @@ void tern_session_free(tern_session* session);
 
 /* Planner numbers for a call of n tokens, without running. */
 tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out);
+
+/* What the session has allocated: arena (for max_batch tokens), state (for max_tokens) and packed weights.
+ * n_tokens is max_batch; dense_attention_bytes is for max_tokens. Constant for the session's life. */
+tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
 
 /* Resets the state, then runs ids[0..n) as one sequence. logits: [n, vocab]. */
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);

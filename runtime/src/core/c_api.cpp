@@ -119,6 +119,12 @@ tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, ter
   return TERN_OK;
 }
 
+tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out) {
+  if (!session || !out) return fail(tern::InvalidArgument("tern_session_memory: null argument"));
+  *out = session->session->allocated();
+  return TERN_OK;
+}
+
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
   if (!session) return fail(tern::InvalidArgument("tern_session_forward: null session"));
   if (!logits) return record(session, tern::InvalidArgument("tern_session_forward: logits is null"));

@@ -47,7 +47,9 @@ Status Session::build(const tern_session_options& options) {
   max_tokens_ = options.max_tokens > 0 ? options.max_tokens : model_.max_context();
   if (max_tokens_ <= 0) return InvalidArgument("the model has no context limit: set max_tokens");
   if (max_tokens_ > (int64_t(1) << 31)) return InvalidArgument("max_tokens " + std::to_string(max_tokens_) + " is too large");
-  max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, max_tokens_) : max_tokens_;
+  // A streaming session may hold far more tokens than one call needs: by default a call is at most one context.
+  const int64_t default_batch = model_.max_context() > 0 ? std::min(max_tokens_, model_.max_context()) : max_tokens_;
+  max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, max_tokens_) : default_batch;
 
   pool_ = pthreadpool_create(size_t(threads_));
   if (!pool_) return OutOfMemory("cannot create a thread pool of " + std::to_string(threads_) + " threads");
@@ -145,6 +147,15 @@ tern_memory_plan Session::plan(int64_t n) const {
     if (def->state_bytes) p.state_bytes += def->state_bytes(node, n);
     if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
   }
+  return p;
+}
+
+tern_memory_plan Session::allocated() const {
+  tern_memory_plan p = plan(max_tokens_);
+  p.n_tokens = max_batch_;
+  p.arena_bytes = (arena_.size() + scratch_.size()) * sizeof(float);
+  p.state_bytes = 0;
+  for (const auto& k : kernels_) p.state_bytes += k->state_bytes();
   return p;
 }
 

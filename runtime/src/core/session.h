@@ -24,6 +24,7 @@ class Session {
   Status append(const int32_t* ids, int64_t n, float* logits);   // logits may be null
   void reset();
   tern_memory_plan plan(int64_t n) const;
+  tern_memory_plan allocated() const;
 
   int64_t position() const { return position_; }
   int64_t max_tokens() const { return max_tokens_; }
