@@ -20,18 +20,22 @@ constexpr int64_t kKeyBlock = 64;
 struct Tile {
   float* q;    // [kQueryBlock, dh], scaled queries
   float* acc;  // [kQueryBlock, dh], running sum of p * v
+  float* kt;   // [dh, kKeyBlock], one key block transposed, so scores vectorise across keys
   float* s;    // [kKeyBlock], scores of one row against one key block
   float* m;    // [kQueryBlock], running max
   float* l;    // [kQueryBlock], running sum of p
 };
 
-int64_t tile_floats(int head_dim) { return 2 * kQueryBlock * head_dim + kKeyBlock + 2 * kQueryBlock; }
+int64_t tile_floats(int head_dim) {
+  return 2 * kQueryBlock * head_dim + int64_t(head_dim) * kKeyBlock + kKeyBlock + 2 * kQueryBlock;
+}
 
 Tile tile_at(float* base, int head_dim) {
   Tile t;
   t.q = base;
   t.acc = t.q + kQueryBlock * head_dim;
-  t.s = t.acc + kQueryBlock * head_dim;
+  t.kt = t.acc + kQueryBlock * head_dim;
+  t.s = t.kt + int64_t(head_dim) * kKeyBlock;
   t.m = t.s + kKeyBlock;
   t.l = t.m + kQueryBlock;
   return t;
@@ -50,17 +54,22 @@ struct KeySource {
   }
 };
 
-// Online-softmax update of one query row with `count` keys.
-void update_row(const float* q, int dh, const float* const* keys, const float* const* values, int64_t count, float* s,
-                float* m, float* l, float* acc) {
+// q . k with eight partial sums: a plain loop with one accumulator cannot be vectorised without reassociation.
+inline float dot(const float* q, const float* k, int dh) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int c = 0;
+  for (; c + 8 <= dh; c += 8)
+    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
+  float sum = 0.0f;
+  for (; c < dh; ++c) sum += q[c] * k[c];
+  for (float p : part) sum += p;
+  return sum;
+}
+
+// Online-softmax update of one query row with `count` scores s[] for the keys whose values are values[].
+void accumulate_row(const float* s, const float* const* values, int64_t count, int dh, float* m, float* l, float* acc) {
   float block_max = -INFINITY;
-  for (int64_t k = 0; k < count; ++k) {
-    const float* key = keys[k];
-    float dot = 0.0f;
-    for (int c = 0; c < dh; ++c) dot += q[c] * key[c];
-    s[k] = dot;
-    block_max = std::max(block_max, dot);
-  }
+  for (int64_t k = 0; k < count; ++k) block_max = std::max(block_max, s[k]);
   const float m_new = std::max(*m, block_max);
   const float correction = std::exp(*m - m_new);  // 0 on a row's first keys (m = -inf)
   if (correction != 1.0f) {
@@ -106,7 +115,8 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
       const int64_t i = pos0 + r0 + r;
       int64_t count = 0;
       auto flush = [&] {
-        update_row(t.q + r * dh, dh, kp, vp, count, t.s, &t.m[r], &t.l[r], t.acc + r * dh);
+        for (int64_t k = 0; k < count; ++k) t.s[k] = dot(t.q + r * dh, kp[k], dh);
+        accumulate_row(t.s, vp, count, dh, &t.m[r], &t.l[r], t.acc + r * dh);
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {
@@ -123,15 +133,28 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
   const int64_t first = a.pattern->local_lo(h, pos0 + r0), last = pos0 + r1 - 1;
   for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
     const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
+    const int64_t width = j1 - j0;
     for (int64_t j = j0; j < j1; ++j) {
-      kp[j - j0] = a.src.key(h, j, dh);
+      const float* k = a.src.key(h, j, dh);
+      for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + (j - j0)] = k[c];
       vp[j - j0] = a.src.value(h, j, dh);
+    }
+    if (width < kKeyBlock) {  // a short last block: zero the unused columns, so the score loop keeps its fixed width
+      for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = pos0 + r0 + r;
-      const int64_t lo = std::max(j0, a.pattern->local_lo(h, i)), hi = std::min(j1, i + 1);
+      const int64_t lo = std::max(j0, a.pattern->local_lo(h, i)) - j0, hi = std::min(j1, i + 1) - j0;
       if (lo >= hi) continue;
-      update_row(t.q + r * dh, dh, kp + (lo - j0), vp + (lo - j0), hi - lo, t.s, &t.m[r], &t.l[r], t.acc + r * dh);
+      // Scores of the whole block at once (vectorised across keys); the row uses [lo, hi).
+      const float* q = t.q + r * dh;
+      float scores[kKeyBlock] = {};  // local, so the compiler keeps it in registers
+      for (int c = 0; c < dh; ++c) {
+        const float qc = q[c];
+        const float* ktc = t.kt + c * kKeyBlock;
+        for (int64_t k = 0; k < kKeyBlock; ++k) scores[k] += qc * ktc[k];
+      }
+      accumulate_row(scores + lo, vp + lo, hi - lo, dh, &t.m[r], &t.l[r], t.acc + r * dh);
     }
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
