@@ -50,7 +50,10 @@ tern_session* make_session(tern_model* model, int threads) {
 }
 
 const char* const kGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "pre_untied_nobias_gelutanh",
-                                "tiny_f16"};
+                                "tiny_f16",
+                                // windowed and sparse attention kinds
+                                "sliding_w64", "chunked_c128", "strided_merged", "strided_split", "fixed_merged",
+                                "fixed_split", "mixed_layers"};
 
 }  // namespace
 

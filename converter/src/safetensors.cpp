@@ -1,9 +1,5 @@
 #include "safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -168,33 +164,6 @@ Status to_f32(const TensorView& view, float* out) {
       return InvalidModel(view.file + ": tensor '" + view.name + "' has dtype " + dtype_name(view.dtype) +
                           "; only F32, F16 and BF16 convert to float32");
   }
-}
-
-Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError(path + ": not a regular file");
-  }
-  std::unique_ptr<MappedFile> file(new MappedFile());
-  file->size_ = size_t(st.st_size);
-  if (file->size_ > 0) {
-    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return IoError(path + ": cannot map: " + std::strerror(err));
-    }
-    file->data_ = static_cast<const uint8_t*>(p);
-  }
-  ::close(fd);
-  return Result<std::unique_ptr<MappedFile>>(std::move(file));
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path, std::string display_name) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/status.h"
 
 namespace tern::convert {
@@ -35,23 +36,6 @@ struct TensorView {
 
 // Converts an F32, F16 or BF16 tensor to float32; out holds numel() floats. Other dtypes: error naming the tensor.
 Status to_f32(const TensorView& view, float* out);
-
-// A read-only memory map that unmaps itself.
-class MappedFile {
- public:
-  static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
-  ~MappedFile();
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  MappedFile() = default;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 class SafetensorsFile {
  public:
