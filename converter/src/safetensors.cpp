@@ -1,6 +1,5 @@
 #include "safetensors.h"
 
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
