@@ -1,0 +1,356 @@
+"""Write small random-init reference-family checkpoints and their golden logits.
+
+For every case below, tests/goldens/<name>/ gets:
+  config.json                 the model config (some cases rely on the spec's defaults on purpose)
+  model.safetensors           random weights (F32, or F16 for tiny_f16); one case is split into
+                              model-00001-of-00002.safetensors + model-00002-of-00002.safetensors
+  ids.json                    JSON array of random token ids in [0, vocab_size)
+  logits.npy                  float32 [n, vocab_size], np.save format
+
+Logits are computed by tools/reference/model.py in float64 from the weights exactly as stored
+(i.e. after rounding to F32/F16), then rounded to float32.
+
+Weights are drawn large on purpose (matrices N(0, 0.2), query/key N(0, 0.3) or the case's "qk_std",
+embeddings N(0, 0.5), LayerNorm gains U(0.8, 1.2), biases N(0, 0.1)) so attention patterns and
+logits are far from uniform and mistakes in the runtime show up as large errors. The script prints, per case, the mean entropy of
+the attention rows next to that of uniform attention over the same visible keys.
+
+Case i is seeded with SEED + i, so new cases go at the end of CASES and leave the earlier files
+unchanged. The first four use dense attention; the others cover the windowed and sparse kinds
+(sliding, chunked, strided and fixed, merged and split heads, and a per-layer mix).
+
+Usage:
+    /usr/bin/python3 tools/reference/make_goldens.py [--out tests/goldens] [--only NAME ...]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+from model import ReferenceModel, logits_for, visibility_mask  # noqa: E402
+
+SEED = 20240611
+
+CASES = [
+    {
+        "name": "pre_tied_learned_gelu",
+        "n": 1024,
+        "dtype": "F32",
+        # Minimal config: pre-LN, learned positions, gelu, linear biases, tied head, final norm,
+        # intermediate_size 4*d and eps 1e-5 all come from the spec's defaults.
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 1024,
+        },
+    },
+    {
+        "name": "post_untied_sinusoidal_relu",
+        "n": 512,
+        "dtype": "F32",
+        "shards": 2,
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "intermediate_size": 128,
+            "max_position_embeddings": 512,
+            "position_embedding": "sinusoidal",
+            "norm_position": "post",
+            "final_norm": False,
+            "activation": "relu",
+            "linear_bias": True,
+            "layer_norm_eps": 1e-5,
+            "tie_word_embeddings": False,
+            "lm_head_bias": True,
+            "attention": {"kind": "dense"},
+        },
+    },
+    {
+        "name": "pre_untied_nobias_gelutanh",
+        "n": 256,
+        "dtype": "F32",
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "intermediate_size": 96,
+            "max_position_embeddings": 256,
+            "position_embedding": "learned",
+            "norm_position": "pre",
+            "final_norm": True,
+            "activation": "gelu_tanh",
+            "linear_bias": False,
+            "layer_norm_eps": 1e-6,
+            "tie_word_embeddings": False,
+            "lm_head_bias": False,
+            "attention": [{"kind": "dense"}, {"kind": "dense"}],
+        },
+    },
+    {
+        "name": "tiny_f16",
+        "n": 64,
+        "dtype": "F16",
+        # Tied head that still has a head bias (allowed by the spec).
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 2,
+            "intermediate_size": 64,
+            "max_position_embeddings": 64,
+            "position_embedding": "learned",
+            "norm_position": "pre",
+            "activation": "gelu",
+            "tie_word_embeddings": True,
+            "lm_head_bias": True,
+        },
+    },
+    # ---- windowed and sparse attention kinds (converter/reference-family.md, "Attention objects").
+    # Vocab 64 and d 32-48 keep the files small; n spans many windows, chunks, blocks and strides.
+    {
+        "name": "sliding_w64",
+        "n": 2048,
+        "dtype": "F32",
+        "qk_std": 0.4,  # d = 32: larger query/key weights keep the attention sharp
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 2048,
+            "position_embedding": "sinusoidal",
+            "attention": {"kind": "sliding", "window": 64},
+        },
+    },
+    {
+        "name": "chunked_c128",
+        "n": 2048,
+        "dtype": "F32",
+        "qk_std": 0.4,  # d = 32: larger query/key weights keep the attention sharp
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 2048,
+            "position_embedding": "learned",
+            # chunks_after names only future keys, so a causal model ignores it.
+            "attention": {"kind": "chunked", "chunk": 128, "chunks_before": 1, "chunks_after": 1},
+        },
+    },
+    {
+        "name": "strided_merged",
+        "n": 1024,
+        "dtype": "F32",
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 48,
+            "num_layers": 2,
+            "num_heads": 4,
+            "intermediate_size": 128,
+            "max_position_embeddings": 1024,
+            "attention": {"kind": "strided", "stride": 32, "heads": "merged"},
+        },
+    },
+    {
+        "name": "strided_split",
+        "n": 512,
+        "dtype": "F32",
+        "qk_std": 0.4,  # d = 32: larger query/key weights keep the attention sharp
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 512,
+            "norm_position": "post",
+            "attention": {"kind": "strided", "stride": 16, "heads": "split"},
+        },
+    },
+    {
+        "name": "fixed_merged",
+        "n": 1024,
+        "dtype": "F32",
+        "qk_std": 0.4,  # d = 32: larger query/key weights keep the attention sharp
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 1024,
+            # "heads" left to its default, "merged"
+            "attention": {"kind": "fixed", "block": 64, "summary": 8},
+        },
+    },
+    {
+        "name": "fixed_split",
+        "n": 512,
+        "dtype": "F32",
+        "qk_std": 0.4,  # d = 32: larger query/key weights keep the attention sharp
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 512,
+            "attention": {"kind": "fixed", "block": 32, "summary": 4, "heads": "split"},
+        },
+    },
+    {
+        "name": "mixed_layers",
+        "n": 300,
+        "dtype": "F32",
+        "qk_std": 0.4,  # d = 32: larger query/key weights keep the attention sharp
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 3,
+            "num_heads": 4,
+            "max_position_embeddings": 300,
+            "attention": [
+                {"kind": "sliding", "window": 16},
+                {"kind": "dense"},
+                {"kind": "fixed", "block": 16, "summary": 2, "heads": "merged"},
+            ],
+        },
+    },
+]
+
+
+def random_weights(model, rng, qk_std=0.3):
+    """dict name -> float64 array with the golden init."""
+    out = {}
+    for name, p in model.param_map().items():
+        shape = tuple(p.shape)
+        if name.endswith("norm.weight"):
+            a = rng.uniform(0.8, 1.2, shape)
+        elif name.endswith(".bias"):
+            a = rng.normal(0.0, 0.1, shape)
+        elif name == "embed.weight":
+            a = rng.normal(0.0, 0.5, shape)
+        elif name == "pos_embed.weight":
+            a = rng.normal(0.0, 0.3, shape)
+        elif name.endswith(("attn.q.weight", "attn.k.weight")):
+            a = rng.normal(0.0, qk_std, shape)  # sharper attention
+        else:
+            a = rng.normal(0.0, 0.2, shape)
+        out[name] = a
+    return out
+
+
+def split_names(names, shards):
+    """Split sorted names into `shards` contiguous groups of roughly equal count."""
+    names = sorted(names)
+    k = -(-len(names) // shards)
+    return [names[i * k:(i + 1) * k] for i in range(shards)]
+
+
+@torch.no_grad()
+def attention_entropy(model, ids):
+    """Mean entropy (nats) of the attention rows, and of uniform attention over the same visible keys."""
+    ents, uniform = [], []
+
+    def hook(mod, inp, out):
+        x = inp[0]
+        q, k = mod.split_heads(mod.q(x)), mod.split_heads(mod.k(x))
+        H, n, dh = q.shape
+        mask = visibility_mask(mod.spec, H, n)
+        p = torch.softmax(((q @ k.transpose(-1, -2)) * dh ** -0.5).masked_fill(~mask, float("-inf")), -1)
+        ents.append(float(-(p * torch.log(p.clamp_min(1e-300))).sum(-1)[:, 1:].mean()))
+        uniform.append(float(torch.log(mask.sum(-1)[:, 1:].double()).mean()))
+
+    hooks = [layer.attn.register_forward_hook(hook) for layer in model.layers]
+    logits_for(model, ids)
+    for h in hooks:
+        h.remove()
+    return float(np.mean(ents)), float(np.mean(uniform))
+
+
+def make_case(case, out_root, seed):
+    name = case["name"]
+    rng = np.random.default_rng(seed)
+    cfg = case["config"]
+    model = ReferenceModel(cfg).double().eval()
+
+    np_dtype = {"F32": np.float32, "F16": np.float16}[case["dtype"]]
+    weights = random_weights(model, rng, case.get("qk_std", 0.3))
+    stored = {k: v.astype(np_dtype) for k, v in weights.items()}
+    vocab = cfg["vocab_size"]
+    ids = rng.integers(0, vocab, size=case["n"]).tolist()
+    assert len(set(ids)) > 1
+
+    d = os.path.join(out_root, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+    meta = {"generator": "tools/reference/make_goldens.py", "case": name, "seed": str(seed)}
+    shards = case.get("shards", 1)
+    if shards == 1:
+        safetensors_io.save(os.path.join(d, "model.safetensors"), stored, metadata=meta)
+    else:
+        for i, group in enumerate(split_names(stored, shards)):
+            fn = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+            safetensors_io.save(os.path.join(d, fn), {k: stored[k] for k in group}, metadata=meta)
+    with open(os.path.join(d, "ids.json"), "w") as f:
+        json.dump(ids, f)
+        f.write("\n")
+
+    # Goldens from the weights as stored (re-read from disk, so the file itself is what is tested).
+    model.load_state(safetensors_io.load_dir(d))
+    logits = logits_for(model, ids)
+    np.save(os.path.join(d, "logits.npy"), logits.astype(np.float32))
+
+    p = torch.softmax(torch.from_numpy(logits), -1)
+    ent = float(-(p * torch.log(p)).sum(-1).mean())
+    size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+    att, att_uniform = attention_entropy(model, ids)
+    print(f"{name:30s} n={case['n']:5d} dtype={case['dtype']} shards={shards} "
+          f"logit std {logits.std():.2f}, mean entropy {ent:.2f} nats (uniform {np.log(vocab):.2f}), "
+          f"attention entropy {att:.2f} (uniform {att_uniform:.2f}), {size / 1024:.0f} KiB")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "..", "..", "tests", "goldens"))
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="write only these cases (same seeds as a full run)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
+    names = [c["name"] for c in CASES]
+    unknown = sorted(set(args.only or []) - set(names))
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; cases are {names}")
+    for i, case in enumerate(CASES):
+        if args.only is None or case["name"] in args.only:
+            make_case(case, args.out, SEED + i)
+
+
+if __name__ == "__main__":
+    main()
