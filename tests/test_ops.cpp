@@ -1,6 +1,7 @@
 // Per-op tests: each op's CPU path against its reference kernel on the same random input,
 // relative error <= 1e-5 (DESIGN.md, Numerics).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -134,4 +135,38 @@ TEST_CASE("embedding and position through a session match reference", "[ops]") {
     CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
     tern_model_free(model);
   }
+}
+
+TEST_CASE("log_softmax: CPU matches reference, directly and through a session", "[ops]") {
+  Pool pool(2);
+  for (int64_t d : {1, 7, 64, 1000}) {
+    const int64_t n = 37;
+    auto x = random_floats(size_t(n * d), 17, -30, 30);
+    std::vector<float> want(x.size()), got(x.size());
+    ref::log_softmax(x.data(), n, d, want.data());
+    cpu::log_softmax(pool.pool, x.data(), n, d, got.data());
+    INFO("d=" << d);
+    if (d == 1) {
+      for (float v : got) CHECK(v == 0.0f);  // one class: log 1
+      continue;
+    }
+    CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
+    for (int64_t i = 0; i < n; ++i) {  // rows are log-probabilities
+      double sum = 0;
+      for (int64_t j = 0; j < d; ++j) sum += std::exp(double(got[size_t(i * d + j)]));
+      CHECK(std::abs(sum - 1.0) < 1e-5);
+    }
+  }
+  const int64_t rows = 20, d = 50, n = 33;
+  auto g = test::start_graph(rows, d, 18);
+  int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
+  REQUIRE(g.graph.add_op(fb::OpCode::LOG_SOFTMAX, "log_softmax", {g.x}, {y}, {}, convert::params::LogSoftmax{}).ok());
+  tern_model* model = test::finish_and_load(g, y, "log_softmax", n);
+  auto ids = shuffled_ids(n, rows, 19);
+  auto x = gather_rows(g, ids);
+  std::vector<float> want(size_t(n * d));
+  ref::log_softmax(x.data(), n, d, want.data());
+  auto got = run_graph(model, ids, d, 2);
+  CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
+  tern_model_free(model);
 }

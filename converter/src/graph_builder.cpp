@@ -47,9 +47,10 @@ Result<int32_t> GraphBuilder::add_op(fb::OpCode code, const std::string& name, s
   if (inputs.size() != size_t(def->inputs))
     return InvalidArgument(where + "takes " + std::to_string(def->inputs) + " inputs, got " +
                            std::to_string(inputs.size()));
-  if (weights.size() != size_t(def->max_weights))  // optional weights are written as -1, so the count is fixed
-    return InvalidArgument(where + "takes " + std::to_string(def->max_weights) + " weights, got " +
-                           std::to_string(weights.size()));
+  // Optional weights are written as -1; trailing ones may be left out altogether.
+  if (weights.size() < size_t(def->min_weights) || weights.size() > size_t(def->max_weights))
+    return InvalidArgument(where + "takes " + std::to_string(def->min_weights) + ".." + std::to_string(def->max_weights) +
+                           " weights, got " + std::to_string(weights.size()));
   if (params_type(params) != def->params) return InvalidArgument(where + "parameters do not match the op code");
   if (outputs.empty()) return InvalidArgument(where + "has no outputs");
 

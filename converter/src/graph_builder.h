@@ -56,7 +56,13 @@ struct Fixed {
   int32_t summary = 0;
   bool split = false;  // first half of the heads own block, second half summaries
 };
-using AttentionKind = std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed>;
+// Adaptive span (schema/tern.fbs, converter/adaptive-span.md): the ATTENTION op then takes weights key_pe
+// [head_dim, max_span] and span [heads] (or -1: no mask, plain attention over the previous max_span keys).
+struct AdaptiveSpan {
+  int32_t max_span = 0;
+  int32_t ramp = 0;
+};
+using AttentionKind = std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed, AdaptiveSpan>;
 struct Attention {
   static constexpr fb::OpParams kType = fb::OpParams::AttentionParams;
   int32_t heads = 0;
@@ -65,10 +71,13 @@ struct Attention {
   bool causal = true;
   AttentionKind kind;
 };
+struct LogSoftmax {
+  static constexpr fb::OpParams kType = fb::OpParams::LogSoftmaxParams;
+};
 }  // namespace params
 
 using OpParams = std::variant<params::Embedding, params::Position, params::LayerNorm, params::Linear,
-                              params::Activation, params::Add, params::Attention>;
+                              params::Activation, params::Add, params::Attention, params::LogSoftmax>;
 
 // The schema table a parameter set is written as.
 inline fb::OpParams params_type(const OpParams& params) {
@@ -98,7 +107,7 @@ struct OpSpec {
   std::string name;
   std::vector<int32_t> inputs;   // value indices
   std::vector<int32_t> outputs;  // value indices
-  std::vector<int32_t> weights;  // tensor indices, -1 for an optional weight left out
+  std::vector<int32_t> weights;  // tensor indices, -1 for an optional weight left out (trailing ones may be omitted)
   OpParams params;
 };
 

@@ -32,9 +32,11 @@ std::pair<fb::AttentionKind, flatbuffers::Offset<void>> build_attention_kind(fla
                   fb::CreateChunkedLocal(fbb, k.chunk, k.chunks_before, k.chunks_after).Union()};
         } else if constexpr (std::is_same_v<K, params::Strided>) {
           return {fb::AttentionKind::Strided, fb::CreateStrided(fbb, k.stride, heads(k.split)).Union()};
-        } else {
-          static_assert(std::is_same_v<K, params::Fixed>);
+        } else if constexpr (std::is_same_v<K, params::Fixed>) {
           return {fb::AttentionKind::Fixed, fb::CreateFixed(fbb, k.block, k.summary, heads(k.split)).Union()};
+        } else {
+          static_assert(std::is_same_v<K, params::AdaptiveSpan>);
+          return {fb::AttentionKind::AdaptiveSpan, fb::CreateAdaptiveSpan(fbb, k.max_span, k.ramp).Union()};
         }
       },
       kind);
@@ -57,6 +59,8 @@ std::pair<fb::OpParams, flatbuffers::Offset<void>> build_params(flatbuffers::Fla
           return {fb::OpParams::ActivationParams, fb::CreateActivationParams(fbb, p.kind).Union()};
         } else if constexpr (std::is_same_v<P, params::Add>) {
           return {fb::OpParams::AddParams, fb::CreateAddParams(fbb).Union()};
+        } else if constexpr (std::is_same_v<P, params::LogSoftmax>) {
+          return {fb::OpParams::LogSoftmaxParams, fb::CreateLogSoftmaxParams(fbb).Union()};
         } else {
           static_assert(std::is_same_v<P, params::Attention>);
           auto [kind_type, kind] = build_attention_kind(fbb, p.kind);

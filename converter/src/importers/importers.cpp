@@ -7,6 +7,7 @@ namespace tern::convert {
 const std::vector<Importer>& importers() {
   static const std::vector<Importer> list = {
       {"tern-reference", "Tern's reference decoder family (converter/reference-family.md)", import_reference},
+      {"adaptive-span", "facebookresearch/adaptive-span models (converter/adaptive-span.md)", import_adaptive_span},
   };
   return list;
 }

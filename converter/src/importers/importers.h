@@ -25,5 +25,6 @@ Result<const Importer*> find_importer(const nlohmann::json& config);
 
 // One per architecture, defined in importers/<arch>.cpp.
 Status import_reference(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_adaptive_span(const Checkpoint& checkpoint, GraphBuilder& graph);
 
 }  // namespace tern::convert

@@ -24,6 +24,22 @@ Result<int32_t> TensorSource::add(const std::string& name, const std::vector<int
   });
 }
 
+Result<int32_t> TensorSource::add_reshaped(const std::string& name, const std::vector<int64_t>& shape,
+                                           const std::vector<int64_t>& stored_shape) {
+  auto view = require(name, shape);
+  if (!view.ok()) return view.status();
+  int64_t numel = 1;
+  for (int64_t d : stored_shape) numel *= d;
+  const TensorView* v = view.value();
+  if (numel != v->numel())
+    return InvalidArgument("tensor '" + name + "': cannot store shape " + shape_string(shape) + " as " +
+                           shape_string(stored_shape));
+  return graph_.add_tensor(name, fb::DType::F32, stored_shape, [v](uint8_t* dst, size_t size) -> Status {
+    if (size != size_t(v->numel()) * sizeof(float)) return InvalidArgument("destination size mismatch");
+    return to_f32(*v, reinterpret_cast<float*>(dst));
+  });
+}
+
 Result<int32_t> TensorSource::add_concat(const std::string& name, const std::vector<std::string>& parts,
                                          const std::vector<int64_t>& part_shape) {
   if (parts.empty() || part_shape.empty()) return InvalidArgument("tensor '" + name + "': nothing to concatenate");

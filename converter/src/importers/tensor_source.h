@@ -20,6 +20,11 @@ class TensorSource {
   // Adds checkpoint tensor `name` (validated as by require) to the graph as F32 under the same name.
   Result<int32_t> add(const std::string& name, const std::vector<int64_t>& shape);
 
+  // Adds checkpoint tensor `name` of shape `shape` to the graph as F32 with `stored_shape` (same element count, same
+  // row-major order), e.g. a [1, d, L] parameter stored as [d, L].
+  Result<int32_t> add_reshaped(const std::string& name, const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& stored_shape);
+
   // Adds the concatenation of `parts` along the first axis as one F32 tensor `name`;
   // each part must have shape `part_shape`, e.g. q, k, v weights [d, d] -> `name` [3*d, d].
   Result<int32_t> add_concat(const std::string& name, const std::vector<std::string>& parts,

@@ -17,12 +17,17 @@ Result<std::unique_ptr<CpuKernel>> make_linear(const Node& node, const Model& mo
 Result<std::unique_ptr<CpuKernel>> make_activation(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_add(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ATTENTION of kind AdaptiveSpan (cpu/attention_adaptive_span.cpp); make_attention hands it such ops.
+Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+Result<std::unique_ptr<CpuKernel>> make_log_softmax(const Node& node, const Model& model, const KernelConfig& cfg);
 
 // Direct entry points, for op tests and for kernels that compose them.
 void layer_norm(pthreadpool_t pool, const float* x, int64_t n, int64_t d, const float* gamma, const float* beta, float eps,
                 float* out);
 void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out);
 void add(pthreadpool_t pool, const float* a, const float* b, int64_t count, float* out);
+// x, out [n, d]; row-wise log-softmax
+void log_softmax(pthreadpool_t pool, const float* x, int64_t n, int64_t d, float* out);
 
 // Causal attention of one call starting at position 0, blockwise with online softmax: no [n, n] buffer exists.
 // qkv [n, 3*heads*dh] (q | k | v); out [n, heads*dh]; scratch: attention_scratch_floats(head_dim, threads) floats.

@@ -1,4 +1,5 @@
-// CPU kernels for the row-wise ops: embedding, position, layer norm, activation, add.
+// CPU kernels for the row-wise ops: embedding, position, layer norm, activation, add, log-softmax.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -122,6 +123,19 @@ class AddKernel : public CpuKernel {
   int64_t d_;
 };
 
+class LogSoftmaxKernel : public CpuKernel {
+ public:
+  LogSoftmaxKernel(const Node& node, int64_t d) : node_(node), d_(d) {}
+  Status run(const RunContext& ctx) override {
+    log_softmax(ctx.pool, ctx.in(node_, 0), ctx.n, d_, ctx.out(node_, 0));
+    return Status::Ok();
+  }
+
+ private:
+  const Node& node_;
+  int64_t d_;
+};
+
 int64_t out_width(const Node& node, const Model& model) { return model.values()[node.outputs[0]].width; }
 
 }  // namespace
@@ -187,6 +201,22 @@ void add(pthreadpool_t pool, const float* a, const float* b, int64_t count, floa
   });
 }
 
+void log_softmax(pthreadpool_t pool, const float* x, int64_t n, int64_t d, float* out) {
+  parallel_for(pool, size_t(n), kRowTile, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const float* row = x + i * d;
+      float* o = out + i * d;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < d; ++j) mx = std::max(mx, row[j]);
+      // exp in float, the sum in double: a vocabulary of many small terms keeps full precision.
+      double sum = 0;
+      for (int64_t j = 0; j < d; ++j) sum += double(std::exp(row[j] - mx));
+      const float lse = mx + float(std::log(sum));
+      for (int64_t j = 0; j < d; ++j) o[j] = row[j] - lse;
+    }
+  });
+}
+
 Result<std::unique_ptr<CpuKernel>> make_embedding(const Node& node, const Model&, const KernelConfig&) {
   return std::unique_ptr<CpuKernel>(new EmbeddingKernel(node));
 }
@@ -206,6 +236,9 @@ Result<std::unique_ptr<CpuKernel>> make_activation(const Node& node, const Model
 }
 Result<std::unique_ptr<CpuKernel>> make_add(const Node& node, const Model& model, const KernelConfig&) {
   return std::unique_ptr<CpuKernel>(new AddKernel(node, out_width(node, model)));
+}
+Result<std::unique_ptr<CpuKernel>> make_log_softmax(const Node& node, const Model& model, const KernelConfig&) {
+  return std::unique_ptr<CpuKernel>(new LogSoftmaxKernel(node, out_width(node, model)));
 }
 
 }  // namespace tern::cpu

@@ -1,9 +1,11 @@
 // ATTENTION: qkv [n, 3*H*dh] (q | k | v column blocks) -> [n, H*dh]; causal softmax attention whose visible keys
-// follow the op's kind (ops/attention_pattern.h). State: the keys and values later queries can still reach.
+// follow the op's kind (ops/attention_pattern.h; kind AdaptiveSpan: ops/adaptive_span.h). State: the keys and values
+// later queries can still reach. Weights: only kind AdaptiveSpan has any, key_pe [dh, max_span] and span [H] or -1.
 #include <cmath>
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "ops/adaptive_span.h"
 #include "ops/attention_pattern.h"
 #include "ops/op.h"
 #include "ops/reference.h"
@@ -18,8 +20,16 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   }
   if (!(std::isfinite(p->scale()) && p->scale() > 0)) return InvalidModel(node.label() + ": scale must be positive and finite");
   if (!p->causal()) return Unsupported(node.label() + ": non-causal attention is not supported by a streaming decoder");
-  auto pattern = AttentionPattern::from(*p, node.label());
-  if (!pattern.ok()) return pattern.status();
+  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
+    auto span = AdaptiveSpan::from(node);
+    if (!span.ok()) return span.status();
+  } else {
+    auto pattern = AttentionPattern::from(*p, node.label());
+    if (!pattern.ok()) return pattern.status();
+    for (const TensorInfo* w : node.weights) {
+      if (w) return InvalidModel(node.label() + ": weight '" + w->name + "' given, but only kind AdaptiveSpan has weights");
+    }
+  }
   int64_t inner = int64_t(p->heads()) * p->head_dim();
   TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 3 * inner));
   return expect_width(node, values, true, 0, inner);
@@ -27,9 +37,15 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
 
 uint64_t state_bytes(const Node& node, int64_t n) {
   const auto* p = node.fb_op->params_as_AttentionParams();
+  const uint64_t key_bytes = uint64_t(p->head_dim()) * sizeof(float);
+  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
+    // Each head keeps its own reach: one key and one value per kept position, summed over the heads.
+    auto span = AdaptiveSpan::from(node);
+    return 2ull * key_bytes * uint64_t(span.value().state_keys(n));
+  }
   auto pattern = AttentionPattern::from(*p, "");
   // One key and one value per head for every kept position.
-  return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(pattern.value().state_keys(n));
+  return 2ull * uint64_t(p->heads()) * key_bytes * uint64_t(pattern.value().state_keys(n));
 }
 
 uint64_t dense_bytes(const Node& node, int64_t n) {
@@ -69,7 +85,7 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
   }
 }
 
-extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 0, fb::OpParams::AttentionParams,
+extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 2, fb::OpParams::AttentionParams,
                                    validate, cpu::make_attention, state_bytes, dense_bytes};
 
 }  // namespace tern

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ops/adaptive_span.h"
 #include "ops/attention_pattern.h"
 #include "tern_generated.h"
 
@@ -23,5 +24,11 @@ void add(const float* a, const float* b, int64_t count, float* out);
 // pattern.visible() allows. q [n, q_stride] (head h at columns h*dh), k, v [T, kv_stride], out [n, heads*dh].
 void attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
                int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out);
+// Adaptive span attention (ops/adaptive_span.h) of n queries at positions pos0.. over keys at positions 0..pos0+n-1;
+// keys before position 0 are zero. q [n, q_stride] (head h at columns h*dh), k, v [pos0+n, kv_stride], out [n, heads*dh].
+void adaptive_span_attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride,
+                             int64_t n, int64_t pos0, float scale, const AdaptiveSpan& span, float* out);
+// out[i] = x[i] - log(sum_j exp(x[i, j])); x, out [n, d]
+void log_softmax(const float* x, int64_t n, int64_t d, float* out);
 
 }  // namespace tern::ref

@@ -11,11 +11,12 @@ extern const OpDef kLinearOp;
 extern const OpDef kActivationOp;
 extern const OpDef kAddOp;
 extern const OpDef kAttentionOp;
+extern const OpDef kLogSoftmaxOp;
 
 // The one list of ops this runtime knows.
 const OpDef* find_op(fb::OpCode code) {
   static const OpDef* const kOps[] = {&kEmbeddingOp, &kPositionOp, &kLayerNormOp, &kLinearOp,
-                                      &kActivationOp, &kAddOp, &kAttentionOp};
+                                      &kActivationOp, &kAddOp, &kAttentionOp, &kLogSoftmaxOp};
   for (const OpDef* def : kOps) {
     if (def->code == code) return def;
   }

@@ -1,0 +1,304 @@
+// ATTENTION of kind AdaptiveSpan on the CPU (semantics and the parity note: ops/adaptive_span.h).
+//
+// Blockwise with online softmax: per thread one [kQueryBlock, dh] tile and the scores of one key block, never an
+// [n, max_span] matrix. The span mask applies after the softmax, so besides its running max each row carries
+// sum(e) and sum(e·m), and its accumulator holds sum(e·m·v); at the end out = acc / (sum(e·m) + 1e-8·sum(e)).
+//
+// Head h reads the keys at distances 1..reach[h] and no others; keys before position 0 are zero (only their position
+// term counts). State: one ring per head holding that head's reach of most recent keys and values, so a head with a
+// short learned span keeps a short ring.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/kernels.h"
+#include "cpu/parallel.h"
+#include "ops/adaptive_span.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kKeyBlock = 64;
+
+// Per-slot scratch, in floats.
+struct Tile {
+  float* q;      // [kQueryBlock, dh], scaled queries
+  float* acc;    // [kQueryBlock, dh], running sum of e·m·v
+  float* s;      // [kKeyBlock], scores of one row against one key block
+  float* mx;     // [kQueryBlock], running max
+  float* sum;    // [kQueryBlock], running sum of e
+  float* sum_m;  // [kQueryBlock], running sum of e·m
+};
+
+int64_t tile_floats(int head_dim) { return 2 * kQueryBlock * head_dim + kKeyBlock + 3 * kQueryBlock; }
+
+Tile tile_at(float* base, int head_dim) {
+  Tile t;
+  t.q = base;
+  t.acc = t.q + kQueryBlock * head_dim;
+  t.s = t.acc + kQueryBlock * head_dim;
+  t.mx = t.s + kKeyBlock;
+  t.sum = t.mx + kQueryBlock;
+  t.sum_m = t.sum + kQueryBlock;
+  return t;
+}
+
+// One ring per head: head h keeps its last capacity[h] keys and values, [capacity[h], dh] each, heads one after
+// another in k_ and v_.
+class SpanStore {
+ public:
+  SpanStore(const std::vector<int64_t>& capacity, int head_dim) : capacity_(capacity), dh_(head_dim) {
+    int64_t total = 0;
+    for (int64_t c : capacity_) {
+      offset_.push_back(total);
+      total += c;
+    }
+    k_.assign(size_t(total) * size_t(head_dim), 0.0f);
+    v_.assign(size_t(total) * size_t(head_dim), 0.0f);
+  }
+
+  // Position j must be one of the last capacity[h] positions appended.
+  const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
+  const float* value(int h, int64_t j) const { return &v_[index(h, j)]; }
+
+  // Keeps the last capacity[h] positions of this call for each head. qkv [n, 3*inner], positions pos0..pos0+n-1.
+  void append(const float* qkv, int64_t inner, int64_t pos0, int64_t n) {
+    for (int h = 0; h < int(capacity_.size()); ++h) {
+      for (int64_t j = std::max(pos0, pos0 + n - capacity_[size_t(h)]); j < pos0 + n; ++j) {
+        const float* row = qkv + (j - pos0) * 3 * inner + int64_t(h) * dh_;
+        std::memcpy(&k_[index(h, j)], row + inner, size_t(dh_) * sizeof(float));
+        std::memcpy(&v_[index(h, j)], row + 2 * inner, size_t(dh_) * sizeof(float));
+      }
+    }
+  }
+
+  uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+
+ private:
+  size_t index(int h, int64_t j) const {
+    return size_t(offset_[size_t(h)] + j % capacity_[size_t(h)]) * size_t(dh_);
+  }
+
+  std::vector<int64_t> capacity_, offset_;  // [heads]
+  int dh_;
+  std::vector<float> k_, v_;  // [sum(capacity), dh]
+};
+
+struct SpanCall {
+  const float* qkv = nullptr;  // [n, 3*inner]
+  int64_t inner = 0, n = 0, pos0 = 0;
+  int heads = 1, dh = 1;
+  float scale = 1.0f;
+  float eps = 0.0f;                                  // 1e-8 with a learned span, 0 without
+  const float* pe = nullptr;                         // [max_span, dh]: row d-1 is key_pe[:, max_span - d]
+  const float* mask = nullptr;                       // [sum(reach)]: head h's m_h(1..reach[h]) from mask_offset[h]
+  const std::vector<int64_t>* reach = nullptr;       // [heads]
+  const std::vector<int64_t>* mask_offset = nullptr; // [heads]
+  const SpanStore* store = nullptr;
+  float* out = nullptr;  // [n, heads*dh]
+
+  // Key and value rows of head h at position j: this call's qkv, the ring, or null (a zero vector) before position 0.
+  const float* key(int h, int64_t j) const {
+    if (j < 0) return nullptr;
+    return j >= pos0 ? qkv + (j - pos0) * 3 * inner + inner + int64_t(h) * dh : store->key(h, j);
+  }
+  const float* value(int h, int64_t j) const {
+    if (j < 0) return nullptr;
+    return j >= pos0 ? qkv + (j - pos0) * 3 * inner + 2 * inner + int64_t(h) * dh : store->value(h, j);
+  }
+};
+
+// q · (k + p), or q · p for a zero key (k null), with eight partial sums so that the loop vectorises.
+inline float score(const float* q, const float* k, const float* p, int dh) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  float sum = 0.0f;
+  int c = 0;
+  if (k) {
+    for (; c + 8 <= dh; c += 8)
+      for (int l = 0; l < 8; ++l) part[l] += q[c + l] * (k[c + l] + p[c + l]);
+    for (; c < dh; ++c) sum += q[c] * (k[c] + p[c]);
+  } else {
+    for (; c + 8 <= dh; c += 8)
+      for (int l = 0; l < 8; ++l) part[l] += q[c + l] * p[c + l];
+    for (; c < dh; ++c) sum += q[c] * p[c];
+  }
+  for (float x : part) sum += x;
+  return sum;
+}
+
+// Online update of one query row with `count` keys in ascending position, the first at distance d0 (the others at
+// d0-1, d0-2, ...). mask[d-1] = m(d). A null key or value is a zero vector.
+void update_row(const float* q, int dh, const float* const* keys, const float* const* values, int64_t count, int64_t d0,
+                const float* pe, const float* mask, float* s, float* mx, float* sum, float* sum_m, float* acc) {
+  float block_max = -INFINITY;
+  for (int64_t t = 0; t < count; ++t) {
+    s[t] = score(q, keys[t], pe + (d0 - t - 1) * dh, dh);
+    block_max = std::max(block_max, s[t]);
+  }
+  const float m_new = std::max(*mx, block_max);
+  const float correction = std::exp(*mx - m_new);  // 0 on a row's first keys (mx = -inf)
+  if (correction != 1.0f) {
+    for (int c = 0; c < dh; ++c) acc[c] *= correction;
+  }
+  float add = 0.0f, add_m = 0.0f;
+  for (int64_t t = 0; t < count; ++t) {
+    const float e = std::exp(s[t] - m_new);
+    const float em = e * mask[d0 - t - 1];
+    add += e;
+    add_m += em;
+    const float* v = values[t];
+    if (v && em != 0.0f) {
+      for (int c = 0; c < dh; ++c) acc[c] += em * v[c];
+    }
+  }
+  *sum = *sum * correction + add;
+  *sum_m = *sum_m * correction + add_m;
+  *mx = m_new;
+}
+
+// One head, query rows [r0, r1) of the call.
+void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& t) {
+  const int dh = a.dh;
+  const int64_t rows = r1 - r0, i0 = a.pos0 + r0, reach = (*a.reach)[size_t(h)];
+  const float* mask = a.mask + (*a.mask_offset)[size_t(h)];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* qi = a.qkv + (r0 + r) * 3 * a.inner + int64_t(h) * dh;
+    for (int c = 0; c < dh; ++c) t.q[r * dh + c] = qi[c] * a.scale;
+    std::fill(t.acc + r * dh, t.acc + (r + 1) * dh, 0.0f);
+    t.mx[r] = -INFINITY;
+    t.sum[r] = 0.0f;
+    t.sum_m[r] = 0.0f;
+  }
+  // Row i reads keys [i - reach, i - 1]; the block's rows together read [i0 - reach, i0 + rows - 2].
+  const float* kp[kKeyBlock];
+  const float* vp[kKeyBlock];
+  const int64_t first = i0 - reach, last = i0 + rows - 2;
+  for (int64_t j0 = first; reach > 0 && j0 <= last; j0 += kKeyBlock) {
+    const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
+    for (int64_t j = j0; j < j1; ++j) {
+      kp[j - j0] = a.key(h, j);
+      vp[j - j0] = a.value(h, j);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = i0 + r;
+      const int64_t lo = std::max(j0, i - reach), hi = std::min(j1, i);
+      if (lo >= hi) continue;
+      update_row(t.q + r * dh, dh, kp + (lo - j0), vp + (lo - j0), hi - lo, i - lo, a.pe, mask, t.s, &t.mx[r],
+                 &t.sum[r], &t.sum_m[r], t.acc + r * dh);
+    }
+  }
+  const int64_t out_stride = int64_t(a.heads) * dh;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = a.out + (r0 + r) * out_stride + int64_t(h) * dh;
+    const float denom = t.sum_m[r] + a.eps * t.sum[r];
+    // A head whose mask is zero at every distance attends to nothing: 0 / (0 + 1e-8) in the reference codebase.
+    const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+    for (int c = 0; c < dh; ++c) o[c] = t.acc[r * dh + c] * inv;
+  }
+}
+
+void run_span_attention(pthreadpool_t pool, int threads, const SpanCall& call, float* scratch) {
+  const int64_t q_blocks = (call.n + kQueryBlock - 1) / kQueryBlock;
+  const int64_t items = q_blocks * call.heads;
+  const int slots = int(std::min<int64_t>(std::max(1, threads), items));
+  std::atomic<int64_t> next{0};
+  // One task per slot; each slot owns its scratch tile and pulls (head, query block) items until none are left.
+  parallel_for(pool, size_t(slots), 1, [&](size_t b, size_t e) {
+    for (size_t slot = b; slot < e; ++slot) {
+      Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+      for (int64_t item; (item = next.fetch_add(1)) < items;) {
+        const int64_t qb = item / call.heads;
+        const int h = int(item % call.heads);
+        attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
+      }
+    }
+  });
+}
+
+class AdaptiveSpanKernel : public CpuKernel {
+ public:
+  AdaptiveSpanKernel(const Node& node, const AdaptiveSpan& span, const KernelConfig& cfg,
+                     const std::vector<int64_t>& capacity)
+      : node_(node), span_(span), capacity_(cfg.max_tokens), threads_(cfg.threads), store_(capacity, span.head_dim) {
+    const int dh = span.head_dim;
+    const int64_t L = span.max_span;
+    // key_pe [dh, L] -> rows by distance: pe_[(d-1)*dh + c] = key_pe[c, L - d].
+    pe_.resize(size_t(L) * size_t(dh));
+    for (int64_t d = 1; d <= L; ++d)
+      for (int c = 0; c < dh; ++c) pe_[size_t((d - 1) * dh + c)] = span.key_pe[int64_t(c) * L + (L - d)];
+    for (int h = 0; h < span.heads; ++h) {
+      mask_offset_.push_back(int64_t(mask_.size()));
+      for (int64_t d = 1; d <= span.reach[size_t(h)]; ++d) mask_.push_back(span.mask(h, d));
+    }
+  }
+
+  Status run(const RunContext& ctx) override {
+    if (ctx.pos0 + ctx.n > capacity_) {
+      return InvalidArgument(node_.label() + ": " + std::to_string(ctx.pos0 + ctx.n) + " tokens exceed the session's " +
+                             std::to_string(capacity_));
+    }
+    const float* qkv = ctx.in(node_, 0);  // [n, 3*H*dh]
+    const int64_t inner = int64_t(span_.heads) * span_.head_dim;
+    SpanCall call;
+    call.qkv = qkv;
+    call.inner = inner;
+    call.n = ctx.n;
+    call.pos0 = ctx.pos0;
+    call.heads = span_.heads;
+    call.dh = span_.head_dim;
+    call.scale = node_.fb_op->params_as_AttentionParams()->scale();
+    call.eps = span_.masked() ? float(kAdaptiveSpanEps) : 0.0f;
+    call.pe = pe_.data();
+    call.mask = mask_.data();
+    call.reach = &span_.reach;
+    call.mask_offset = &mask_offset_;
+    call.store = &store_;
+    call.out = ctx.out(node_, 0);
+    run_span_attention(ctx.pool, ctx.threads, call, ctx.scratch);
+    store_.append(qkv, inner, ctx.pos0, ctx.n);
+    return Status::Ok();
+  }
+
+  bool has_state() const override { return true; }
+  uint64_t state_bytes() const override { return store_.bytes(); }
+  uint64_t packed_weight_bytes() const override { return (pe_.size() + mask_.size()) * sizeof(float); }
+  uint64_t scratch_bytes() const override {
+    return uint64_t(tile_floats(span_.head_dim)) * uint64_t(std::max(threads_, 1)) * sizeof(float);
+  }
+
+ private:
+  const Node& node_;
+  AdaptiveSpan span_;
+  int64_t capacity_;
+  int threads_;
+  SpanStore store_;
+  std::vector<float> pe_;             // [max_span, dh], by distance
+  std::vector<float> mask_;           // [sum(reach)], m_h(d) for d = 1..reach[h], head after head
+  std::vector<int64_t> mask_offset_;  // [heads]
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model&, const KernelConfig& cfg) {
+  auto span = AdaptiveSpan::from(node);
+  if (!span.ok()) return span.status();
+  // A head never needs more than the tokens the session can hold.
+  std::vector<int64_t> capacity;
+  uint64_t keys = 0;
+  for (int64_t r : span.value().reach) {
+    capacity.push_back(std::min(r, cfg.max_tokens));
+    keys += uint64_t(capacity.back());
+  }
+  const uint64_t state = 2ull * keys * uint64_t(span.value().head_dim) * sizeof(float);
+  if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
+  try {
+    return std::unique_ptr<CpuKernel>(new AdaptiveSpanKernel(node, span.value(), cfg, capacity));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
+  }
+}
+
+}  // namespace tern::cpu

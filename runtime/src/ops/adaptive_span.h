@@ -1,0 +1,54 @@
+// Adaptive span attention (Sukhbaatar et al. 2019; facebookresearch/adaptive-span): the soft span mask and the keys
+// each head reads, the one definition the reference kernel, the CPU kernel and the planner share.
+//
+// Query i sees the keys at distances d = i - j in [1, max_span] (never itself). Keys at j < 0 are zero vectors with
+// zero values: the model's initial cache of zero hidden states, whose projections are zero. They still take softmax
+// mass through the position term q·key_pe.
+//   score(d) = (q·k_j + q·key_pe[:, max_span - d]) * scale
+//   m_h(d)   = clamp((1 - d + z_h * max_span) / ramp + 1, 0, 1)       z_h = span[h], the learned span ratio
+//   out      = sum_d e(d) m_h(d) v_j / (sum_d e(d) m_h(d) + 1e-8 * sum_d e(d)),   e(d) = exp(score(d) - max)
+// which is softmax, then the mask, then the renormalisation a·m / (sum(a·m) + 1e-8) of the reference codebase.
+//
+// Head h reads only the distances with m_h(d) > 0, d < z_h * max_span + ramp + 1 (at most max_span): its reach.
+// Its softmax normaliser therefore runs over its reach, where the reference codebase's runs over the layer's trimmed
+// window (max_span minus a multiple of 64 that the mask zeroes for every head of the layer). The keys in between have
+// m = 0, so the two differ only inside the epsilon term: 1e-8 * sum(e) over the reach instead of over the window.
+// An output changes by a relative 1e-8 * sum_window(e) / sum_reach(e·m) at most: the epsilon divided by the share of
+// the window's softmax mass that survives the mask. That share is rarely small; on the random-init goldens
+// (tests/goldens/adaptive_span_*) the whole model's log-probabilities move by 3e-6 relative, against 2e-7 for float32
+// rounding. Matching the codebase bit for bit would need every head to keep the layer's whole window of keys.
+//
+// Without the span weight the op is plain attention over the previous max_span keys: no mask and no
+// renormalisation, exactly the reference codebase with adaptive span disabled.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+
+namespace tern {
+
+constexpr double kAdaptiveSpanEps = 1e-8;
+
+struct AdaptiveSpan {
+  int heads = 1;
+  int head_dim = 1;
+  int64_t max_span = 0;           // L
+  int64_t ramp = 0;               // R (unused without span)
+  const float* key_pe = nullptr;  // [head_dim, max_span]
+  const float* span = nullptr;    // [heads], the learned z; null: no mask, every head sees max_span keys
+  std::vector<int64_t> reach;     // [heads], keys each head reads
+
+  // Reads and checks the params and weights of an ATTENTION op of kind AdaptiveSpan.
+  static Result<AdaptiveSpan> from(const Node& node);
+
+  bool masked() const { return span != nullptr; }
+  // m_h(d) for d in [1, max_span], in float32 as the reference codebase evaluates it; 1 when unmasked.
+  float mask(int head, int64_t d) const;
+  // Keys (all heads together) the streaming state holds after n tokens: sum_h min(n, reach[h]).
+  int64_t state_keys(int64_t n) const;
+};
+
+}  // namespace tern
