@@ -119,3 +119,25 @@ TEST_CASE("tern-run: generation is deterministic for a seed and differs across s
   run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model + " --top-k banana 2>/dev/null", &st);
   CHECK(WEXITSTATUS(st) == 2);
 }
+
+TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "[session][cli]") {
+  std::string model = test::scratch_dir("session_bench") + "/model.tern";
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
+  int st;
+  std::string out = run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model +
+                                    " -p 32 -n 8 -d 0,16 -r 2 -t 1 -o json 2>/dev/null",
+                                &st);
+  REQUIRE(st == 0);
+  for (const char* test : {"\"test\": \"pp32\"", "\"test\": \"tg8\"", "\"test\": \"tg8@d16\""}) {
+    CHECK_THAT(out, Catch::Contains(test));
+  }
+  for (const char* field : {"median_ms", "tokens_per_s", "peak_rss_bytes", "weight_bytes", "arena_bytes", "state_bytes",
+                            "dense_attention_bytes"}) {
+    CHECK_THAT(out, Catch::Contains(std::string("\"") + field + "\": "));
+  }
+  CHECK(out.find("\"tokens_per_s\": 0.000") == std::string::npos);
+  run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model + " -o yaml 2>/dev/null", &st);
+  CHECK(WEXITSTATUS(st) == 2);
+}

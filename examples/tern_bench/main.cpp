@@ -1,0 +1,239 @@
+// tern-bench: on-device latency and memory of a .tern model, llama-bench style.
+//   pp<N>      prefill: one forward of N tokens
+//   tg<N>@d<D> generation: N tokens appended one at a time after D tokens already in the state
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "tern/tern.h"
+
+namespace {
+
+const char* kUsage = R"(usage: tern-bench MODEL.tern [options]
+
+Measures load time, session creation, prefill (pp<N>) and generation (tg<N>@d<D>) on the CPU, with the
+planner's memory numbers and the process's peak resident memory.
+  -p, --prefill LIST     prefill lengths (default 512)
+  -n, --generate LIST    generation lengths (default 128; 0 for none)
+  -d, --depth LIST       tokens already in the state before generating (default 0)
+  -r, --repetitions N    timed runs after one warm-up (default 5)
+  -t, --threads LIST     thread counts (default 1)
+  -o, --output FORMAT    md | json | csv (default md)
+  --backend B            cpu | auto | vulkan (default cpu)
+  -h, --help             this text
+LIST is comma-separated, e.g. -p 512,2048 -t 1,2.
+)";
+
+struct Test {
+  std::string name;
+  int threads = 1;
+  int64_t prefill = 0, generate = 0, depth = 0;
+  int64_t n_tokens = 0;  // tokens timed
+  std::vector<double> ms;
+  double first_ms = 0, create_ms = 0;
+  tern_memory_plan plan{};
+  uint64_t peak_rss = 0;
+  std::string skipped;
+};
+
+bool parse_list(const std::string& text, int64_t lo, std::vector<int64_t>* out) {
+  out->clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < lo || v > (1LL << 31)) return false;
+    out->push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return !out->empty();
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  size_t i = size_t(q * double(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// Runs one test; returns false with a message on a runtime error.
+bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int64_t context, int reps, Test* t,
+              std::string* error) {
+  const int64_t total = t->prefill > 0 ? t->prefill : t->depth + t->generate;
+  if (context > 0 && total > context) {
+    t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
+    return true;
+  }
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = backend;
+  so.threads = t->threads;
+  so.max_tokens = total;
+  so.max_batch = std::max<int64_t>(1, t->prefill > 0 ? t->prefill : std::max(t->depth, int64_t(1)));
+  tern_session* s = nullptr;
+  tern::cli::Timer create;
+  if (tern_session_create(model, &so, &s) != TERN_OK) {
+    *error = tern_last_error();
+    return false;
+  }
+  t->create_ms = create.seconds() * 1e3;
+  tern_session_plan(s, total, &t->plan);
+  std::mt19937 rng(42);
+  std::vector<int32_t> ids(static_cast<size_t>(total));
+  for (auto& id : ids) id = int32_t(rng() % uint64_t(vocab));
+  std::vector<float> logits(size_t(std::max(t->prefill, int64_t(1)) * vocab));
+  auto once = [&]() -> bool {
+    tern::cli::Timer timer;
+    if (t->prefill > 0) {
+      if (tern_session_forward(s, ids.data(), t->prefill, logits.data()) != TERN_OK) return false;
+      t->ms.push_back(timer.seconds() * 1e3);
+      return true;
+    }
+    tern_session_reset(s);
+    if (t->depth > 0 && tern_session_append(s, ids.data(), t->depth, nullptr) != TERN_OK) return false;
+    tern::cli::Timer gen;  // depth is set up, not timed
+    for (int64_t i = 0; i < t->generate; ++i) {
+      if (tern_session_append(s, &ids[size_t(t->depth + i)], 1, logits.data()) != TERN_OK) return false;
+    }
+    t->ms.push_back(gen.seconds() * 1e3);
+    return true;
+  };
+  bool ok = once();  // first run: cold caches, first touch of the arena
+  if (ok) {
+    t->first_ms = t->ms.back();
+    t->ms.clear();
+    for (int r = 0; r < reps && ok; ++r) ok = once();
+  }
+  if (!ok) *error = tern_session_last_error(s);
+  t->peak_rss = tern::cli::peak_rss_bytes();
+  tern_session_free(s);
+  return ok;
+}
+
+void print_md(const std::vector<Test>& tests, const std::string& model, double load_ms) {
+  std::printf("model: %s (loaded and verified in %.2f ms)\n\n", model.c_str(), load_ms);
+  std::printf("| test | threads | t/s | median ms | p90 ms | min ms | first ms | create ms | peak RSS | arena | state | dense n x n |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Test& t : tests) {
+    if (!t.skipped.empty()) {
+      std::printf("| %s | %d | skipped: %s |||||||||\n", t.name.c_str(), t.threads, t.skipped.c_str());
+      continue;
+    }
+    double med = percentile(t.ms, 0.5);
+    std::printf("| %s | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s |\n", t.name.c_str(), t.threads,
+                double(t.n_tokens) / (med / 1e3), med, percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms,
+                t.create_ms, tern::cli::format_bytes(t.peak_rss).c_str(),
+                tern::cli::format_bytes(t.plan.arena_bytes).c_str(), tern::cli::format_bytes(t.plan.state_bytes).c_str(),
+                tern::cli::format_bytes(t.plan.dense_attention_bytes).c_str());
+  }
+}
+
+void print_rows(const std::vector<Test>& tests, const char* backend, double load_ms, bool json) {
+  if (json) std::printf("[\n");
+  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes\n");
+  bool first = true;
+  for (const Test& t : tests) {
+    if (!t.skipped.empty()) continue;
+    double med = percentile(t.ms, 0.5);
+    const char* fmt = json
+        ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
+          "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
+          "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
+          "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu}"
+        : "%s%s,%s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu";
+    std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), backend, t.threads, (long long)t.n_tokens, med,
+                percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
+                double(t.n_tokens) / (med / 1e3), (unsigned long long)t.peak_rss,
+                (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
+                (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes);
+    if (!json) std::printf("\n");
+    first = false;
+  }
+  if (json) std::printf("\n]\n");
+}
+
+int fail(const std::string& message, int code = 1) {
+  std::fprintf(stderr, "tern-bench: error: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tern::cli::Args args(argc, argv,
+                       {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
+                        "-o", "--output", "--backend"},
+                       {"-h", "--help"});
+  if (args.has("-h") || args.has("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  auto opt = [&](const char* s, const char* l, const char* fallback) {
+    return args.has(s) ? args.get(s) : args.get(l, fallback);
+  };
+  std::vector<int64_t> prefill, generate, depth, threads;
+  if (!args.ok()) return fail(args.error(), 2);
+  if (args.positional().size() != 1) return fail(std::string("expected one model file\n") + kUsage, 2);
+  if (!parse_list(opt("-p", "--prefill", "512"), 0, &prefill)) return fail("-p: expected a list of token counts", 2);
+  if (!parse_list(opt("-n", "--generate", "128"), 0, &generate)) return fail("-n: expected a list of token counts", 2);
+  if (!parse_list(opt("-d", "--depth", "0"), 0, &depth)) return fail("-d: expected a list of token counts", 2);
+  if (!parse_list(opt("-t", "--threads", "1"), 1, &threads)) return fail("-t: expected a list of thread counts", 2);
+  const std::string reps_text = opt("-r", "--repetitions", "5");
+  char* end = nullptr;
+  long reps = std::strtol(reps_text.c_str(), &end, 10);
+  if (reps_text.empty() || *end != '\0' || reps < 1 || reps > 1000) return fail("-r: expected 1..1000", 2);
+  const std::string format = opt("-o", "--output", "md");
+  if (format != "md" && format != "json" && format != "csv") return fail("-o must be md, json or csv", 2);
+  const std::string backend_name = args.get("--backend", "cpu");
+  tern_backend backend = backend_name == "cpu" ? TERN_BACKEND_CPU : backend_name == "auto" ? TERN_BACKEND_AUTO
+                         : backend_name == "vulkan" ? TERN_BACKEND_VULKAN : tern_backend(-1);
+  if (int(backend) < 0) return fail("--backend must be cpu, auto or vulkan", 2);
+
+  const std::string path = args.positional()[0];
+  tern::cli::Timer load_timer;
+  tern_model* model = nullptr;
+  if (tern_model_load(path.c_str(), &model) != TERN_OK) return fail(tern_last_error());
+  const double load_ms = load_timer.seconds() * 1e3;
+  tern_model_info info{};
+  tern_model_get_info(model, &info);
+
+  std::vector<Test> tests;
+  for (int64_t th : threads) {
+    for (int64_t p : prefill) {
+      if (p == 0) continue;
+      Test t;
+      t.name = "pp" + std::to_string(p);
+      t.threads = int(th);
+      t.prefill = t.n_tokens = p;
+      tests.push_back(t);
+    }
+    for (int64_t n : generate) {
+      if (n == 0) continue;
+      for (int64_t d : depth) {
+        Test t;
+        t.name = "tg" + std::to_string(n) + (d > 0 ? "@d" + std::to_string(d) : "");
+        t.threads = int(th);
+        t.generate = t.n_tokens = n;
+        t.depth = d;
+        tests.push_back(t);
+      }
+    }
+  }
+  for (Test& t : tests) {
+    std::string error;
+    std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
+    if (!run_test(model, backend, info.vocab_size, info.max_context, int(reps), &t, &error)) {
+      tern_model_free(model);
+      return fail(t.name + ": " + error);
+    }
+  }
+  if (format == "md") print_md(tests, path + " (" + info.description + ")", load_ms);
+  else print_rows(tests, backend_name.c_str(), load_ms, format == "json");
+  tern_model_free(model);
+  return 0;
+}
