@@ -22,6 +22,7 @@ planner's memory numbers and the process's peak resident memory.
   -r, --repetitions N    timed runs after one warm-up (default 5)
   -t, --threads LIST     thread counts (default 1)
   -o, --output FORMAT    md | json | csv (default md)
+  --profile              time every op during the warm runs; print them sorted by time (md output)
   --backend B            cpu | auto | vulkan (default cpu)
   -h, --help             this text
 LIST is comma-separated, e.g. -p 512,2048 -t 1,2.
@@ -37,6 +38,12 @@ struct Test {
   tern_memory_plan plan{};
   uint64_t peak_rss = 0;
   std::string skipped;
+  struct OpTime {
+    std::string name, kind;
+    int64_t calls;
+    uint64_t ns;
+  };
+  std::vector<OpTime> profile;  // warm runs only, slowest first
 };
 
 bool parse_list(const std::string& text, int64_t lo, std::vector<int64_t>* out) {
@@ -62,8 +69,8 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // Runs one test; returns false with a message on a runtime error.
-bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int64_t context, int reps, Test* t,
-              std::string* error) {
+bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int64_t context, int reps, bool profile,
+              Test* t, std::string* error) {
   const int64_t total = t->prefill > 0 ? t->prefill : t->depth + t->generate;
   if (context > 0 && total > context) {
     t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
@@ -107,7 +114,18 @@ bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int6
   if (ok) {
     t->first_ms = t->ms.back();
     t->ms.clear();
+    if (profile) tern_session_set_profiling(s, 1);
     for (int r = 0; r < reps && ok; ++r) ok = once();
+  }
+  if (ok && profile) {
+    size_t count = 0;
+    tern_session_get_profile(s, nullptr, 0, &count);
+    std::vector<tern_op_profile> ops(count);
+    tern_session_get_profile(s, ops.data(), count, &count);
+    for (const auto& op : ops) {
+      if (op.calls > 0) t->profile.push_back({op.name, op.kind, op.calls, op.total_ns});
+    }
+    std::sort(t->profile.begin(), t->profile.end(), [](const auto& a, const auto& b) { return a.ns > b.ns; });
   }
   if (!ok) *error = tern_session_last_error(s);
   t->peak_rss = tern::cli::peak_rss_bytes();
@@ -130,6 +148,34 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
                 t.create_ms, tern::cli::format_bytes(t.peak_rss).c_str(),
                 tern::cli::format_bytes(t.plan.arena_bytes).c_str(), tern::cli::format_bytes(t.plan.state_bytes).c_str(),
                 tern::cli::format_bytes(t.plan.dense_attention_bytes).c_str());
+  }
+}
+
+// Per test: time by op kind, then the slowest ops.
+void print_profile(const std::vector<Test>& tests) {
+  for (const Test& t : tests) {
+    if (t.profile.empty()) continue;
+    uint64_t total = 0;
+    std::vector<std::pair<std::string, uint64_t>> by_kind;
+    for (const auto& op : t.profile) {
+      total += op.ns;
+      auto it = std::find_if(by_kind.begin(), by_kind.end(), [&](const auto& k) { return k.first == op.kind; });
+      if (it == by_kind.end()) by_kind.push_back({op.kind, op.ns});
+      else it->second += op.ns;
+    }
+    std::sort(by_kind.begin(), by_kind.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::printf("\nprofile of %s, %d thread(s), %zu warm runs:\n\n| op kind | ms per run | share |\n|---|---:|---:|\n",
+                t.name.c_str(), t.threads, t.ms.size());
+    const double runs = double(t.ms.size());
+    for (const auto& [kind, ns] : by_kind) {
+      std::printf("| %s | %.3f | %.1f%% |\n", kind.c_str(), double(ns) / 1e6 / runs, 100.0 * double(ns) / double(total));
+    }
+    std::printf("\n| op | kind | calls per run | ms per run |\n|---|---|---:|---:|\n");
+    for (size_t i = 0; i < t.profile.size() && i < 10; ++i) {
+      const auto& op = t.profile[i];
+      std::printf("| %s | %s | %.0f | %.3f |\n", op.name.c_str(), op.kind.c_str(), double(op.calls) / runs,
+                  double(op.ns) / 1e6 / runs);
+    }
   }
 }
 
@@ -168,7 +214,7 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend"},
-                       {"-h", "--help"});
+                       {"-h", "--help", "--profile"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -227,12 +273,15 @@ int main(int argc, char** argv) {
   for (Test& t : tests) {
     std::string error;
     std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
-    if (!run_test(model, backend, info.vocab_size, info.max_context, int(reps), &t, &error)) {
+    if (!run_test(model, backend, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
       tern_model_free(model);
       return fail(t.name + ": " + error);
     }
   }
-  if (format == "md") print_md(tests, path + " (" + info.description + ")", load_ms);
+  if (format == "md") {
+    print_md(tests, path + " (" + info.description + ")", load_ms);
+    print_profile(tests);
+  }
   else print_rows(tests, backend_name.c_str(), load_ms, format == "json");
   tern_model_free(model);
   return 0;

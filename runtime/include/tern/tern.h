@@ -78,6 +78,17 @@ tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, ter
  * n_tokens is max_batch; dense_attention_bytes is for max_tokens. Constant for the session's life. */
 tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
 
+/* Per-op timing: off by default. When on, every op's run is timed with a steady clock (a few ns per op). */
+typedef struct {
+  const char* name;  /* the op's name in the model, e.g. "layers.0.attn" */
+  const char* kind;  /* the op code, e.g. "ATTENTION" */
+  int64_t calls;
+  uint64_t total_ns;
+} tern_op_profile;
+tern_status tern_session_set_profiling(tern_session* session, int enabled); /* also clears the counters */
+/* Copies up to capacity entries (one per op, in graph order) and sets *count to the number of ops. */
+tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity, size_t* count);
+
 /* Resets the state, then runs ids[0..n) as one sequence. logits: [n, vocab]. */
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Continues the sequence held in the state. logits: [n, vocab], may be NULL. */

@@ -4,6 +4,7 @@
 
 #include "core/model.h"
 #include "core/session.h"
+#include "ops/op.h"
 #include "tern/tern.h"
 
 struct tern_model {
@@ -122,6 +123,23 @@ tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, ter
 tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out) {
   if (!session || !out) return fail(tern::InvalidArgument("tern_session_memory: null argument"));
   *out = session->session->allocated();
+  return TERN_OK;
+}
+
+tern_status tern_session_set_profiling(tern_session* session, int enabled) {
+  if (!session) return fail(tern::InvalidArgument("tern_session_set_profiling: null session"));
+  session->session->set_profiling(enabled != 0);
+  return TERN_OK;
+}
+
+tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity, size_t* count) {
+  if (!session || !count || (!out && capacity > 0)) return fail(tern::InvalidArgument("tern_session_get_profile: null argument"));
+  const auto& nodes = session->session->model().nodes();
+  const auto& profile = session->session->profile();
+  *count = nodes.size();
+  for (size_t i = 0; i < nodes.size() && i < capacity; ++i) {
+    out[i] = tern_op_profile{nodes[i].name.c_str(), tern::find_op(nodes[i].code)->name, profile[i].first, profile[i].second};
+  }
   return TERN_OK;
 }
 

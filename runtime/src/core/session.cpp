@@ -1,6 +1,7 @@
 #include "core/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 namespace tern {
@@ -71,6 +72,7 @@ Status Session::build(const tern_session_options& options) {
   run_all_ = ops_feeding(model_, output_seed);
   run_for_state_ = ops_feeding(model_, stateful);
 
+  profile_.assign(nodes.size(), {0, 0});
   arena_plan_ = plan_arena(model_, run_all_, max_batch_);
   try {
     arena_.resize(arena_plan_.bytes / sizeof(float) + kArenaAlignment / sizeof(float));
@@ -115,7 +117,13 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   ctx.scratch = scratch_.data();
   for (const Node& node : model_.nodes()) {
     if (!run[node.index]) continue;
+    const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status st = kernels_[node.index]->run(ctx);
+    if (profiling_) {
+      auto& [calls, ns] = profile_[node.index];
+      ++calls;
+      ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    }
     if (!st.ok()) {
       // A half-applied call would leave some caches ahead of others: forget the sequence.
       reset();
@@ -125,6 +133,11 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   value_ptrs_[model_.output_value()] = nullptr;
   position_ += n;
   return Status::Ok();
+}
+
+void Session::set_profiling(bool enabled) {
+  profiling_ = enabled;
+  std::fill(profile_.begin(), profile_.end(), std::pair<int64_t, uint64_t>{0, 0});
 }
 
 void Session::reset() {

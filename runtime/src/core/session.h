@@ -26,6 +26,10 @@ class Session {
   tern_memory_plan plan(int64_t n) const;
   tern_memory_plan allocated() const;
 
+  void set_profiling(bool enabled);
+  // Per op: {calls, total ns} since profiling was last enabled.
+  const std::vector<std::pair<int64_t, uint64_t>>& profile() const { return profile_; }
+
   int64_t position() const { return position_; }
   int64_t max_tokens() const { return max_tokens_; }
   int64_t max_batch() const { return max_batch_; }
@@ -49,6 +53,8 @@ class Session {
   std::vector<float> arena_;          // arena_plan_.bytes, allocated once
   std::vector<float> scratch_;        // largest per-call scratch of any kernel
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
+  bool profiling_ = false;
+  std::vector<std::pair<int64_t, uint64_t>> profile_;  // per node: calls, total ns; sized at creation
 };
 
 }  // namespace tern

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/fast_math.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 
@@ -180,13 +181,13 @@ void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int
         for (size_t i = b; i < e; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
       case fb::ActivationKind::GELU_ERF:
-        for (size_t i = b; i < e; ++i) out[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * float(M_SQRT1_2)));
+        for (size_t i = b; i < e; ++i) out[i] = 0.5f * x[i] * (1.0f + erf_approx(x[i] * float(M_SQRT1_2)));
         break;
       case fb::ActivationKind::GELU_TANH: {
         const float c = float(std::sqrt(2.0 / M_PI));
         for (size_t i = b; i < e; ++i) {
           float v = x[i];
-          out[i] = 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
+          out[i] = 0.5f * v * (1.0f + tanh_approx(c * (v + 0.044715f * v * v * v)));
         }
         break;
       }
