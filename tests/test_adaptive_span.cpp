@@ -163,7 +163,7 @@ TEST_CASE("adaptive span op: the loader checks its weights and params", "[attent
       {"ramp", {8, 40}, {4}, {0, 0, 0, 0}, 0, convert::params::AdaptiveSpan{40, 0}, "ramp 0 must be in [1, 2^31]"},
       {"max_span", {8, 40}, {4}, {0, 0, 0, 0}, 8, convert::params::AdaptiveSpan{0, 8}, "max_span 0 must be in [1, 2^31]"},
       {"finite span", {8, 40}, {4}, {0, NAN, 0, 0}, 8, convert::params::AdaptiveSpan{40, 8}, "span of head 1 is not finite"},
-      {"weights on another kind", {8, 40}, {}, {}, 8, convert::params::SlidingWindow{5}, "only kind AdaptiveSpan has weights"},
+      {"weights on another kind", {8, 40}, {}, {}, 8, convert::params::SlidingWindow{5}, "only kinds AdaptiveSpan and RelativeXL have weights"},
   };
   for (const Case& c : cases) {
     test::OpGraph g = test::start_graph(10, 3 * 32, 5);

@@ -8,6 +8,7 @@ packages=(
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libflatbuffers-dev flatbuffers-compiler
   nlohmann-json3-dev catch2
+  clang-14 libclang-rt-14-dev   # libFuzzer and clang's sanitizer runtimes, for the fuzz targets (tools/test.sh)
 )
 
 missing=()

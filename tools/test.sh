@@ -1,9 +1,34 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds Tern and runs the whole test suite (the README's test command, and CI's).
+# Installs what is missing, builds Tern and runs the whole test suite (the README's test command, and CI's):
+#   1. the Release build (build/) and every test;
+#   2. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), which must be clean;
+#   3. each libFuzzer target (build-fuzz/, clang) for TERN_FUZZ_SECONDS (default 60) seconds, failing on any crash.
+# TERN_QUICK=1 stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
+jobs=$(nproc)
 build=${TERN_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
+cmake --build "$build" -j"$jobs"
+ctest --test-dir "$build" --output-on-failure -j"$jobs"
+[ "${TERN_QUICK:-0}" = 1 ] && exit 0
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+# -O1 keeps the sanitized suite fast enough for CI while leaving stack traces readable.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" \
+  "-DTERN_SANITIZE=address;undefined" >/dev/null
+cmake --build build-asan -j"$jobs"
+# No suppressions: the prebuilt libraries (XNNPACK, pthreadpool) are not instrumented and report nothing here.
+ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== libFuzzer targets, ${TERN_FUZZ_SECONDS:-60} s each"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g" \
+  "-DTERN_SANITIZE=address;undefined" -DTERN_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_safetensors fuzz_convert_config
+bash tests/fuzz/run.sh "${TERN_FUZZ_SECONDS:-60}"

@@ -21,7 +21,10 @@ Status convert_unguarded(const std::string& checkpoint_dir, const std::string& o
   CONVERT_TRY(const Importer* importer, find_importer(checkpoint->config()));
 
   GraphBuilder graph;
-  TERN_RETURN_IF_ERROR(importer->import(*checkpoint, graph));
+  ImportOptions import_options;
+  import_options.hash_seed = options.hash_seed;
+  TERN_RETURN_IF_ERROR(importer->import_with_options ? importer->import_with_options(*checkpoint, import_options, graph)
+                                                     : importer->import(*checkpoint, graph));
   const std::vector<std::string> unused = checkpoint->unused();
   if (!options.quiet && !unused.empty()) std::fprintf(stderr, "tern-convert: warning: %s\n", describe_unused(unused).c_str());
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@ namespace tern::convert {
 
 struct ConvertOptions {
   bool quiet = false;  // no progress or warnings on stderr
+  // Reformer: seed of the LSH rotations drawn for a checkpoint that has none (converter/reformer.md); unset: the
+  // config's hash_seed, else 0.
+  std::optional<uint64_t> hash_seed = std::nullopt;
 };
 
 // What a successful conversion produced.

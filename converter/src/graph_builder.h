@@ -62,7 +62,37 @@ struct AdaptiveSpan {
   int32_t max_span = 0;
   int32_t ramp = 0;
 };
-using AttentionKind = std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed, AdaptiveSpan>;
+// Transformer-XL relative attention (schema/tern.fbs, runtime/src/ops/relative_xl.h): the ATTENTION op then reads the
+// layer input and takes weights qkv, r_net, r_w_bias, r_r_bias, norm_weight / norm_bias (pre-LN) or -1, inv_freq or -1.
+struct RelativeXL {
+  int32_t mem_len = 0;
+  int32_t clamp_len = 0;  // 0: no clamp
+  bool same_length = false;
+  float norm_eps = 1e-5f;
+};
+// Reformer LSH attention (schema/tern.fbs, runtime/src/ops/lsh.h): the ATTENTION op then reads qk | v [n, 2*H*dh]
+// and takes one weight, rotations [H, dh, hashes, sum(buckets) / 2].
+struct Lsh {
+  int32_t chunk = 0;
+  int32_t chunks_before = 0;
+  int32_t chunks_after = 0;
+  int32_t hashes = 1;
+  std::vector<int32_t> buckets;  // factors; one entry for a plain bucket count
+  int32_t pad_to = 0;            // the sequence is treated as right-padded to a multiple of this ...
+  int32_t pad_above = 0;         // ... when longer than this
+  float self_mask_value = -1e5f;
+  float key_norm_eps = 1e-6f;
+};
+// Compressive memory (schema/tern.fbs, runtime/src/ops/compressive.h): the ATTENTION op then reads its attention input
+// and takes weights qkv [3*H*dh, d], qkv_bias or -1, conv_weight [d, rate*d] (CONV) or -1, conv_bias or -1.
+struct Compressive {
+  int32_t mem_len = 0;
+  int32_t cmem_len = 0;
+  int32_t rate = 1;
+  fb::Compression compression = fb::Compression::CONV;
+};
+using AttentionKind =
+    std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed, AdaptiveSpan, RelativeXL, Lsh, Compressive>;
 struct Attention {
   static constexpr fb::OpParams kType = fb::OpParams::AttentionParams;
   int32_t heads = 0;
@@ -74,10 +104,25 @@ struct Attention {
 struct LogSoftmax {
   static constexpr fb::OpParams kType = fb::OpParams::LogSoftmaxParams;
 };
+// Adaptive input: weights per cluster table_i, proj_i or -1 (schema/tern.fbs AdaptiveEmbeddingParams).
+struct AdaptiveEmbedding {
+  static constexpr fb::OpParams kType = fb::OpParams::AdaptiveEmbeddingParams;
+  std::vector<int64_t> cutoffs;  // cluster ends before V
+  float scale = 1.0f;
+};
+// Projected adaptive log-softmax: weights cluster_weight, cluster_bias, then per cluster weight_i, bias_i, proj_i.
+struct AdaptiveLogSoftmax {
+  static constexpr fb::OpParams kType = fb::OpParams::AdaptiveLogSoftmaxParams;
+  std::vector<int64_t> cutoffs;
+};
+struct Concat {
+  static constexpr fb::OpParams kType = fb::OpParams::ConcatParams;
+};
 }  // namespace params
 
 using OpParams = std::variant<params::Embedding, params::Position, params::LayerNorm, params::Linear,
-                              params::Activation, params::Add, params::Attention, params::LogSoftmax>;
+                              params::Activation, params::Add, params::Attention, params::LogSoftmax,
+                              params::AdaptiveEmbedding, params::AdaptiveLogSoftmax, params::Concat>;
 
 // The schema table a parameter set is written as.
 inline fb::OpParams params_type(const OpParams& params) {

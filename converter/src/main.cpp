@@ -1,5 +1,7 @@
 // tern-convert CHECKPOINT_DIR -o MODEL.tern: command-line front end of convert_checkpoint().
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,7 +15,7 @@ constexpr const char* kVersion = "0.1.0";
 
 void print_help() {
   std::printf(
-      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--quiet]\n"
+      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--quiet] [--hash-seed N]\n"
       "\n"
       "Converts a checkpoint directory (config.json plus one or more *.safetensors files) into a single\n"
       ".tern model file that libtern loads with mmap.\n"
@@ -21,6 +23,8 @@ void print_help() {
       "options:\n"
       "  -o, --output FILE  the .tern file to write; replaced atomically, left untouched on failure\n"
       "  -q, --quiet        print nothing but errors\n"
+      "      --hash-seed N  Reformer: seed of the LSH rotations drawn when the checkpoint has none\n"
+      "                     (default: config.json's hash_seed, else 0; converter/reformer.md)\n"
       "  -h, --help         show this help\n"
       "      --version      show the converter version\n"
       "\n"
@@ -63,6 +67,15 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "-q" || arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--hash-seed") {
+      if (i + 1 >= argc) return usage_error(arg + " needs a number");
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long seed = std::strtoull(argv[++i], &end, 10);
+      if (errno != 0 || end == argv[i] || *end != '\0' || argv[i][0] == '-') {
+        return usage_error("--hash-seed needs a non-negative integer, got '" + std::string(argv[i]) + "'");
+      }
+      options.hash_seed = uint64_t(seed);
     } else if (arg == "-o" || arg == "--output") {
       if (i + 1 >= argc) return usage_error(arg + " needs a file name");
       out_path = argv[++i];

@@ -140,6 +140,7 @@ int64_t TensorView::numel() const {
 
 Status to_f32(const TensorView& view, float* out) {
   const size_t n = size_t(view.numel());
+  if (n == 0) return Status::Ok();  // an empty tensor's buffers may be null, which memcpy must not see
   switch (view.dtype) {
     case StDType::F32:
       std::memcpy(out, view.data, n * 4);

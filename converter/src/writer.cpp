@@ -34,6 +34,16 @@ std::pair<fb::AttentionKind, flatbuffers::Offset<void>> build_attention_kind(fla
           return {fb::AttentionKind::Strided, fb::CreateStrided(fbb, k.stride, heads(k.split)).Union()};
         } else if constexpr (std::is_same_v<K, params::Fixed>) {
           return {fb::AttentionKind::Fixed, fb::CreateFixed(fbb, k.block, k.summary, heads(k.split)).Union()};
+        } else if constexpr (std::is_same_v<K, params::Lsh>) {
+          return {fb::AttentionKind::Lsh,
+                  fb::CreateLshDirect(fbb, k.chunk, k.chunks_before, k.chunks_after, k.hashes, &k.buckets, k.pad_to,
+                                      k.pad_above, k.self_mask_value, k.key_norm_eps).Union()};
+        } else if constexpr (std::is_same_v<K, params::Compressive>) {
+          return {fb::AttentionKind::Compressive,
+                  fb::CreateCompressive(fbb, k.mem_len, k.cmem_len, k.rate, k.compression).Union()};
+        } else if constexpr (std::is_same_v<K, params::RelativeXL>) {
+          return {fb::AttentionKind::RelativeXL,
+                  fb::CreateRelativeXL(fbb, k.mem_len, k.clamp_len, k.same_length, k.norm_eps).Union()};
         } else {
           static_assert(std::is_same_v<K, params::AdaptiveSpan>);
           return {fb::AttentionKind::AdaptiveSpan, fb::CreateAdaptiveSpan(fbb, k.max_span, k.ramp).Union()};
@@ -61,6 +71,14 @@ std::pair<fb::OpParams, flatbuffers::Offset<void>> build_params(flatbuffers::Fla
           return {fb::OpParams::AddParams, fb::CreateAddParams(fbb).Union()};
         } else if constexpr (std::is_same_v<P, params::LogSoftmax>) {
           return {fb::OpParams::LogSoftmaxParams, fb::CreateLogSoftmaxParams(fbb).Union()};
+        } else if constexpr (std::is_same_v<P, params::Concat>) {
+          return {fb::OpParams::ConcatParams, fb::CreateConcatParams(fbb).Union()};
+        } else if constexpr (std::is_same_v<P, params::AdaptiveEmbedding>) {
+          return {fb::OpParams::AdaptiveEmbeddingParams,
+                  fb::CreateAdaptiveEmbeddingParamsDirect(fbb, &p.cutoffs, p.scale).Union()};
+        } else if constexpr (std::is_same_v<P, params::AdaptiveLogSoftmax>) {
+          return {fb::OpParams::AdaptiveLogSoftmaxParams,
+                  fb::CreateAdaptiveLogSoftmaxParamsDirect(fbb, &p.cutoffs).Union()};
         } else {
           static_assert(std::is_same_v<P, params::Attention>);
           auto [kind_type, kind] = build_attention_kind(fbb, p.kind);

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "npy.h"
+#include "stream_score.h"
 #include "tern/tern.hpp"
 
 namespace {
@@ -16,9 +17,12 @@ const char* kUsage = R"(usage: tern-run MODEL.tern [options]
 
 Runs a converted model on the CPU. One or more of:
   --prompt TEXT         generate text after TEXT (byte-level models)
-  --score FILE          bits per byte of FILE, in windows of the model's context
+  --score FILE          bits per byte of FILE: streamed through the state (Transformer-XL's memory, ...) with
+                        --segment, and by default for models without a context limit; otherwise in windows of
+                        the model's context
   --ids FILE            run the token ids in FILE (a JSON array) ...
   --logits-out FILE     ... and write their logits as a float32 .npy array [n, vocab]
+  --perplexity          ... and report their perplexity, streamed through the state (any vocabulary)
   --plan N[,N...]       print the planner's memory numbers for calls of N tokens
 
 Generation:
@@ -28,11 +32,13 @@ Generation:
   --seed S              random seed; the same seed gives the same text (default 1)
 Scoring and logits:
   --stride S            score window stride in tokens (default: half the window)
-  --segment N           feed --ids through the streaming state N tokens at a time
+  --segment N           feed --ids, --score and --perplexity through the streaming state N tokens at a time
+                        (default for streamed scoring: 128)
 Session:
   --threads N           CPU threads (default: all hardware threads)
   --max-tokens N        tokens the session holds (default: the model's context)
   --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context)
+  --memory-budget BYTES fail at load unless the session fits in BYTES (default: no budget)
   --backend B           cpu | auto | vulkan (default cpu)
   -h, --help            this text
 )";
@@ -40,7 +46,10 @@ Session:
 struct Options {
   std::string model_path, prompt, score_path, ids_path, logits_path, plan;
   bool has_prompt = false;
+  bool perplexity = false;  // --ids scored through the state
+  bool stream = false;      // scoring streams through the state (--segment, or a model without a context limit)
   int64_t tokens = 200, top_k = 40, seed = 1, stride = 0, segment = 0, threads = 0, max_tokens = 0, max_batch = 0;
+  int64_t memory_budget = 0;
   double temperature = 0.7;
   tern_backend backend = TERN_BACKEND_CPU;
 };
@@ -122,6 +131,16 @@ int score(tern::SessionHandle& session, const Options& opt, int64_t context) {
   std::string text, error;
   if (!tern::cli::read_file(opt.score_path, &text, &error)) return fail(error);
   if (text.size() < 2) return fail(opt.score_path + ": need at least 2 bytes to score");
+  if (opt.stream) {
+    std::vector<int32_t> bytes(text.begin(), text.end());
+    for (auto& b : bytes) b = int32_t(static_cast<unsigned char>(b));
+    tern::run::StreamScore sc;
+    if (!tern::run::stream_score(session, bytes, opt.segment, nullptr, &sc, &error)) return fail(error);
+    std::printf("score: %s, %lld bytes, streamed in segments of %lld: %.4f bits per byte (%.0f bytes/s)\n",
+                opt.score_path.c_str(), static_cast<long long>(text.size()), static_cast<long long>(opt.segment),
+                sc.nll / std::log(2.0) / double(sc.predicted), double(text.size()) / sc.seconds);
+    return 0;
+  }
   const int64_t n = int64_t(text.size()), vocab = session.vocab_size();
   const int64_t window = std::min(context, n);
   const int64_t stride = opt.stride > 0 ? std::min(opt.stride, window) : std::max<int64_t>(1, window / 2);
@@ -162,9 +181,18 @@ int run_ids(tern::SessionHandle& session, const Options& opt) {
   if (!tern::cli::read_ids_json(opt.ids_path, &ids, &error)) return fail(error);
   if (ids.empty()) return fail(opt.ids_path + ": no token ids");
   const int64_t vocab = session.vocab_size(), n = int64_t(ids.size());
-  std::vector<float> logits(static_cast<size_t>(n * vocab));
+  // Perplexity needs no [n, vocab] buffer unless the logits are written out.
+  std::vector<float> logits(opt.perplexity && opt.logits_path.empty() ? 0 : static_cast<size_t>(n * vocab));
   tern::cli::Timer timer;
-  if (opt.segment > 0) {
+  if (opt.perplexity) {
+    tern::run::StreamScore sc;
+    if (!tern::run::stream_score(session, ids, opt.segment, logits.empty() ? nullptr : logits.data(), &sc, &error))
+      return fail(error);
+    std::printf("perplexity: %s, %lld tokens, streamed in segments of %lld: %.4f (%.4f bits per token, %.1f tokens/s)\n",
+                opt.ids_path.c_str(), static_cast<long long>(n), static_cast<long long>(opt.segment),
+                std::exp(sc.nll / double(sc.predicted)), sc.nll / std::log(2.0) / double(sc.predicted),
+                double(n) / sc.seconds);
+  } else if (opt.segment > 0) {
     if (auto err = session.reset()) return fail(err.message);
     for (int64_t s = 0; s < n; s += opt.segment) {
       int64_t len = std::min(opt.segment, n - s);
@@ -207,8 +235,9 @@ int print_plan(tern::SessionHandle& session, const std::string& list) {
 int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
-                        "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend"},
-                       {"-h", "--help"});
+                        "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
+                        "--memory-budget"},
+                       {"-h", "--help", "--perplexity"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -223,6 +252,7 @@ int main(int argc, char** argv) {
   opt.threads = args.get_int("--threads", 0, 1, 1024);
   opt.max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
   opt.max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
+  opt.memory_budget = args.get_int("--memory-budget", 0, 1, INT64_MAX);
   if (!args.ok()) return fail(args.error() + "\n" + kUsage, 2);
   if (args.positional().size() != 1) return fail(std::string("expected one model file\n") + kUsage, 2);
   opt.model_path = args.positional()[0];
@@ -232,6 +262,8 @@ int main(int argc, char** argv) {
   opt.ids_path = args.get("--ids");
   opt.logits_path = args.get("--logits-out");
   opt.plan = args.get("--plan");
+  opt.perplexity = args.has("--perplexity");
+  if (opt.perplexity && opt.ids_path.empty()) return fail("--perplexity needs --ids", 2);
   std::string backend = args.get("--backend", "cpu");
   if (backend == "cpu") opt.backend = TERN_BACKEND_CPU;
   else if (backend == "auto") opt.backend = TERN_BACKEND_AUTO;
@@ -247,12 +279,19 @@ int main(int argc, char** argv) {
   tern::ModelHandle model = tern::ModelHandle::load(opt.model_path, &err);
   if (err) return fail(err.message);
   tern_model_info info = model.info();
+  // Streamed scoring holds the whole stream in the session (a bounded state stays bounded) and calls of --segment.
+  opt.stream = opt.perplexity || (!opt.score_path.empty() && (opt.segment > 0 || info.max_context == 0));
+  if (opt.stream && opt.segment == 0) opt.segment = 128;
+  const int64_t stream_tokens = opt.stream ? tern::run::count_tokens(opt.score_path, opt.ids_path) : 0;
   tern_session_options so;
   tern_session_options_init(&so);
   so.backend = opt.backend;
   so.threads = int(opt.threads);
   so.max_tokens = opt.max_tokens;
   so.max_batch = opt.max_batch;
+  if (opt.stream && opt.max_tokens == 0) so.max_tokens = std::max(stream_tokens, info.max_context);
+  if (opt.stream && opt.max_batch == 0) so.max_batch = opt.segment;
+  so.memory_budget_bytes = uint64_t(opt.memory_budget);
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(err.message);
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;

@@ -7,7 +7,9 @@ Reference, one of:
     --golden DIR        DIR/logits.npy (a directory made by make_goldens.py)
     --expected FILE     any .npy of shape [n, V]
     --checkpoint DIR    run tools/reference/model.py live (float64) on the checkpoint in DIR, with
-                        --ids FILE (default DIR/ids.json)
+                        --ids FILE (default DIR/ids.json); a transfo-xl checkpoint runs transfo_xl_model.py,
+                        a reformer checkpoint reformer_model.py
+                        segment by segment (--segment N)
 
 Prints the max abs error, the relative error ||a-b|| / ||b|| and the top-1 agreement, and exits
 with status 1 if the relative error exceeds --tol (default 1e-4) or the shapes differ.
@@ -39,6 +41,18 @@ def reference_logits(args):
     with open(ids_path) as f:
         ids = json.load(f)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    with open(os.path.join(args.checkpoint, "config.json")) as f:
+        model_type = json.load(f).get("model_type")
+    if model_type == "transfo-xl":  # segment by segment with HF's memory (transfo_xl_model.py)
+        import transfo_xl_model as txl
+
+        xl = txl.load_checkpoint(args.checkpoint, dtype=torch.float64)
+        segment = args.segment or xl.c.get("tgt_len", 128)
+        return txl.evaluate(xl, ids, segment), f"transfo_xl_model.py on {args.checkpoint}, segments of {segment}"
+    if model_type == "reformer":  # HF's eval forward in float32, rotations from the checkpoint (reformer_model.py)
+        import reformer_model as rm
+
+        return rm.load_checkpoint(args.checkpoint).logits(ids), f"reformer_model.py on {args.checkpoint} with {ids_path}"
     model = load_checkpoint(args.checkpoint, dtype=torch.float64)
     return logits_for(model, ids), f"model.py on {args.checkpoint} with {ids_path}"
 
@@ -51,6 +65,7 @@ def main():
     src.add_argument("--expected", metavar="FILE")
     src.add_argument("--checkpoint", metavar="DIR")
     ap.add_argument("--ids", metavar="FILE", help="token ids (JSON array) for --checkpoint")
+    ap.add_argument("--segment", type=int, help="transfo-xl checkpoints: tokens per segment (default: config tgt_len, else 128)")
     ap.add_argument("--tol", type=float, default=1e-4, help="maximum relative error (default 1e-4)")
     args = ap.parse_args()
 

@@ -83,6 +83,7 @@ ATTENTION_PARAMS = {
     "chunked": {"chunk": (1, None), "chunks_before": (0, 1), "chunks_after": (0, 0)},
     "strided": {"stride": (1, None)},
     "fixed": {"block": (1, None), "summary": (1, None)},
+    "compressive": {"mem_len": (1, None), "cmem_len": (1, None), "rate": (1, None)},  # tools/reference/compressive.py
 }
 MAX_ATTENTION_PARAM = 2 ** 31 - 1  # the converter stores them as int32
 SPLIT_KINDS = ("strided", "fixed")  # kinds with a "heads": "merged" | "split" layout
@@ -110,6 +111,11 @@ def normalize_attention(a, num_heads, where="attention"):
             raise ValueError(f"{where}.heads must be \"merged\" or \"split\", got {heads!r}")
         if heads == "split" and num_heads % 2:
             raise ValueError(f"{where}.heads: \"split\" needs an even num_heads, got {num_heads}")
+    if kind == "compressive":
+        from compressive import COMPRESSIONS
+
+        if a.setdefault("compression", "conv") not in COMPRESSIONS:
+            raise ValueError(f"{where}.compression must be one of {COMPRESSIONS}, got {a['compression']!r}")
     if kind == "fixed" and a["summary"] > a["block"]:
         raise ValueError(f"{where}.summary ({a['summary']}) exceeds block ({a['block']})")
     return a
@@ -228,11 +234,15 @@ class Attention(nn.Module):
         super().__init__()
         self.num_heads = num_heads
         self.spec = spec
-        self.fn = ATTENTION_KINDS[spec["kind"]]
+        self.fn = ATTENTION_KINDS.get(spec["kind"])
         self.q = nn.Linear(d, d, bias=bias)
         self.k = nn.Linear(d, d, bias=bias)
         self.v = nn.Linear(d, d, bias=bias)
         self.out = nn.Linear(d, d, bias=bias)
+        if spec["kind"] == "compressive":  # memories kept between calls (compressive.py)
+            self.memory = None
+            if spec["compression"] == "conv":
+                self.compress = nn.Conv1d(d, d, spec["rate"], stride=spec["rate"])
 
     def split_heads(self, x):
         # [..., n, d] -> [..., H, n, dh]; head h owns features h*dh .. h*dh+dh-1
@@ -240,6 +250,10 @@ class Attention(nn.Module):
         return x.view(*lead, n, self.num_heads, d // self.num_heads).transpose(-3, -2)
 
     def forward(self, x):
+        if self.spec["kind"] == "compressive":
+            import compressive
+
+            return compressive.attend(self, x)
         q = self.split_heads(self.q(x))
         k = self.split_heads(self.k(x))
         v = self.split_heads(self.v(x))
@@ -314,18 +328,19 @@ class ReferenceModel(nn.Module):
                                                t.dtype).to(t.device)
         return self
 
-    def positions(self, n):
-        if n > self.cfg["max_position_embeddings"]:
-            raise ValueError(f"sequence of {n} tokens exceeds max_position_embeddings "
+    def positions(self, n, pos0=0):
+        if pos0 + n > self.cfg["max_position_embeddings"]:
+            raise ValueError(f"sequence of {pos0 + n} tokens exceeds max_position_embeddings "
                              f"{self.cfg['max_position_embeddings']}")
         if self.pos_embed is not None:
-            return self.pos_embed.weight[:n]
-        return self.sinusoidal[:n]
+            return self.pos_embed.weight[pos0:pos0 + n]
+        return self.sinusoidal[pos0:pos0 + n]
 
-    def forward(self, ids):
-        """ids: LongTensor [n] or [B, n] -> logits [n, V] or [B, n, V]."""
+    def forward(self, ids, pos0=0):
+        """ids: LongTensor [n] or [B, n] -> logits [n, V] or [B, n, V]. pos0: position of the first id (a later
+        segment of a stream, for compressive layers, whose memories carry over between calls)."""
         n = ids.shape[-1]
-        x = self.embed(ids) + self.positions(n)
+        x = self.embed(ids) + self.positions(n, pos0)
         for layer in self.layers:
             x = layer(x)
         if self.final_norm is not None:

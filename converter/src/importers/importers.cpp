@@ -8,6 +8,8 @@ const std::vector<Importer>& importers() {
   static const std::vector<Importer> list = {
       {"tern-reference", "Tern's reference decoder family (converter/reference-family.md)", import_reference},
       {"adaptive-span", "facebookresearch/adaptive-span models (converter/adaptive-span.md)", import_adaptive_span},
+      {"reformer", "Hugging Face Reformer, ReformerModelWithLMHead (converter/reformer.md)", nullptr, import_reformer},
+      {"transfo-xl", "Hugging Face Transformer-XL, TransfoXLLMHeadModel (converter/transfo-xl.md)", import_transfo_xl},
   };
   return list;
 }

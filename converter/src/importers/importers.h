@@ -2,6 +2,8 @@
 // "model_type"; adding an architecture means one importers/<arch>.cpp and one row in importers.cpp.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,11 +13,18 @@
 
 namespace tern::convert {
 
+// Options some importers read (ConvertOptions' importer part).
+struct ImportOptions {
+  std::optional<uint64_t> hash_seed = std::nullopt;  // Reformer: seed of LSH rotations the checkpoint lacks
+};
+
 struct Importer {
   const char* model_type;  // config.json "model_type"
   const char* summary;     // one line for --help
   // Validates the config and every tensor it needs, then adds values, tensors, ops and metadata to `graph`.
   Status (*import)(const Checkpoint& checkpoint, GraphBuilder& graph);
+  // When set, called instead of `import`, with the options.
+  Status (*import_with_options)(const Checkpoint& checkpoint, const ImportOptions& options, GraphBuilder& graph) = nullptr;
 };
 
 const std::vector<Importer>& importers();
@@ -26,5 +35,7 @@ Result<const Importer*> find_importer(const nlohmann::json& config);
 // One per architecture, defined in importers/<arch>.cpp.
 Status import_reference(const Checkpoint& checkpoint, GraphBuilder& graph);
 Status import_adaptive_span(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& options, GraphBuilder& graph);
+Status import_transfo_xl(const Checkpoint& checkpoint, GraphBuilder& graph);
 
 }  // namespace tern::convert

@@ -30,8 +30,23 @@ struct ReferenceConfig {
 
 // One layer's attention object: {"kind": ..., kind-specific keys}; the table is in converter/reference-family.md.
 Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads) {
-  CONVERT_TRY(std::string kind, a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed"}, std::string("dense")));
+  CONVERT_TRY(std::string kind,
+              a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed", "compressive"}, std::string("dense")));
   if (kind == "dense") return params::AttentionKind{params::DenseAttention{}};
+  if (kind == "compressive") {
+    params::Compressive c;
+    CONVERT_TRY(const int64_t mem_len, a.positive_int("mem_len"));
+    CONVERT_TRY(const int64_t cmem_len, a.positive_int("cmem_len"));
+    CONVERT_TRY(const int64_t rate, a.positive_int("rate"));
+    CONVERT_TRY(const std::string how, a.choice("compression", {"conv", "mean", "max"}, std::string("conv")));
+    if (mem_len > (1 << 24) || cmem_len > (1 << 24) || rate > (1 << 24))
+      return a.field_error("mem_len", "cmem_len and rate must be at most 2^24");
+    c.mem_len = int32_t(mem_len);
+    c.cmem_len = int32_t(cmem_len);
+    c.rate = int32_t(rate);
+    c.compression = how == "conv" ? fb::Compression::CONV : how == "mean" ? fb::Compression::MEAN_POOL : fb::Compression::MAX_POOL;
+    return params::AttentionKind{c};
+  }
   if (kind == "sliding") {
     CONVERT_TRY(int64_t window, a.positive_int("window"));
     return params::AttentionKind{params::SlidingWindow{int32_t(window)}};
@@ -141,8 +156,33 @@ Result<std::vector<int32_t>> norm_weights(TensorSource& src, const std::string& 
   return std::vector<int32_t>{w, b};
 }
 
+// The compressive kind's Conv1d weight [d, d, rate] (out, in, tap) as the runtime's [d, rate*d] (out, tap, in), and
+// its bias when the checkpoint has one.
+Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBuilder& g, TensorSource& src,
+                                          const std::string& prefix, int64_t d, int64_t rate) {
+  CONVERT_TRY(const TensorView* view, src.require(prefix + ".weight", {d, d, rate}));
+  CONVERT_TRY(int32_t w, g.add_tensor(prefix + ".weight", fb::DType::F32, {d, rate * d},
+                                      [view, d, rate](uint8_t* dst, size_t size) -> Status {
+                                        if (size != size_t(d * d * rate) * sizeof(float)) return InvalidArgument("size mismatch");
+                                        std::vector<float> raw(size_t(d * d * rate));
+                                        TERN_RETURN_IF_ERROR(to_f32(*view, raw.data()));
+                                        auto* out = reinterpret_cast<float*>(dst);
+                                        for (int64_t o = 0; o < d; ++o)
+                                          for (int64_t c = 0; c < d; ++c)
+                                            for (int64_t t = 0; t < rate; ++t)
+                                              out[(o * rate + t) * d + c] = raw[size_t((o * d + c) * rate + t)];
+                                        return Status::Ok();
+                                      }));
+  int32_t b = -1;
+  if (checkpoint.find(prefix + ".bias")) {
+    CONVERT_TRY(b, src.add(prefix + ".bias", {d}));
+  }
+  return std::vector<int32_t>{w, b};
+}
+
 // One transformer block reading value `x`; returns the block's output value.
-Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, TensorSource& src, Emitter& e) {
+Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, const Checkpoint& checkpoint, GraphBuilder& g,
+                            TensorSource& src, Emitter& e) {
   using fb::OpCode;
   const std::string p = "layers." + std::to_string(i) + ".";
   const int64_t d = r.d, F = r.ffn;
@@ -164,14 +204,25 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, Tens
   CONVERT_TRY(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
   CONVERT_TRY(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
   CONVERT_TRY(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
+  // A compressive layer's ATTENTION op reads the attention input itself (it keeps those rows as its memory).
+  const auto* compressive = std::get_if<params::Compressive>(&r.attention[size_t(i)]);
+  std::vector<int32_t> conv = {-1, -1};
+  if (compressive && compressive->compression == fb::Compression::CONV) {
+    CONVERT_TRY(conv, conv_weights(checkpoint, g, src, p + "attn.compress", d, compressive->rate));
+  }
 
   // Attention block: pre-LN reads LN_a(x), post-LN reads x and normalises after the residual.
   int32_t attn_in = x;
   if (r.pre_ln) {
     CONVERT_TRY(attn_in, e.op(OpCode::LAYER_NORM, p + "attn_norm", {x}, attn_norm_w, d, ln));
   }
-  CONVERT_TRY(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
-  CONVERT_TRY(int32_t a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, {}, d, attn));
+  int32_t a = -1;
+  if (compressive) {
+    CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {qkv_w, qkv_b, conv[0], conv[1]}, d, attn));
+  } else {
+    CONVERT_TRY(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
+    CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, {}, d, attn));
+  }
   CONVERT_TRY(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
   CONVERT_TRY(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));
 
@@ -214,7 +265,7 @@ Status import_reference(const Checkpoint& checkpoint, GraphBuilder& g) {
   CONVERT_TRY(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
 
   for (int64_t i = 0; i < r.layers; ++i) {
-    CONVERT_TRY(x, build_layer(r, i, x, src, e));
+    CONVERT_TRY(x, build_layer(r, i, x, checkpoint, g, src, e));
   }
 
   if (r.final_norm) {

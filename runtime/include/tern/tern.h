@@ -32,6 +32,10 @@ typedef struct {
   int threads;          /* 0: one per hardware thread */
   int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context */
   int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens, capped at the model's max_context */
+  uint64_t memory_budget_bytes; /* 0: none. Most bytes the session may allocate (packed weights + arena + scratch +
+                                 * state; weights mapped from the file are not counted): creation fails with
+                                 * TERN_OUT_OF_MEMORY and the planner's numbers when the plan does not fit. Without a
+                                 * budget, a plan larger than the machine's physical memory fails the same way. */
 } tern_session_options;
 
 /* What a session needs, from the planner, before any run. */
@@ -95,6 +99,15 @@ tern_status tern_session_forward(tern_session* session, const int32_t* ids, int6
 tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Forgets every token seen. */
 tern_status tern_session_reset(tern_session* session);
+/* Saves the streaming state (every op's KV cache, ring or memory, and the position) so that an app can pause a long
+ * stream and resume it later, in this session or in a new one of the same model and options. With buf NULL, sets
+ * *size to the bytes needed; otherwise writes them to buf (of *size bytes, TERN_INVALID_ARGUMENT if too small) and
+ * sets *size to the bytes written. The blob carries the model's fingerprint, its sizes and a checksum. */
+tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size);
+/* Replaces the state with one saved by tern_session_save_state. A blob from another model, from a session whose
+ * state has other sizes (e.g. another max_tokens for dense attention), truncated or corrupt is rejected with
+ * TERN_INVALID_ARGUMENT and a message, and the session is left as it was. */
+tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size);
 /* Tokens held in the state now. */
 int64_t tern_session_position(const tern_session* session);
 int64_t tern_session_vocab_size(const tern_session* session);

@@ -56,6 +56,14 @@ class SessionHandle {
   // logits may be null when only the state should advance.
   Error append(const int32_t* ids, int64_t n, float* logits) { return check(tern_session_append(get(), ids, n, logits)); }
   Error reset() { return check(tern_session_reset(get())); }
+  // The streaming state as bytes (tern_session_save_state), and back.
+  Error save_state(std::vector<uint8_t>* out) const {
+    size_t size = 0;
+    if (Error e = check(tern_session_save_state(get(), nullptr, &size))) return e;
+    out->resize(size);
+    return check(tern_session_save_state(get(), out->data(), &size));
+  }
+  Error load_state(const std::vector<uint8_t>& state) { return check(tern_session_load_state(get(), state.data(), state.size())); }
   tern_memory_plan plan(int64_t n) const {
     tern_memory_plan p{};
     tern_session_plan(get(), n, &p);

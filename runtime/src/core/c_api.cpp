@@ -35,7 +35,7 @@ tern_status record(tern_session* s, const tern::Status& st) {
 extern "C" {
 
 void tern_session_options_init(tern_session_options* options) {
-  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0};
+  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0};
 }
 
 const char* tern_status_string(tern_status status) {
@@ -158,6 +158,22 @@ tern_status tern_session_reset(tern_session* session) {
   if (!session) return fail(tern::InvalidArgument("tern_session_reset: null session"));
   session->session->reset();
   return TERN_OK;
+}
+
+tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size) {
+  if (!session || !size) return fail(tern::InvalidArgument("tern_session_save_state: null argument"));
+  auto saved = session->session->save_state(buf, *size);
+  if (!saved.ok()) {
+    const_cast<tern_session*>(session)->last_error = saved.status().message();  // the session's message slot
+    return saved.status().code();
+  }
+  *size = saved.value();
+  return TERN_OK;
+}
+
+tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size) {
+  if (!session) return fail(tern::InvalidArgument("tern_session_load_state: null session"));
+  return record(session, session->session->load_state(buf, size));
 }
 
 int64_t tern_session_position(const tern_session* session) { return session ? session->session->position() : 0; }

@@ -90,6 +90,8 @@ Result<std::unique_ptr<Model>> Model::verify(std::unique_ptr<MappedFile> file) {
     return InvalidModel("header says " + std::to_string(fb_size) + " bytes of graph but the file has " +
                         std::to_string(size) + " (truncated?)");
   }
+  // The identifier sits after the root offset: a shorter graph would have it read past the graph (and the file).
+  if (fb_size < 8) return InvalidModel("header says " + std::to_string(fb_size) + " bytes of graph, too few for a Tern model");
   if (!flatbuffers::BufferHasIdentifier(bytes + 4, fb::ModelIdentifier())) {
     return InvalidModel("not a Tern model (file identifier is not \"TERN\")");
   }
@@ -138,6 +140,8 @@ Status Model::check_tensors(const uint8_t* data_base, uint64_t data_size, uint32
     info.dtype = t->dtype();
     uint64_t numel = 1;
     if (!t->shape() || t->shape()->size() > kMaxRank) return InvalidModel(where + ": rank must be 0.." + std::to_string(kMaxRank));
+    // The verifier checks a vector's length field, not that its 8-byte elements are 8-byte aligned.
+    if (reinterpret_cast<uintptr_t>(t->shape()->data()) % alignof(int64_t) != 0) return InvalidModel(where + ": shape is misaligned");
     for (int64_t d : *t->shape()) {
       if (d < 0 || d > kMaxDim) return InvalidModel(where + ": dimension " + std::to_string(d) + " out of range");
       if (mul_overflows(numel, uint64_t(d), &numel)) return InvalidModel(where + ": shape overflows");
@@ -227,6 +231,8 @@ Status Model::check_ops() {
     if (def == nullptr) return Unsupported("op " + std::to_string(i) + " '" + node.name + "': unknown op code " + std::to_string(int(op->code())) + " (newer model format?)");
     if (op->version() != 1) return Unsupported(node.label() + ": op version " + std::to_string(op->version()) + " is not supported");
     if (op->params_type() != def->params) return InvalidModel(node.label() + ": parameters of the wrong type");
+    // The verifier accepts a union whose type is set but whose table is absent.
+    if (op->params_type() != fb::OpParams::NONE && op->params() == nullptr) return InvalidModel(node.label() + ": parameters are missing");
     size_t n_in = op->inputs() ? op->inputs()->size() : 0;
     size_t n_out = op->outputs() ? op->outputs()->size() : 0;
     size_t n_w = op->weights() ? op->weights()->size() : 0;
@@ -259,7 +265,8 @@ Status Model::check_ops() {
       node.weights.push_back(&tensors_[t]);
     }
     for (int v : node.inputs) {
-      if (values_[v].dtype != (def->code == fb::OpCode::EMBEDDING ? fb::DType::I32 : fb::DType::F32)) {
+      const bool reads_ids = def->code == fb::OpCode::EMBEDDING || def->code == fb::OpCode::ADAPTIVE_EMBEDDING;
+      if (values_[v].dtype != (reads_ids ? fb::DType::I32 : fb::DType::F32)) {
         return InvalidModel(node.label() + ": input '" + values_[v].name + "' has the wrong dtype");
       }
     }

@@ -68,6 +68,9 @@ class Model {
   uint64_t weight_bytes() const { return weight_bytes_; }
   std::string architecture() const;
   std::string description() const;
+  // The size-prefixed FlatBuffer (graph and tensor descriptions, not the weights), as verified.
+  const uint8_t* graph_bytes() const { return file_->data(); }
+  size_t graph_size() const { return 4 + size_t(reinterpret_cast<const uint32_t*>(file_->data())[0]); }
 
  private:
   Model() = default;

@@ -1,7 +1,10 @@
 #include "core/session.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace tern {
@@ -20,6 +23,33 @@ std::vector<bool> ops_feeding(const Model& model, const std::vector<bool>& seeds
     for (int v : nodes[i].inputs) value_needed[v] = true;
   }
   return needed;
+}
+
+uint64_t add_saturating(uint64_t a, uint64_t b) {
+  uint64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+// Fails with the planner's numbers when `need` does not fit the budget or, without one, the machine's memory.
+// Before the kernels are built (`packed` false) the weights are not packed yet: the total is a lower bound.
+Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, const Model& model, int64_t max_tokens,
+                  int64_t max_batch) {
+  const uint64_t limit = budget ? budget : physical_memory_bytes();
+  const uint64_t total = add_saturating(add_saturating(need.packed_weight_bytes, need.arena_bytes), need.state_bytes);
+  if (limit == 0 || total <= limit) return Status::Ok();
+  return OutOfMemory(std::string("the session needs ") + (packed ? "" : "at least ") + std::to_string(total) +
+                     " bytes (" + (packed ? "packed weights " + std::to_string(need.packed_weight_bytes) + " + " : "") +
+                     "arena " + std::to_string(need.arena_bytes) + " for max_batch " + std::to_string(max_batch) +
+                     " + state " + std::to_string(need.state_bytes) + " for max_tokens " + std::to_string(max_tokens) +
+                     (packed ? "" : ", before packing weights") + "), more than " +
+                     (budget ? "its memory budget of " : "this machine's memory of ") + std::to_string(limit) +
+                     " bytes; the model's " + std::to_string(model.weight_bytes()) +
+                     " bytes of weights are mapped from its file and not counted");
 }
 
 }  // namespace
@@ -52,6 +82,17 @@ Status Session::build(const tern_session_options& options) {
   const int64_t default_batch = model_.max_context() > 0 ? std::min(max_tokens_, model_.max_context()) : max_tokens_;
   max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, max_tokens_) : default_batch;
 
+  // The planner's numbers before anything big is allocated: a session that cannot fit fails here rather than in
+  // the allocator (or the OOM killer). Weights are packed by the kernels, so the exact total is checked again below.
+  const auto& all_nodes = model_.nodes();
+  tern_memory_plan estimate{};
+  estimate.arena_bytes = plan_arena(model_, std::vector<bool>(all_nodes.size(), true), max_batch_).bytes;
+  for (const Node& node : all_nodes) {
+    const OpDef* def = find_op(node.code);
+    if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_));
+  }
+  TERN_RETURN_IF_ERROR(check_fits(estimate, false, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
+
   pool_ = pthreadpool_create(size_t(threads_));
   if (!pool_) return OutOfMemory("cannot create a thread pool of " + std::to_string(threads_) + " threads");
 
@@ -74,9 +115,18 @@ Status Session::build(const tern_session_options& options) {
 
   profile_.assign(nodes.size(), {0, 0});
   arena_plan_ = plan_arena(model_, run_all_, max_batch_);
+  tern_memory_plan exact{};
+  for (const auto& k : kernels_) {
+    exact.packed_weight_bytes += k->packed_weight_bytes();
+    exact.state_bytes += k->state_bytes();
+  }
+  const size_t arena_floats = arena_plan_.bytes / sizeof(float) + kArenaAlignment / sizeof(float);  // + alignment slack
+  const size_t scratch_floats = scratch / sizeof(float);
+  exact.arena_bytes = (arena_floats + scratch_floats) * sizeof(float);
+  TERN_RETURN_IF_ERROR(check_fits(exact, true, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
   try {
-    arena_.resize(arena_plan_.bytes / sizeof(float) + kArenaAlignment / sizeof(float));
-    scratch_.resize(scratch / sizeof(float));
+    arena_.resize(arena_floats);
+    scratch_.resize(scratch_floats);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan_.bytes) + " bytes");
   }
@@ -152,7 +202,7 @@ tern_memory_plan Session::plan(int64_t n) const {
   uint64_t scratch = 0;
   for (const auto& k : kernels_) {
     p.packed_weight_bytes += k->packed_weight_bytes();
-    scratch = std::max(scratch, k->scratch_bytes());
+    scratch = std::max(scratch, k->scratch_bytes_for(n));
   }
   p.arena_bytes = plan_arena(model_, run_all_, n).bytes + scratch;
   for (const Node& node : model_.nodes()) {

@@ -25,6 +25,11 @@ class Session {
   void reset();
   tern_memory_plan plan(int64_t n) const;
   tern_memory_plan allocated() const;
+  // The streaming state as a self-checking byte blob (core/session_state.cpp). save_state with buf null returns the
+  // size needed; load_state rejects a blob from another model or session configuration, or a corrupt one, before
+  // it changes anything.
+  Result<size_t> save_state(void* buf, size_t size) const;
+  Status load_state(const void* buf, size_t size);
 
   void set_profiling(bool enabled);
   // Per op: {calls, total ns} since profiling was last enabled.

@@ -213,6 +213,9 @@ class AttentionKernel : public CpuKernel {
   bool has_state() const override { return true; }
   uint64_t state_bytes() const override { return store_.bytes(); }
   uint64_t scratch_bytes() const override { return uint64_t(attention_scratch_floats(head_dim_, threads_)) * sizeof(float); }
+  uint64_t saved_state_bytes(int64_t position) const override { return store_.saved_bytes(position); }
+  void save_state(int64_t position, uint8_t* out) const override { store_.save(position, out); }
+  void load_state(int64_t position, const uint8_t* in) override { store_.load(position, in); }
 
  private:
   const Node& node_;
@@ -238,11 +241,13 @@ void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
 Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model& model, const KernelConfig& cfg) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) return make_adaptive_span_attention(node, model, cfg);
+  if (p->kind_type() == fb::AttentionKind::RelativeXL) return make_relative_xl_attention(node, model, cfg);
+  if (p->kind_type() == fb::AttentionKind::Compressive) return make_compressive_attention(node, model, cfg);
+  if (p->kind_type() == fb::AttentionKind::Lsh) return make_lsh_attention(node, model, cfg);
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) *
-                         uint64_t(pattern.value().keeps_all_keys() ? cfg.max_tokens
-                                                                    : pattern.value().ring_keys() + pattern.value().summary_slots(cfg.max_tokens));
+                         uint64_t(KvStore::slots(pattern.value(), cfg.max_tokens));
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
     return std::unique_ptr<CpuKernel>(new AttentionKernel(node, pattern.value(), cfg));

@@ -76,6 +76,15 @@ class SpanStore {
   }
 
   uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+  // Saved state: every ring whole, keys then values.
+  void save(uint8_t* out) const {
+    std::memcpy(out, k_.data(), k_.size() * sizeof(float));
+    std::memcpy(out + k_.size() * sizeof(float), v_.data(), v_.size() * sizeof(float));
+  }
+  void load(const uint8_t* in) {
+    std::memcpy(k_.data(), in, k_.size() * sizeof(float));
+    std::memcpy(v_.data(), in + k_.size() * sizeof(float), v_.size() * sizeof(float));
+  }
 
  private:
   size_t index(int h, int64_t j) const {
@@ -265,6 +274,9 @@ class AdaptiveSpanKernel : public CpuKernel {
   bool has_state() const override { return true; }
   uint64_t state_bytes() const override { return store_.bytes(); }
   uint64_t packed_weight_bytes() const override { return (pe_.size() + mask_.size()) * sizeof(float); }
+  uint64_t saved_state_bytes(int64_t) const override { return store_.bytes(); }
+  void save_state(int64_t, uint8_t* out) const override { store_.save(out); }
+  void load_state(int64_t, const uint8_t* in) override { store_.load(in); }
   uint64_t scratch_bytes() const override {
     return uint64_t(tile_floats(span_.head_dim)) * uint64_t(std::max(threads_, 1)) * sizeof(float);
   }

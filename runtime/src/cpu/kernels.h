@@ -19,7 +19,19 @@ Result<std::unique_ptr<CpuKernel>> make_add(const Node& node, const Model& model
 Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 // ATTENTION of kind AdaptiveSpan (cpu/attention_adaptive_span.cpp); make_attention hands it such ops.
 Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ATTENTION of kind Lsh (cpu/attention_lsh.cpp).
+Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ATTENTION of kind RelativeXL (cpu/attention_relative_xl.cpp).
+Result<std::unique_ptr<CpuKernel>> make_relative_xl_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ATTENTION of kind Compressive (cpu/attention_compressive.cpp).
+Result<std::unique_ptr<CpuKernel>> make_compressive_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX (cpu/adaptive.cpp).
+Result<std::unique_ptr<CpuKernel>> make_adaptive_embedding(const Node& node, const Model& model, const KernelConfig& cfg);
+Result<std::unique_ptr<CpuKernel>> make_adaptive_log_softmax(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_log_softmax(const Node& node, const Model& model, const KernelConfig& cfg);
+Result<std::unique_ptr<CpuKernel>> make_concat(const Node& node, const Model& model, const KernelConfig& cfg);
+// POSITION of kind AXIAL (cpu/position_axial.cpp); make_position hands it such ops.
+Result<std::unique_ptr<CpuKernel>> make_axial_position(const Node& node, const Model& model, const KernelConfig& cfg);
 
 // Direct entry points, for op tests and for kernels that compose them.
 void layer_norm(pthreadpool_t pool, const float* x, int64_t n, int64_t d, const float* gamma, const float* beta, float eps,

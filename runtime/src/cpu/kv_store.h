@@ -5,6 +5,7 @@
 //   fixed: a ring of the current block, plus `summary` slots for every block.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -17,11 +18,20 @@ class KvStore {
  public:
   KvStore(const AttentionPattern& pattern, int heads, int head_dim, int64_t max_tokens)
       : pattern_(pattern), heads_(heads), dh_(head_dim) {
-    ring_ = pattern.keeps_all_keys() ? 0 : std::max<int64_t>(1, pattern.ring_keys());
-    slots_ = pattern.keeps_all_keys() ? max_tokens : ring_ + pattern.summary_slots(max_tokens);
+    ring_ = ring_slots(pattern, max_tokens);
+    slots_ = slots(pattern, max_tokens);
     const size_t floats = size_t(heads) * size_t(slots_) * size_t(head_dim);
     k_.assign(floats, 0.0f);
     v_.assign(floats, 0.0f);
+  }
+
+  // Slots per head for a session of max_tokens. A ring never outgrows the tokens the session can hold (a window
+  // wider than that would otherwise size the state by the window: a hostile file could ask for gigabytes).
+  static int64_t ring_slots(const AttentionPattern& pattern, int64_t max_tokens) {
+    return pattern.keeps_all_keys() ? 0 : std::max<int64_t>(1, std::min(pattern.ring_keys(), max_tokens));
+  }
+  static int64_t slots(const AttentionPattern& pattern, int64_t max_tokens) {
+    return pattern.keeps_all_keys() ? max_tokens : ring_slots(pattern, max_tokens) + pattern.summary_slots(max_tokens);
   }
 
   const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
@@ -42,6 +52,25 @@ class KvStore {
   }
 
   uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+
+  // Saved state: per head the slots a sequence of `position` tokens uses (every position for dense and strided, the
+  // ring plus the summaries so far for the bounded kinds), keys then values.
+  int64_t used_slots(int64_t position) const {
+    return ring_ == 0 ? std::min(position, slots_) : std::min(slots_, ring_ + pattern_.summary_slots(position));
+  }
+  uint64_t saved_bytes(int64_t position) const {
+    return 2ull * uint64_t(heads_) * uint64_t(used_slots(position)) * uint64_t(dh_) * sizeof(float);
+  }
+  void save(int64_t position, uint8_t* out) const {
+    const size_t run = size_t(used_slots(position)) * size_t(dh_) * sizeof(float);
+    for (const std::vector<float>* buf : {&k_, &v_})
+      for (int h = 0; h < heads_; ++h, out += run) std::memcpy(out, buf->data() + size_t(h) * size_t(slots_) * size_t(dh_), run);
+  }
+  void load(int64_t position, const uint8_t* in) {
+    const size_t run = size_t(used_slots(position)) * size_t(dh_) * sizeof(float);
+    for (std::vector<float>* buf : {&k_, &v_})
+      for (int h = 0; h < heads_; ++h, in += run) std::memcpy(buf->data() + size_t(h) * size_t(slots_) * size_t(dh_), in, run);
+  }
 
  private:
   size_t index(int h, int64_t j) const { return (size_t(h) * size_t(slots_) + size_t(slot(j))) * size_t(dh_); }

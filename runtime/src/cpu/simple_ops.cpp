@@ -223,6 +223,7 @@ Result<std::unique_ptr<CpuKernel>> make_embedding(const Node& node, const Model&
 }
 Result<std::unique_ptr<CpuKernel>> make_position(const Node& node, const Model& model, const KernelConfig& cfg) {
   const auto* p = node.fb_op->params_as_PositionParams();
+  if (p->kind() == fb::PositionKind::AXIAL) return make_axial_position(node, model, cfg);
   if (p->kind() == fb::PositionKind::LEARNED && cfg.max_tokens > p->max_positions()) {
     return InvalidArgument("max_tokens " + std::to_string(cfg.max_tokens) + " exceeds the model's " +
                            std::to_string(p->max_positions()) + " learned positions");

@@ -1,14 +1,21 @@
 // ATTENTION: qkv [n, 3*H*dh] (q | k | v column blocks) -> [n, H*dh]; causal softmax attention whose visible keys
 // follow the op's kind (ops/attention_pattern.h; kind AdaptiveSpan: ops/adaptive_span.h). State: the keys and values
-// later queries can still reach. Weights: only kind AdaptiveSpan has any, key_pe [dh, max_span] and span [H] or -1.
+// later queries can still reach. Weights: kind AdaptiveSpan has key_pe [dh, max_span] and span [H] or -1.
+// Kind RelativeXL (ops/relative_xl.h) reads the layer input h [n, d] instead, and keeps a memory of layer inputs.
+// Kind Compressive (ops/compressive.h) reads its attention input a [n, d] and keeps a memory and a compressed memory.
+// Kind Lsh (ops/lsh.h) reads qk | v [n, 2*H*dh], has one weight (rotations), keeps no state and runs whole sequences.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "cpu/kernels.h"
 #include "ops/adaptive_span.h"
 #include "ops/attention_pattern.h"
+#include "ops/compressive.h"
+#include "ops/lsh.h"
 #include "ops/op.h"
 #include "ops/reference.h"
+#include "ops/relative_xl.h"
 
 namespace tern {
 namespace {
@@ -20,17 +27,37 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   }
   if (!(std::isfinite(p->scale()) && p->scale() > 0)) return InvalidModel(node.label() + ": scale must be positive and finite");
   if (!p->causal()) return Unsupported(node.label() + ": non-causal attention is not supported by a streaming decoder");
+  const int64_t inner = int64_t(p->heads()) * p->head_dim();
+  if (p->kind_type() == fb::AttentionKind::RelativeXL) {
+    auto xl = RelativeXL::from(node);
+    if (!xl.ok()) return xl.status();
+    TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, xl.value().d));
+    return expect_width(node, values, true, 0, inner);
+  }
+  if (p->kind_type() == fb::AttentionKind::Compressive) {
+    auto c = Compressive::from(node);
+    if (!c.ok()) return c.status();
+    TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, c.value().d));
+    return expect_width(node, values, true, 0, inner);
+  }
+  if (p->kind_type() == fb::AttentionKind::Lsh) {
+    // Reformer LSH (ops/lsh.h): shared query-key and values, qkv [n, 2*H*dh]; weight: rotations.
+    auto lsh = LshAttention::from(node);
+    if (!lsh.ok()) return lsh.status();
+    TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 2 * inner));
+    return expect_width(node, values, true, 0, inner);
+  }
   if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
+    if (node.weights.size() > 2) return InvalidModel(node.label() + ": kind AdaptiveSpan takes at most 2 weights");
     auto span = AdaptiveSpan::from(node);
     if (!span.ok()) return span.status();
   } else {
     auto pattern = AttentionPattern::from(*p, node.label());
     if (!pattern.ok()) return pattern.status();
     for (const TensorInfo* w : node.weights) {
-      if (w) return InvalidModel(node.label() + ": weight '" + w->name + "' given, but only kind AdaptiveSpan has weights");
+      if (w) return InvalidModel(node.label() + ": weight '" + w->name + "' given, but only kinds AdaptiveSpan and RelativeXL have weights");
     }
   }
-  int64_t inner = int64_t(p->heads()) * p->head_dim();
   TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 3 * inner));
   return expect_width(node, values, true, 0, inner);
 }
@@ -38,6 +65,14 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
 uint64_t state_bytes(const Node& node, int64_t n) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   const uint64_t key_bytes = uint64_t(p->head_dim()) * sizeof(float);
+  // Transformer-XL: the memory of mem_len layer inputs, full (of zeros) from the first token on.
+  if (p->kind_type() == fb::AttentionKind::RelativeXL) return RelativeXL::from(node).value().state_bytes();
+  if (p->kind_type() == fb::AttentionKind::Compressive) {
+    // The memory and the compressed memory: attention inputs, d floats a row.
+    const Compressive c = Compressive::from(node).value();
+    return uint64_t(c.state_rows(n)) * uint64_t(c.d) * sizeof(float);
+  }
+  if (p->kind_type() == fb::AttentionKind::Lsh) return 0;  // whole sequences only: nothing carries over
   if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
     // Each head keeps its own reach: one key and one value per kept position, summed over the heads.
     auto span = AdaptiveSpan::from(node);
@@ -49,7 +84,15 @@ uint64_t state_bytes(const Node& node, int64_t n) {
 }
 
 uint64_t dense_bytes(const Node& node, int64_t n) {
-  return uint64_t(node.fb_op->params_as_AttentionParams()->heads()) * uint64_t(n) * uint64_t(n) * sizeof(float);
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  // Transformer-XL's and the compressive kind's scores of one call: n queries against the memories and the call.
+  uint64_t keys = uint64_t(n);
+  if (p->kind_type() == fb::AttentionKind::RelativeXL) keys += uint64_t(p->kind_as_RelativeXL()->mem_len());
+  if (p->kind_type() == fb::AttentionKind::Compressive) {
+    const auto* c = p->kind_as_Compressive();
+    keys += uint64_t(std::max(0, c->mem_len())) + uint64_t(std::max(0, c->rate() - 1)) + uint64_t(std::max(0, c->cmem_len()));
+  }
+  return uint64_t(p->heads()) * uint64_t(n) * keys * sizeof(float);
 }
 
 }  // namespace
@@ -85,7 +128,7 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
   }
 }
 
-extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 2, fb::OpParams::AttentionParams,
+extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
                                    validate, cpu::make_attention, state_bytes, dense_bytes};
 
 }  // namespace tern

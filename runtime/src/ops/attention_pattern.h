@@ -5,6 +5,7 @@
 // (strided's every-l-th key, fixed's summaries). local_lo never decreases as i grows.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -40,7 +41,12 @@ struct AttentionPattern {
   int64_t state_keys(int64_t n) const;
   bool keeps_all_keys() const { return kind == PatternKind::kDense || kind == PatternKind::kStrided; }
   int64_t ring_keys() const;  // bounded kinds: the most recent keys any later query can reach
-  int64_t summary_slots(int64_t max_tokens) const { return kind == PatternKind::kFixed ? summary * ((max_tokens + block - 1) / block) : 0; }
+  // Summary positions below max_tokens (the slot of summary j is the count of those below j); never more than
+  // max_tokens, however large the block.
+  int64_t summary_slots(int64_t max_tokens) const {
+    if (kind != PatternKind::kFixed) return 0;
+    return summary * (max_tokens / block) + std::max<int64_t>(0, max_tokens % block - (block - summary));
+  }
   bool is_summary(int64_t j) const { return kind == PatternKind::kFixed && j % block >= block - summary; }
   bool second_part(int head) const { return split && head >= heads / 2; }
 };

@@ -43,8 +43,16 @@ class CpuKernel {
   // True if run() changes state that later calls read (such ops run even when no logits are wanted).
   virtual bool has_state() const { return false; }
   virtual uint64_t state_bytes() const { return 0; }          // allocated at creation
+  // The streaming state as bytes (tern_session_save_state / load_state), for a sequence of `position` tokens: how
+  // many, written by save_state and read back by load_state. The count depends only on the kernel's configuration
+  // and the position, so a session can check a saved state's sizes before it changes anything.
+  virtual uint64_t saved_state_bytes(int64_t /*position*/) const { return 0; }
+  virtual void save_state(int64_t /*position*/, uint8_t* /*out*/) const {}
+  virtual void load_state(int64_t /*position*/, const uint8_t* /*in*/) {}
   virtual uint64_t packed_weight_bytes() const { return 0; }  // backend-owned weight copies
   virtual uint64_t scratch_bytes() const { return 0; }        // all threads together
+  // Scratch a call of n tokens needs (for the planner); kernels whose scratch grows with n override it.
+  virtual uint64_t scratch_bytes_for(int64_t /*n*/) const { return scratch_bytes(); }
 };
 
 struct OpDef {

@@ -3,9 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "ops/adaptive.h"
 #include "ops/adaptive_span.h"
 #include "ops/attention_pattern.h"
+#include "ops/compressive.h"
+#include "ops/relative_xl.h"
 #include "tern_generated.h"
 
 namespace tern::ref {
@@ -28,6 +32,20 @@ void attention(const float* q, int64_t q_stride, const float* k, const float* v,
 // keys before position 0 are zero. q [n, q_stride] (head h at columns h*dh), k, v [pos0+n, kv_stride], out [n, heads*dh].
 void adaptive_span_attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride,
                              int64_t n, int64_t pos0, float scale, const AdaptiveSpan& span, float* out);
+// Transformer-XL relative attention (ops/relative_xl.h) of one call: h [n, d], memory [M, d] (updated in place to
+// the last M rows of [memory; h]), out [n, heads*dh].
+void relative_xl_attention(const float* h, int64_t n, float* memory, const RelativeXL& xl, float* out);
+// Compressive memory attention (ops/compressive.h) of one call: a [n, d], memory updated, out [n, heads*dh].
+void compressive_attention(const float* a, int64_t n, CompressiveMemory& memory, const Compressive& c, float* out);
+// Adaptive input (ops/adaptive.h): ids [n] -> out [n, d]. Ids are assumed in range.
+void adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput& spec, float* out);
+// Projected adaptive log-softmax (ops/adaptive.h): x [n, d] -> out [n, V] log-probabilities.
+void adaptive_log_softmax(const float* x, int64_t n, const AdaptiveSoftmax& spec, float* out);
+// out[i] = [a[i] | b[i]]; a [n, da], b [n, db], out [n, da + db]
+void concat(const float* a, int64_t da, const float* b, int64_t db, int64_t n, float* out);
+// AXIAL positions: out[i] = x[i] + [rows[p / s1] | cols[p % s1]], p = pos0 + i; rows [s0, d0], cols [s1, d1]
+void axial_position(const float* rows, int64_t d0, const float* cols, int64_t s1, int64_t d1, int64_t pos0, int64_t n,
+                    const float* x, float* out);
 // out[i] = x[i] - log(sum_j exp(x[i, j])); x, out [n, d]
 void log_softmax(const float* x, int64_t n, int64_t d, float* out);
 

@@ -12,11 +12,15 @@ extern const OpDef kActivationOp;
 extern const OpDef kAddOp;
 extern const OpDef kAttentionOp;
 extern const OpDef kLogSoftmaxOp;
+extern const OpDef kAdaptiveEmbeddingOp;
+extern const OpDef kAdaptiveLogSoftmaxOp;
+extern const OpDef kConcatOp;
 
 // The one list of ops this runtime knows.
 const OpDef* find_op(fb::OpCode code) {
   static const OpDef* const kOps[] = {&kEmbeddingOp, &kPositionOp, &kLayerNormOp, &kLinearOp,
-                                      &kActivationOp, &kAddOp, &kAttentionOp, &kLogSoftmaxOp};
+                                      &kActivationOp, &kAddOp, &kAttentionOp, &kLogSoftmaxOp,
+                                      &kAdaptiveEmbeddingOp, &kAdaptiveLogSoftmaxOp, &kConcatOp};
   for (const OpDef* def : kOps) {
     if (def->code == code) return def;
   }

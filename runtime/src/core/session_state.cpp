@@ -1,0 +1,177 @@
+// Saving and restoring a session's streaming state (tern_session_save_state / tern_session_load_state).
+//
+// Layout, little-endian:
+//   0   char[8]  "TERNSTAT"
+//   8   u32      format version (1)
+//   12  u32      entries: the session's stateful ops
+//   16  u64      model fingerprint: FNV-1a of the model's graph (ops, params, tensor descriptions) and of the first
+//                and last 256 bytes of every tensor's data
+//   24  i64      position: tokens the state holds
+//   32  u64      payload bytes
+//   40  u64      checksum of every other byte (FNV-1a over 8-byte words): header, entries and payload
+//   48  entries x {u32 op index, u32 0, u64 bytes}
+//   ..  payload: each stateful op's bytes in op order (CpuKernel::save_state)
+// A blob loads only into a session of the same model whose ops hold the same state sizes at that position (same
+// max_tokens where the state depends on it); everything is checked before anything changes.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/session.h"
+
+namespace tern {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'E', 'R', 'N', 'S', 'T', 'A', 'T'};
+constexpr uint32_t kStateVersion = 1;
+constexpr size_t kHeaderBytes = 48, kEntryBytes = 16;
+
+constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
+
+uint64_t fnv(uint64_t h, const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * kFnvPrime;
+  return h;
+}
+
+// FNV-1a over 8-byte words (then the tail bytes): fast enough for states of hundreds of MB.
+uint64_t checksum(uint64_t h, const uint8_t* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kFnvPrime;
+  }
+  return fnv(h, p + i, n - i);
+}
+
+uint64_t fingerprint(const Model& model) {
+  uint64_t h = fnv(kFnvOffset, model.graph_bytes(), model.graph_size());
+  for (const TensorInfo& t : model.tensors()) {
+    const size_t edge = size_t(std::min<uint64_t>(t.size, 256));
+    h = fnv(h, t.data, edge);
+    h = fnv(h, t.data + t.size - edge, edge);
+  }
+  return h;
+}
+
+template <typename T>
+void put(uint8_t*& p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  p += sizeof v;
+}
+
+template <typename T>
+T get(const uint8_t*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return v;
+}
+
+}  // namespace
+
+Result<size_t> Session::save_state(void* buf, size_t size) const {
+  uint64_t payload = 0;
+  uint32_t entries = 0;
+  for (const auto& k : kernels_) {
+    if (!k->has_state()) continue;
+    payload += k->saved_state_bytes(position_);
+    ++entries;
+  }
+  const uint64_t total = kHeaderBytes + uint64_t(entries) * kEntryBytes + payload;
+  if (buf == nullptr) return size_t(total);
+  if (size < total) {
+    return InvalidArgument("the state needs " + std::to_string(total) + " bytes; the buffer has " + std::to_string(size));
+  }
+  auto* out = static_cast<uint8_t*>(buf);
+  uint8_t* p = out + kHeaderBytes;
+  uint8_t* data = p + size_t(entries) * kEntryBytes;
+  for (const Node& node : model_.nodes()) {
+    const auto& k = kernels_[size_t(node.index)];
+    if (!k->has_state()) continue;
+    const uint64_t bytes = k->saved_state_bytes(position_);
+    put<uint32_t>(p, uint32_t(node.index));
+    put<uint32_t>(p, 0);
+    put<uint64_t>(p, bytes);
+    k->save_state(position_, data);
+    data += bytes;
+  }
+  p = out;
+  std::memcpy(p, kMagic, sizeof kMagic);
+  p += sizeof kMagic;
+  put<uint32_t>(p, kStateVersion);
+  put<uint32_t>(p, entries);
+  put<uint64_t>(p, fingerprint(model_));
+  put<int64_t>(p, position_);
+  put<uint64_t>(p, payload);
+  put<uint64_t>(p, checksum(checksum(kFnvOffset, out, 40), out + kHeaderBytes, size_t(total) - kHeaderBytes));
+  return size_t(total);
+}
+
+Status Session::load_state(const void* buf, size_t size) {
+  if (buf == nullptr) return InvalidArgument("load_state: the buffer is null");
+  const auto* in = static_cast<const uint8_t*>(buf);
+  if (size < kHeaderBytes || std::memcmp(in, kMagic, sizeof kMagic) != 0) {
+    return InvalidArgument("not a Tern session state (" + std::to_string(size) + " bytes, no \"TERNSTAT\" header)");
+  }
+  const uint8_t* p = in + sizeof kMagic;
+  const auto version = get<uint32_t>(p);
+  const auto entries = get<uint32_t>(p);
+  const auto model_id = get<uint64_t>(p);
+  const auto position = get<int64_t>(p);
+  const auto payload = get<uint64_t>(p);
+  const auto sum = get<uint64_t>(p);
+  if (uint64_t(size) < kHeaderBytes + uint64_t(entries) * kEntryBytes ||
+      payload != uint64_t(size) - kHeaderBytes - uint64_t(entries) * kEntryBytes) {
+    return InvalidArgument("session state of " + std::to_string(size) + " bytes is truncated or has trailing bytes (its header announces " +
+                           std::to_string(entries) + " ops and " + std::to_string(payload) + " bytes of state)");
+  }
+  if (checksum(checksum(kFnvOffset, in, 40), in + kHeaderBytes, size - kHeaderBytes) != sum) {
+    return InvalidArgument("the session state is corrupt (checksum mismatch)");
+  }
+  if (version != kStateVersion) {
+    return Unsupported("session state format version " + std::to_string(version) + " is not supported (this runtime reads " +
+                       std::to_string(kStateVersion) + ")");
+  }
+  if (model_id != fingerprint(model_)) {
+    return InvalidArgument("the session state was saved from a different model (its fingerprint does not match this " +
+                           model_.architecture() + " model's)");
+  }
+  if (position < 0 || position > max_tokens_) {
+    return InvalidArgument("the session state holds " + std::to_string(position) + " tokens; this session's max_tokens is " +
+                           std::to_string(max_tokens_));
+  }
+  // The ops and their sizes must be this session's.
+  uint32_t mine = 0;
+  for (const Node& node : model_.nodes()) {
+    const auto& k = kernels_[size_t(node.index)];
+    if (!k->has_state()) continue;
+    if (mine == entries) return InvalidArgument("the session state lists fewer stateful ops than this session has");
+    const auto index = get<uint32_t>(p);
+    get<uint32_t>(p);
+    const auto bytes = get<uint64_t>(p);
+    if (index != uint32_t(node.index)) {
+      return InvalidArgument("the session state's op " + std::to_string(mine) + " is op " + std::to_string(index) +
+                             "; this session's is " + node.label());
+    }
+    const uint64_t want = k->saved_state_bytes(position);
+    if (bytes != want) {
+      return InvalidArgument(node.label() + ": the saved state has " + std::to_string(bytes) + " bytes, this session holds " +
+                             std::to_string(want) + " at position " + std::to_string(position) +
+                             " (a session created with other options, e.g. max_tokens?)");
+    }
+    ++mine;
+  }
+  if (mine != entries) return InvalidArgument("the session state lists more stateful ops than this session has");
+  const uint8_t* data = in + kHeaderBytes + size_t(entries) * kEntryBytes;
+  for (const Node& node : model_.nodes()) {
+    const auto& k = kernels_[size_t(node.index)];
+    if (!k->has_state()) continue;
+    k->load_state(position, data);
+    data += k->saved_state_bytes(position);
+  }
+  position_ = position;
+  return Status::Ok();
+}
+
+}  // namespace tern

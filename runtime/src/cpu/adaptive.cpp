@@ -1,0 +1,214 @@
+// ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX on the CPU (definitions: ops/adaptive.h). Every product runs on
+// XNNPACK fully-connected operators packed at session creation; the log-softmax outputs are written straight into
+// the caller's [n, V] buffer (row stride V), so no [n, V] scratch exists.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/kernels.h"
+#include "cpu/parallel.h"
+#include "cpu/xnn_linear.h"
+#include "ops/adaptive.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr size_t kRowTile = 4;
+
+class AdaptiveEmbeddingKernel : public CpuKernel {
+ public:
+  AdaptiveEmbeddingKernel(const Node& node, AdaptiveInput spec, int64_t max_batch)
+      : node_(node), a_(std::move(spec)), max_batch_(max_batch) {
+    for (int64_t di : a_.dims) max_dim_ = std::max(max_dim_, di);
+    rows_.resize(size_t(max_batch));
+  }
+
+  Status init() {
+    for (size_t i = 0; i < a_.clusters(); ++i) {
+      XnnLinear l;
+      if (a_.projs[i]) {
+        // proj_i [d, d_i] is already [out, in].
+        auto made = XnnLinear::create(a_.projs[i], nullptr, a_.dims[i], a_.d, a_.d, node_.label());
+        if (!made.ok()) return made.status();
+        l = std::move(made).value();
+      }
+      proj_.push_back(std::move(l));
+    }
+    return Status::Ok();
+  }
+
+  Status run(const RunContext& ctx) override {
+    const int64_t V = a_.vocab(), d = a_.d;
+    for (int64_t r = 0; r < ctx.n; ++r) {
+      if (ctx.ids[r] < 0 || ctx.ids[r] >= V) {
+        return InvalidArgument("token id " + std::to_string(ctx.ids[r]) + " at position " + std::to_string(ctx.pos0 + r) +
+                               " is outside the vocabulary [0, " + std::to_string(V) + ")");
+      }
+    }
+    float* out = ctx.out(node_, 0);       // [n, d]
+    float* gathered = ctx.scratch;        // [n, max d_i]
+    float* projected = gathered + max_batch_ * max_dim_;  // [n, d]
+    for (size_t i = 0; i < a_.clusters(); ++i) {
+      const int64_t l = a_.ends[i], r = a_.ends[i + 1], di = a_.dims[i];
+      int64_t count = 0;
+      for (int64_t t = 0; t < ctx.n; ++t) {
+        if (ctx.ids[t] >= l && ctx.ids[t] < r) rows_[size_t(count++)] = t;
+      }
+      if (count == 0) continue;
+      for (int64_t k = 0; k < count; ++k) {
+        std::memcpy(gathered + k * di, a_.tables[i] + (ctx.ids[rows_[size_t(k)]] - l) * di, size_t(di) * sizeof(float));
+      }
+      const float* src = gathered;
+      if (proj_[i].valid()) {
+        TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, gathered, count, projected, node_.label()));
+        src = projected;
+      }
+      for (int64_t k = 0; k < count; ++k) {
+        float* o = out + rows_[size_t(k)] * d;
+        for (int64_t c = 0; c < d; ++c) o[c] = src[k * d + c] * a_.scale;
+      }
+    }
+    return Status::Ok();
+  }
+
+  uint64_t packed_weight_bytes() const override {
+    uint64_t b = 0;
+    for (const auto& p : proj_) b += p.packed_bytes();
+    return b;
+  }
+  uint64_t scratch_bytes() const override { return uint64_t(max_batch_) * uint64_t(max_dim_ + a_.d) * sizeof(float); }
+
+ private:
+  const Node& node_;
+  AdaptiveInput a_;
+  int64_t max_batch_, max_dim_ = 1;
+  std::vector<XnnLinear> proj_;   // per cluster; empty without a projection
+  std::vector<int64_t> rows_;     // [max_batch], the call's rows in one cluster
+};
+
+// Row-wise log(sum(exp)) of x[0..count) with the max taken first; the sum in double.
+inline double log_sum_exp(const float* x, int64_t count) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < count; ++j) mx = std::max(mx, x[j]);
+  double sum = 0;
+  for (int64_t j = 0; j < count; ++j) sum += double(std::exp(x[j] - mx));
+  return double(mx) + std::log(sum);
+}
+
+class AdaptiveLogSoftmaxKernel : public CpuKernel {
+ public:
+  AdaptiveLogSoftmaxKernel(const Node& node, AdaptiveSoftmax spec, int64_t max_batch)
+      : node_(node), a_(std::move(spec)), max_batch_(max_batch) {
+    for (int64_t di : a_.dims) max_dim_ = std::max(max_dim_, di);
+  }
+
+  Status init() {
+    const int64_t V = a_.vocab(), d = a_.d;
+    std::vector<float> transposed;
+    for (size_t i = 0; i < a_.clusters(); ++i) {
+      const int64_t di = a_.dims[i], rows = a_.ends[i + 1] - a_.ends[i];
+      XnnLinear p;
+      if (a_.projs[i]) {
+        // x proj_i with proj_i [d, d_i]: a linear layer with weight proj_i^T [d_i, d].
+        transposed.assign(size_t(di * d), 0.0f);
+        for (int64_t k = 0; k < d; ++k)
+          for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = a_.projs[i][k * di + c];
+        auto made = XnnLinear::create(transposed.data(), nullptr, d, di, di, node_.label());
+        if (!made.ok()) return made.status();
+        p = std::move(made).value();
+      }
+      proj_.push_back(std::move(p));
+      // Cluster i's logits go straight to its columns of the output (row stride V).
+      auto out = XnnLinear::create(a_.weights[i], a_.biases[i], di, rows, V, node_.label());
+      if (!out.ok()) return out.status();
+      out_.push_back(std::move(out).value());
+    }
+    if (a_.tails() > 0) {
+      auto made = XnnLinear::create(a_.cluster_weight, a_.cluster_bias, a_.dims[0], a_.tails(), a_.tails(), node_.label());
+      if (!made.ok()) return made.status();
+      cluster_ = std::move(made).value();
+    }
+    return Status::Ok();
+  }
+
+  Status run(const RunContext& ctx) override {
+    const int64_t n = ctx.n, V = a_.vocab(), C = a_.tails(), shortlist = a_.shortlist();
+    const float* x = ctx.in(node_, 0);   // [n, d]
+    float* out = ctx.out(node_, 0);      // [n, V]
+    float* px = ctx.scratch;             // [n, max d_i]: x proj_i
+    float* head_c = px + max_batch_ * max_dim_;  // [n, C]: the head's cluster columns
+    for (size_t i = 0; i < a_.clusters(); ++i) {
+      const float* xi = x;
+      if (proj_[i].valid()) {
+        TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, x, n, px, node_.label()));
+        xi = px;
+      }
+      TERN_RETURN_IF_ERROR(out_[i].run(ctx.pool, xi, n, out + a_.ends[i], node_.label()));
+      if (i == 0 && C > 0) TERN_RETURN_IF_ERROR(cluster_.run(ctx.pool, xi, n, head_c, node_.label()));
+    }
+    parallel_for(ctx.pool, size_t(n), kRowTile, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        float* o = out + int64_t(r) * V;
+        float* hc = head_c + int64_t(r) * C;
+        // Head: the shortlist columns and the cluster columns form one softmax.
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < shortlist; ++j) mx = std::max(mx, o[j]);
+        for (int64_t j = 0; j < C; ++j) mx = std::max(mx, hc[j]);
+        double sum = 0;
+        for (int64_t j = 0; j < shortlist; ++j) sum += double(std::exp(o[j] - mx));
+        for (int64_t j = 0; j < C; ++j) sum += double(std::exp(hc[j] - mx));
+        const float lse = float(double(mx) + std::log(sum));
+        for (int64_t j = 0; j < shortlist; ++j) o[j] -= lse;
+        for (int64_t j = 0; j < C; ++j) hc[j] -= lse;
+        // Tail i: its own log-softmax, offset by head column i - 1.
+        for (int64_t i = 1; i <= C; ++i) {
+          float* t = o + a_.ends[size_t(i)];
+          const int64_t rows = a_.ends[size_t(i) + 1] - a_.ends[size_t(i)];
+          const float shift = hc[i - 1] - float(log_sum_exp(t, rows));
+          for (int64_t j = 0; j < rows; ++j) t[j] += shift;
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+  uint64_t packed_weight_bytes() const override {
+    uint64_t b = cluster_.packed_bytes();
+    for (const auto& p : proj_) b += p.packed_bytes();
+    for (const auto& o : out_) b += o.packed_bytes();
+    return b;
+  }
+  uint64_t scratch_bytes() const override {
+    return uint64_t(max_batch_) * uint64_t(max_dim_ + std::max<int64_t>(a_.tails(), 1)) * sizeof(float);
+  }
+
+ private:
+  const Node& node_;
+  AdaptiveSoftmax a_;
+  int64_t max_batch_, max_dim_ = 1;
+  std::vector<XnnLinear> proj_;  // per cluster; empty without a projection
+  std::vector<XnnLinear> out_;   // per cluster
+  XnnLinear cluster_;            // the head's cluster columns
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CpuKernel>> make_adaptive_embedding(const Node& node, const Model& model, const KernelConfig& cfg) {
+  auto spec = AdaptiveInput::from(node, model.values());
+  if (!spec.ok()) return spec.status();
+  std::unique_ptr<AdaptiveEmbeddingKernel> k(new AdaptiveEmbeddingKernel(node, std::move(spec).value(), cfg.max_batch));
+  TERN_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<CpuKernel>(std::move(k));
+}
+
+Result<std::unique_ptr<CpuKernel>> make_adaptive_log_softmax(const Node& node, const Model& model,
+                                                              const KernelConfig& cfg) {
+  auto spec = AdaptiveSoftmax::from(node, model.values());
+  if (!spec.ok()) return spec.status();
+  std::unique_ptr<AdaptiveLogSoftmaxKernel> k(new AdaptiveLogSoftmaxKernel(node, std::move(spec).value(), cfg.max_batch));
+  TERN_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<CpuKernel>(std::move(k));
+}
+
+}  // namespace tern::cpu

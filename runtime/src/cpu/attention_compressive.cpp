@@ -1,0 +1,238 @@
+// ATTENTION of kind Compressive on the CPU (definition: ops/compressive.h).
+//
+// Per call of n rows: keys and values of [cmem; mem; a] and the queries of a come from two XNNPACK fully-connected
+// operators over the row blocks of qkv (one packed copy of the weight); attention is blockwise with online softmax
+// (a [kQueryBlock, dh] tile per thread). Then the memory takes the call's rows, and the whole groups of `rate` rows
+// beyond mem_len are compressed (CONV on XNNPACK, MEAN, MAX) into the compressed memory; only the groups that can
+// still be among its last cmem_len rows are computed.
+// State: mem [M + rate - 1, d] and cmem [C, d], oldest first, with their row counts; allocated once.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/kernels.h"
+#include "cpu/parallel.h"
+#include "cpu/xnn_linear.h"
+#include "ops/compressive.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kKeyBlock = 64;
+
+int64_t tile_floats(int dh) { return 2 * kQueryBlock * dh + kKeyBlock + 2 * kQueryBlock; }
+
+inline float dot(const float* q, const float* k, int dh) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int c = 0;
+  for (; c + 8 <= dh; c += 8)
+    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
+  float sum = 0.0f;
+  for (; c < dh; ++c) sum += q[c] * k[c];
+  for (float p : part) sum += p;
+  return sum;
+}
+
+// One head, query rows [r0, r1): row r sees keys [0, P + r] of kv [P + n, 2*inner].
+void attend_block(const float* kv, const float* q, int64_t P, int64_t inner, int dh, int h, float scale, int64_t r0,
+                  int64_t r1, float* tile, float* out) {
+  float* tq = tile;                          // [kQueryBlock, dh]
+  float* acc = tq + kQueryBlock * dh;        // [kQueryBlock, dh]
+  float* s = acc + kQueryBlock * dh;         // [kKeyBlock]
+  float* mx = s + kKeyBlock;                 // [kQueryBlock]
+  float* l = mx + kQueryBlock;               // [kQueryBlock]
+  const int64_t rows = r1 - r0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int c = 0; c < dh; ++c) tq[r * dh + c] = q[(r0 + r) * inner + int64_t(h) * dh + c] * scale;
+    std::fill(acc + r * dh, acc + (r + 1) * dh, 0.0f);
+    mx[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  const int64_t last = P + r1 - 1;
+  for (int64_t j0 = 0; j0 <= last; j0 += kKeyBlock) {
+    const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t hi = std::min(j1, P + r0 + r + 1);
+      if (j0 >= hi) continue;
+      float block_max = -INFINITY;
+      for (int64_t j = j0; j < hi; ++j) {
+        s[j - j0] = dot(tq + r * dh, kv + j * 2 * inner + int64_t(h) * dh, dh);
+        block_max = std::max(block_max, s[j - j0]);
+      }
+      const float m_new = std::max(mx[r], block_max);
+      const float correction = std::exp(mx[r] - m_new);
+      float* a = acc + r * dh;
+      if (correction != 1.0f) {
+        for (int c = 0; c < dh; ++c) a[c] *= correction;
+      }
+      float sum = 0.0f;
+      for (int64_t j = j0; j < hi; ++j) {
+        const float e = std::exp(s[j - j0] - m_new);
+        sum += e;
+        const float* v = kv + j * 2 * inner + inner + int64_t(h) * dh;
+        for (int c = 0; c < dh; ++c) a[c] += e * v[c];
+      }
+      l[r] = l[r] * correction + sum;
+      mx[r] = m_new;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float inv = 1.0f / l[r];  // every query sees itself
+    for (int c = 0; c < dh; ++c) out[(r0 + r) * inner + int64_t(h) * dh + c] = acc[r * dh + c] * inv;
+  }
+}
+
+class CompressiveKernel : public CpuKernel {
+ public:
+  CompressiveKernel(const Node& node, const Compressive& c, const KernelConfig& cfg)
+      : node_(node), c_(c), threads_(std::max(cfg.threads, 1)), max_batch_(cfg.max_batch) {}
+
+  Status init() {
+    const int64_t inner = c_.inner(), d = c_.d;
+    auto q = XnnLinear::create(c_.qkv, c_.qkv_bias, d, inner, inner, node_.label());
+    if (!q.ok()) return q.status();
+    q_ = std::move(q).value();
+    auto kv = XnnLinear::create(c_.qkv + inner * d, c_.qkv_bias ? c_.qkv_bias + inner : nullptr, d, 2 * inner, 2 * inner,
+                                node_.label());
+    if (!kv.ok()) return kv.status();
+    kv_ = std::move(kv).value();
+    if (c_.compression == fb::Compression::CONV) {
+      auto conv = XnnLinear::create(c_.conv_weight, c_.conv_bias, c_.rate * d, d, d, node_.label());
+      if (!conv.ok()) return conv.status();
+      conv_ = std::move(conv).value();
+    }
+    mem_.assign(size_t(c_.mem_capacity() * d), 0.0f);
+    cmem_.assign(size_t(c_.cmem_len * d), 0.0f);
+    return Status::Ok();
+  }
+
+  Status run(const RunContext& ctx) override {
+    const int64_t n = ctx.n, d = c_.d, inner = c_.inner(), H = c_.heads;
+    const float* a = ctx.in(node_, 0);  // [n, d]
+    float* kv = ctx.scratch;                                   // [C + M + rate - 1 + B, 2*inner]
+    float* q = kv + key_rows() * 2 * inner;                    // [B, inner]
+    float* groups = q + max_batch_ * inner;                    // [C, rate*d]
+    float* compressed = groups + c_.cmem_len * c_.rate * d;    // [C, d]
+    float* tiles = compressed + c_.cmem_len * d;
+    const int64_t P = cmem_n_ + mem_n_;
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, cmem_.data(), cmem_n_, kv, node_.label()));
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, mem_.data(), mem_n_, kv + cmem_n_ * 2 * inner, node_.label()));
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, a, n, kv + P * 2 * inner, node_.label()));
+    TERN_RETURN_IF_ERROR(q_.run(ctx.pool, a, n, q, node_.label()));
+    float* out = ctx.out(node_, 0);
+    const int64_t q_blocks = (n + kQueryBlock - 1) / kQueryBlock, items = q_blocks * H;
+    const int slots = int(std::min<int64_t>(threads_, items));
+    std::atomic<int64_t> next{0};
+    parallel_for(ctx.pool, size_t(slots), 1, [&](size_t b, size_t e) {
+      for (size_t slot = b; slot < e; ++slot) {
+        float* tile = tiles + int64_t(slot) * tile_floats(c_.head_dim);
+        for (int64_t item; (item = next.fetch_add(1)) < items;) {
+          const int64_t qb = q_blocks - 1 - item / H;
+          attend_block(kv, q, P, inner, c_.head_dim, int(item % H), c_.scale, qb * kQueryBlock,
+                       std::min(n, (qb + 1) * kQueryBlock), tile, out);
+        }
+      }
+    });
+    return update(a, n, groups, compressed, ctx.pool);
+  }
+
+  void reset() override { mem_n_ = cmem_n_ = 0; }
+  bool has_state() const override { return true; }
+  uint64_t state_bytes() const override { return (mem_.size() + cmem_.size()) * sizeof(float); }
+  uint64_t saved_state_bytes(int64_t) const override { return 2 * sizeof(int64_t) + state_bytes(); }
+  void save_state(int64_t, uint8_t* out) const override {
+    std::memcpy(out, &mem_n_, sizeof mem_n_);
+    std::memcpy(out + 8, &cmem_n_, sizeof cmem_n_);
+    std::memcpy(out + 16, mem_.data(), mem_.size() * sizeof(float));
+    std::memcpy(out + 16 + mem_.size() * sizeof(float), cmem_.data(), cmem_.size() * sizeof(float));
+  }
+  void load_state(int64_t, const uint8_t* in) override {
+    std::memcpy(&mem_n_, in, sizeof mem_n_);
+    std::memcpy(&cmem_n_, in + 8, sizeof cmem_n_);
+    mem_n_ = std::clamp<int64_t>(mem_n_, 0, c_.mem_capacity());  // a checksummed blob never needs this; a forged one
+    cmem_n_ = std::clamp<int64_t>(cmem_n_, 0, c_.cmem_len);      // cannot send the kernel out of its buffers
+    std::memcpy(mem_.data(), in + 16, mem_.size() * sizeof(float));
+    std::memcpy(cmem_.data(), in + 16 + mem_.size() * sizeof(float), cmem_.size() * sizeof(float));
+  }
+  uint64_t packed_weight_bytes() const override { return q_.packed_bytes() + kv_.packed_bytes() + conv_.packed_bytes(); }
+  uint64_t scratch_bytes() const override {
+    const int64_t d = c_.d, inner = c_.inner();
+    return uint64_t(key_rows() * 2 * inner + max_batch_ * inner + c_.cmem_len * c_.rate * d + c_.cmem_len * d +
+                    int64_t(threads_) * tile_floats(c_.head_dim)) * sizeof(float);
+  }
+
+ private:
+  int64_t key_rows() const { return c_.cmem_len + c_.mem_capacity() + max_batch_; }
+
+  // mem ++ a, then whole groups beyond mem_len compressed into cmem (its last C rows kept).
+  Status update(const float* a, int64_t n, float* groups, float* compressed, pthreadpool_t pool) {
+    const int64_t d = c_.d, rate = c_.rate, C = c_.cmem_len, total = mem_n_ + n;
+    const int64_t e = std::max<int64_t>(0, total - c_.mem_len) / rate * rate;
+    const int64_t g = e / rate, count = std::min(g, C), g0 = g - count;
+    // Row t of mem ++ a.
+    auto row = [&](int64_t t) { return t < mem_n_ ? mem_.data() + t * d : a + (t - mem_n_) * d; };
+    for (int64_t k = 0; k < count; ++k)
+      for (int64_t t = 0; t < rate; ++t)
+        std::memcpy(groups + (k * rate + t) * d, row((g0 + k) * rate + t), size_t(d) * sizeof(float));
+    if (c_.compression == fb::Compression::CONV) {
+      TERN_RETURN_IF_ERROR(conv_.run(pool, groups, count, compressed, node_.label()));
+    } else {
+      for (int64_t k = 0; k < count; ++k) {
+        const float* gk = groups + k * rate * d;
+        float* o = compressed + k * d;
+        for (int64_t x = 0; x < d; ++x) {
+          float v = gk[x];
+          if (c_.compression == fb::Compression::MAX_POOL) {
+            for (int64_t t = 1; t < rate; ++t) v = std::max(v, gk[t * d + x]);
+          } else {
+            double sum = 0;
+            for (int64_t t = 0; t < rate; ++t) sum += double(gk[t * d + x]);
+            v = float(sum / double(rate));
+          }
+          o[x] = v;
+        }
+      }
+    }
+    // cmem <- last C rows of cmem ++ compressed
+    const int64_t drop = std::max<int64_t>(0, cmem_n_ + count - C);
+    if (drop > 0) {
+      std::memmove(cmem_.data(), cmem_.data() + drop * d, size_t((cmem_n_ - drop) * d) * sizeof(float));
+      cmem_n_ -= drop;
+    }
+    std::memcpy(cmem_.data() + cmem_n_ * d, compressed, size_t(count * d) * sizeof(float));
+    cmem_n_ += count;
+    // mem <- rows [e, total) of mem ++ a
+    if (e < mem_n_) {
+      std::memmove(mem_.data(), mem_.data() + e * d, size_t((mem_n_ - e) * d) * sizeof(float));
+      std::memcpy(mem_.data() + (mem_n_ - e) * d, a, size_t(n * d) * sizeof(float));
+    } else {
+      std::memcpy(mem_.data(), a + (e - mem_n_) * d, size_t((total - e) * d) * sizeof(float));
+    }
+    mem_n_ = total - e;
+    return Status::Ok();
+  }
+
+  const Node& node_;
+  Compressive c_;
+  int threads_;
+  int64_t max_batch_;
+  XnnLinear q_, kv_, conv_;
+  std::vector<float> mem_;   // [M + rate - 1, d], the first mem_n_ rows in use
+  std::vector<float> cmem_;  // [C, d], the first cmem_n_ rows in use
+  int64_t mem_n_ = 0, cmem_n_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CpuKernel>> make_compressive_attention(const Node& node, const Model&, const KernelConfig& cfg) {
+  auto c = Compressive::from(node);
+  if (!c.ok()) return c.status();
+  std::unique_ptr<CompressiveKernel> k(new CompressiveKernel(node, c.value(), cfg));
+  TERN_RETURN_IF_ERROR(k->init());
+  return std::unique_ptr<CpuKernel>(std::move(k));
+}
+
+}  // namespace tern::cpu

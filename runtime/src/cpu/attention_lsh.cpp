@@ -1,0 +1,304 @@
+// ATTENTION of kind Lsh on the CPU (semantics: ops/lsh.h). One head at a time, every phase spread over the threads:
+//   1. per position: the normalised key and the bucket of every round;
+//   2. per round: a counting sort by bucket (stable, so ties stay in position order) into the sorted axis;
+//   3. per chunk: gather the window's keys (transposed, so scores vectorise across keys) and attend each query,
+//      keeping the round's output and float32 log-sum-exp at the query's position;
+//   4. per position: combine the rounds by a softmax over their log-sum-exps.
+// Scratch is O(hashes * n * dh) for the round outputs plus one [dh, window] tile per thread; nothing is n x n.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "cpu/kernels.h"
+#include "cpu/parallel.h"
+#include "ops/lsh.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr int64_t kQueryBlock = 32;  // queries per work item on the unchunked path
+constexpr int64_t kKeys = 64;        // keys per register block of scores
+constexpr int64_t kDims = 64;        // value columns per register block
+
+// Keys a tile holds: the window, rounded up to whole register blocks.
+int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kKeys * kKeys; }
+
+// q · k with eight partial sums, so that the loop vectorises.
+inline float dot(const float* q, const float* k, int dh) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int c = 0;
+  for (; c + 8 <= dh; c += 8)
+    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
+  float sum = 0.0f;
+  for (; c < dh; ++c) sum += q[c] * k[c];
+  for (float p : part) sum += p;
+  return sum;
+}
+
+// Calls fn(slot, item) for item in [0, items), each slot (one per thread) pulling items in turn.
+template <typename F>
+void run_slots(pthreadpool_t pool, int threads, int64_t items, const F& fn) {
+  if (items <= 0) return;
+  const int slots = int(std::min<int64_t>(std::max(1, threads), items));
+  std::atomic<int64_t> next{0};
+  parallel_for(pool, size_t(slots), 1, [&](size_t b, size_t e) {
+    for (size_t slot = b; slot < e; ++slot)
+      for (int64_t item; (item = next.fetch_add(1)) < items;) fn(int(slot), item);
+  });
+}
+
+// Sizes of one call's scratch, in 4-byte words.
+struct Layout {
+  int64_t n = 0, n_pad = 0, window = 0;
+  int64_t keys = 0, buckets = 0, order = 0, count = 0, outs = 0, lses = 0, tile = 0;
+  Layout(const LshAttention& a, int64_t n_tokens) : n(n_tokens), n_pad(a.padded_length(n_tokens)), window(tile_width(a)) {
+    const int64_t dh = a.head_dim, nh = a.hashes;
+    keys = n * dh;
+    buckets = nh * n;
+    order = nh * n_pad;
+    count = a.buckets + 1;
+    outs = nh * n * dh;
+    lses = nh * n;
+    tile = dh * window + 2 * window + dh + a.rot_half;  // kt, positions, scores, acc, rotated
+  }
+  int64_t shared() const { return keys + buckets + order + count + outs + lses; }
+  int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
+};
+
+// One thread's tile: a window of keys, transposed.
+struct Tile {
+  float* kt;        // [dh, width]: column w is the key at wpos[w] (width: the window in whole register blocks)
+  int32_t* wpos;    // [width]
+  float* s;         // [width], scores of one row, then exp(s - max)
+  float* acc;       // [dh]
+  float* rotated;   // [rot_half]
+};
+
+class LshKernel : public CpuKernel {
+ public:
+  LshKernel(const Node& node, const LshAttention& spec, const KernelConfig& cfg)
+      : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch) {}
+
+  Status run(const RunContext& ctx) override {
+    if (ctx.pos0 != 0) {
+      return Unsupported(node_.label() + ": LSH attention buckets and sorts the whole sequence at once, so it cannot "
+                         "continue one: appending after " + std::to_string(ctx.pos0) + " tokens is not supported; run "
+                         "the whole sequence in one forward call (models with LSH layers do not stream)");
+    }
+    if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
+    const Layout lay(a_, ctx.n);
+    float* base = ctx.scratch;
+    keys_ = base;
+    bucket_ = reinterpret_cast<int32_t*>(keys_ + lay.keys);
+    order_ = bucket_ + lay.buckets;
+    count_ = order_ + lay.order;
+    outs_ = reinterpret_cast<float*>(count_ + lay.count);
+    lses_ = outs_ + lay.outs;
+    tiles_ = lses_ + lay.lses;
+    tile_words_ = lay.tile;
+    qkv_ = ctx.in(node_, 0);
+    out_ = ctx.out(node_, 0);
+    n_ = ctx.n;
+    n_pad_ = lay.n_pad;
+    for (int h = 0; h < a_.heads; ++h) run_head(ctx, h);
+    return Status::Ok();
+  }
+
+  uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
+  // Linear in n: the keys, buckets, sort and per-round outputs of one head, plus one tile per thread.
+  uint64_t scratch_bytes_for(int64_t n) const override { return uint64_t(Layout(a_, n).total(threads_)) * 4; }
+
+ private:
+  int64_t inner() const { return int64_t(a_.heads) * a_.head_dim; }
+  const float* qk(int h, int64_t j) const { return qkv_ + j * 2 * inner() + int64_t(h) * a_.head_dim; }
+  const float* value(int h, int64_t j) const { return qkv_ + j * 2 * inner() + inner() + int64_t(h) * a_.head_dim; }
+
+  int64_t tile_width() const { return cpu::tile_width(a_); }
+
+  Tile tile(int slot) const {
+    const int dh = a_.head_dim;
+    const int64_t W = tile_width();
+    Tile t;
+    t.kt = tiles_ + int64_t(slot) * tile_words_;
+    t.wpos = reinterpret_cast<int32_t*>(t.kt + dh * W);
+    t.s = reinterpret_cast<float*>(t.wpos + W);
+    t.acc = t.s + W;
+    t.rotated = t.acc + dh;
+    return t;
+  }
+
+  void run_head(const RunContext& ctx, int h) {
+    const int dh = a_.head_dim;
+    const int64_t n = n_, nh = a_.hashes;
+    const bool chunked = a_.chunked(n);
+    // 1. Keys (HF: x * rsqrt(mean(x^2) + eps) * dh^-0.5, in float32) and buckets.
+    run_slots(ctx.pool, ctx.threads, (n + 63) / 64, [&](int slot, int64_t item) {
+      Tile t = tile(slot);
+      for (int64_t j = item * 64; j < std::min(n, (item + 1) * 64); ++j) {
+        const float* x = qk(h, j);
+        float* k = keys_ + j * dh;
+        const float ms = dot(x, x, dh) / float(dh);
+        const float r = 1.0f / std::sqrt(ms + a_.key_norm_eps);
+        for (int c = 0; c < dh; ++c) k[c] = x[c] * r * a_.scale;
+        if (chunked) {
+          for (int64_t rnd = 0; rnd < nh; ++rnd) bucket_[rnd * n + j] = int32_t(a_.bucket(h, rnd, x, t.rotated));
+        }
+      }
+    });
+    if (!chunked) {
+      // One causal softmax over the whole sequence, queries in blocks.
+      run_slots(ctx.pool, ctx.threads, (n + kQueryBlock - 1) / kQueryBlock, [&](int slot, int64_t item) {
+        Tile t = tile(slot);
+        const int64_t q0 = item * kQueryBlock, q1 = std::min(n, q0 + kQueryBlock);
+        const int64_t W = tile_width();
+        for (int64_t j = 0; j < q1; ++j) {
+          t.wpos[j] = int32_t(j);
+          for (int c = 0; c < dh; ++c) t.kt[c * W + j] = keys_[j * dh + c];
+        }
+        for (int64_t i = q0; i < q1; ++i) {
+          attend_row(h, i, t, q1, out_ + i * inner() + int64_t(h) * dh);
+        }
+      });
+      return;
+    }
+    // 2. Counting sort per round: positions by bucket, ties in position order; pads after every bucket.
+    const int64_t B = a_.buckets;
+    for (int64_t r = 0; r < nh; ++r) {
+      std::fill(count_, count_ + B + 1, 0);
+      const int32_t* b = bucket_ + r * n;
+      for (int64_t j = 0; j < n; ++j) ++count_[b[j] + 1];
+      for (int64_t k = 0; k < B; ++k) count_[k + 1] += count_[k];
+      int32_t* o = order_ + r * n_pad_;
+      for (int64_t j = 0; j < n; ++j) o[count_[b[j]]++] = int32_t(j);
+      for (int64_t j = n; j < n_pad_; ++j) o[j] = int32_t(j);  // pads: positions >= n
+    }
+    // 3. Chunks of the sorted axis, each against its circular window of neighbouring chunks.
+    const int64_t C = a_.chunk, n_chunks = nh * n_pad_ / C, W = tile_width();
+    run_slots(ctx.pool, ctx.threads, n_chunks, [&](int slot, int64_t c) {
+      Tile t = tile(slot);
+      int64_t w = 0;
+      for (int64_t d = -a_.before; d <= a_.after; ++d) {
+        const int64_t cc = ((c + d) % n_chunks + n_chunks) % n_chunks;
+        for (int64_t u = cc * C; u < (cc + 1) * C; ++u) {
+          const int32_t j = order_[u];
+          if (j >= n) continue;  // a pad: no query sees it
+          t.wpos[w] = j;
+          const float* k = keys_ + int64_t(j) * dh;
+          for (int ch = 0; ch < dh; ++ch) t.kt[ch * W + w] = k[ch];
+          ++w;
+        }
+      }
+      for (int64_t u = c * C; u < (c + 1) * C; ++u) {
+        const int64_t i = order_[u];
+        if (i >= n) continue;
+        const int64_t r = u / n_pad_;
+        lses_[r * n + i] = attend_row(h, i, t, w, outs_ + (r * n + i) * dh);
+      }
+    });
+    // 4. Rounds combined per position (HF: exp(lse_r - logsumexp_r(lse_r)), in float32).
+    run_slots(ctx.pool, ctx.threads, (n + 63) / 64, [&](int, int64_t item) {
+      for (int64_t i = item * 64; i < std::min(n, (item + 1) * 64); ++i) {
+        float* o = out_ + i * inner() + int64_t(h) * dh;
+        if (nh == 1) {
+          std::copy(outs_ + i * dh, outs_ + (i + 1) * dh, o);
+          continue;
+        }
+        float mx = -INFINITY;
+        for (int64_t r = 0; r < nh; ++r) mx = std::max(mx, lses_[r * n + i]);
+        float sum = 0.0f;
+        for (int64_t r = 0; r < nh; ++r) sum += std::exp(lses_[r * n + i] - mx);
+        const float total = std::log(sum) + mx;
+        std::fill(o, o + dh, 0.0f);
+        for (int64_t r = 0; r < nh; ++r) {
+          const float wgt = std::exp(lses_[r * n + i] - total);
+          const float* src = outs_ + (r * n + i) * dh;
+          for (int c = 0; c < dh; ++c) o[c] += src[c] * wgt;
+        }
+      }
+    });
+  }
+
+  // Query position i against the tile's `count` keys; writes out [dh], returns HF's float32 log-sum-exp:
+  // m = max score, lse = log(sum exp(s - m)) + m, out = sum exp(s - lse) v, where exp(s - lse) is taken as
+  // exp(s - m) * exp(m - lse) (equal to float32 rounding; exactly equal where the row sees only itself, s = m).
+  float attend_row(int h, int64_t i, const Tile& t, int64_t count, float* out) const {
+    const int dh = a_.head_dim;
+    const int64_t W = tile_width();
+    const float* q = qk(h, i);
+    float* s = t.s;
+    // Scores in blocks of kKeys keys, accumulated in registers (columns past `count` hold stale finite values).
+    for (int64_t w0 = 0; w0 < count; w0 += kKeys) {
+      float acc[kKeys] = {};
+      for (int c = 0; c < dh; ++c) {
+        const float qc = q[c];
+        const float* ktc = t.kt + c * W + w0;
+        for (int64_t k = 0; k < kKeys; ++k) acc[k] += qc * ktc[k];
+      }
+      std::copy(acc, acc + std::min(kKeys, count - w0), s + w0);
+    }
+    float m = -INFINITY;
+    for (int64_t w = 0; w < count; ++w) {
+      const int64_t j = t.wpos[w];
+      if (j > i) {
+        s[w] = -INFINITY;  // the future: HF's -1e9, which never takes mass
+      } else if (j == i) {
+        s[w] = a_.self_mask_value;
+      }
+      m = std::max(m, s[w]);
+    }
+    float l = 0.0f;
+    for (int64_t w = 0; w < count; ++w) {
+      s[w] = s[w] == -INFINITY ? 0.0f : std::exp(s[w] - m);
+      l += s[w];
+    }
+    const float lse = std::log(l) + m;  // torch.logsumexp: log(sum(exp(x - max))) + max, in float32
+    const float scale = std::exp(m - lse);
+    // out = sum p v in blocks of kDims columns held in registers.
+    for (int c0 = 0; c0 < dh; c0 += int(kDims)) {
+      float acc[kDims] = {};
+      const int width = std::min(int(kDims), dh - c0);
+      for (int64_t w = 0; w < count; ++w) {
+        if (s[w] == 0.0f) continue;
+        const float p = s[w] * scale;
+        const float* v = value(h, t.wpos[w]) + c0;
+        if (width == int(kDims)) {
+          for (int64_t k = 0; k < kDims; ++k) acc[k] += p * v[k];
+        } else {
+          for (int k = 0; k < width; ++k) acc[k] += p * v[k];
+        }
+      }
+      std::copy(acc, acc + width, out + c0);
+    }
+    return lse;
+  }
+
+  const Node& node_;
+  LshAttention a_;
+  int threads_;
+  int64_t max_batch_;
+  // Per call.
+  const float* qkv_ = nullptr;  // [n, 2*inner]
+  float* out_ = nullptr;        // [n, inner]
+  int64_t n_ = 0, n_pad_ = 0;
+  float* keys_ = nullptr;       // [n, dh]
+  int32_t* bucket_ = nullptr;   // [hashes, n]
+  int32_t* order_ = nullptr;    // [hashes * n_pad], positions along the sorted axis (>= n: pad)
+  int32_t* count_ = nullptr;    // [buckets + 1]
+  float* outs_ = nullptr;       // [hashes, n, dh], per round
+  float* lses_ = nullptr;       // [hashes, n]
+  float* tiles_ = nullptr;      // per thread
+  int64_t tile_words_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model&, const KernelConfig& cfg) {
+  auto spec = LshAttention::from(node);
+  if (!spec.ok()) return spec.status();
+  const uint64_t bytes = uint64_t(Layout(spec.value(), cfg.max_batch).total(cfg.threads)) * 4;
+  if (bytes > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": LSH scratch of " + std::to_string(bytes) + " bytes is too large");
+  return std::unique_ptr<CpuKernel>(new LshKernel(node, spec.value(), cfg));
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,56 @@
+// Compressive Transformer memory (Rae et al. 2019) as the reference family defines it (converter/reference-family.md,
+// tools/reference/compressive.py): the one definition the reference kernel, the CPU kernel and the planner share.
+//
+// The op reads its attention input a [n, d] of a call of n tokens (one segment) and keeps two memories of such rows,
+// both empty at the start:
+//   mem   the most recent rows, oldest first: mem_len (M) .. M + rate - 1 rows once full
+//   cmem  at most cmem_len (C) compressed rows, oldest first
+// Keys and values are k(x), v(x) for x over ctx = [cmem; mem; a] (qkv [3*H*dh, d] with optional bias), queries q(a_i);
+// query i sees every memory row and a_0 .. a_i, score = q . k * scale, softmax, times v.
+// After the call: mem = mem ++ a; e = floor(max(0, |mem| - M) / rate) * rate; the e oldest rows leave mem in groups
+// of `rate` rows, each group g [rate, d] compressed to one row:
+//   CONV  out = conv_weight g_flat + conv_bias, g_flat [rate*d] = g row after row (conv_weight [d, rate*d] is the
+//         Conv1d(d, d, rate, stride=rate) weight W[o, c, t] stored as [o][t][c])
+//   MEAN_POOL  the mean of the rows        MAX_POOL  their elementwise maximum
+// and appended to cmem, which keeps its last C rows. State: (M + rate - 1 + C) x d floats, allocated once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+
+namespace tern {
+
+struct Compressive {
+  int heads = 1;
+  int head_dim = 1;
+  int64_t d = 0;
+  int64_t mem_len = 0;    // M
+  int64_t cmem_len = 0;   // C
+  int64_t rate = 1;
+  fb::Compression compression = fb::Compression::CONV;
+  float scale = 1.0f;
+  const float* qkv = nullptr;          // [3*H*dh, d]
+  const float* qkv_bias = nullptr;     // [3*H*dh] or null
+  const float* conv_weight = nullptr;  // [d, rate*d] (CONV)
+  const float* conv_bias = nullptr;    // [d] or null
+
+  static Result<Compressive> from(const Node& node);
+
+  int64_t inner() const { return int64_t(heads) * head_dim; }
+  int64_t mem_capacity() const { return mem_len + rate - 1; }
+  // Rows held after n tokens, at most (the memory fills first, then evictions fill cmem).
+  int64_t state_rows(int64_t n) const;
+  // One group [rate, d] -> out [d].
+  void compress(const float* group, float* out) const;
+};
+
+// The memories between calls, for the reference kernel.
+struct CompressiveMemory {
+  std::vector<float> mem;   // [rows, d]
+  std::vector<float> cmem;  // [rows, d]
+};
+
+}  // namespace tern

@@ -1,0 +1,75 @@
+// Reformer LSH attention (Kitaev et al. 2020), exactly as Hugging Face transformers' LSHSelfAttention computes it in
+// eval mode (modeling_reformer.py): the one definition the reference kernel, the CPU kernel and the planner share.
+//
+// Input qkv [n, 2*H*dh]: the shared query-key projection qk (head h at columns h*dh) then the values v. Per head:
+//   key(j)   = qk_j * rsqrt(mean(qk_j^2) + key_norm_eps) * scale        (HF _len_and_dim_norm, scale = dh^-0.5)
+//   query(i) = qk_i, unnormalised
+// The sequence is treated as right-padded to n_pad = padded_length(n) (HF pads the ids to the lcm of the model's
+// chunk lengths when n > the smallest chunk length and n is not a multiple of it). Pad tokens only shift where
+// chunks begin: they hash to an extra bucket after every real one, and no real query can see them (they are later).
+//
+// n_pad <= chunk (HF's "standard self attention"): query i sees keys j <= i; j == i scores self_mask_value.
+//
+// Otherwise, with R = rotations [H, dh, hashes, rot/2] (rot = sum of the bucket factors):
+//   1. Round r, position i: x = qk_i R[h, :, r, :]; for each factor f_k (slices of f_k/2 columns, in order):
+//      a_k = argmax([x_slice | -x_slice]) (first maximum); bucket = sum_k a_k * prod_{l<k} f_l.
+//   2. Sort all (round, position) pairs by (round, bucket, position): one axis of hashes * n_pad slots
+//      (HF's stable argsort of bucket + round * buckets). Pads come last in each round.
+//   3. Cut the axis into chunks of `chunk` slots. The queries of chunk c see the slots of chunks
+//      c - chunks_before .. c + chunks_after, taken modulo the number of chunks (circular, across rounds).
+//   4. For query position i and a slot holding position j: invisible if j > i or j is a pad (HF: -1e9, which never
+//      takes softmax mass: every row has its own position at self_mask_value); j == i scores self_mask_value (a
+//      replacement, so a query sees itself only when nothing else is visible); else q·key. A position can occupy
+//      several slots of a window (from other rounds); each slot counts.
+//   5. Per round, in float32 as HF does it: m = max score, lse = log(sum exp(s - m)) + m, out = sum exp(s - lse) v.
+//   6. hashes > 1: L = log(sum_r exp(lse_r - M)) + M (M = max_r lse_r), out = sum_r exp(lse_r - L) out_r.
+// Step 5's float32 lse matters where a query sees only copies of itself: lse = -1e5 + log(k) rounds to a multiple
+// of 2^-7, so those rows' weights do not sum to 1 (HF's own numbers; the kernels keep that rounding).
+//
+// Work O(hashes * n * chunk * (1 + before + after) * dh); memory O(hashes * n * dh), never n x n. The op has no
+// streaming state: buckets, sort and chunks depend on the whole sequence, so it runs on whole sequences only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+
+namespace tern {
+
+struct LshAttention {
+  int heads = 1;
+  int head_dim = 1;
+  float scale = 1.0f;
+  int64_t chunk = 1;
+  int64_t before = 0, after = 0;
+  int64_t hashes = 1;
+  std::vector<int64_t> factors;  // bucket factors, each even
+  int64_t buckets = 0;           // product of factors
+  int64_t rot_half = 0;          // sum of factors / 2
+  int64_t pad_to = 1, pad_above = 0;
+  float self_mask_value = -1e5f;
+  float key_norm_eps = 1e-6f;
+  const float* rotations = nullptr;  // [heads, head_dim, hashes, rot_half]
+
+  // Reads and checks the params and weight of an ATTENTION op of kind Lsh.
+  static Result<LshAttention> from(const Node& node);
+
+  // Length the sequence is treated as (HF's right-padding).
+  int64_t padded_length(int64_t n) const {
+    return (n > pad_above && n % pad_to != 0) ? (n / pad_to + 1) * pad_to : n;
+  }
+  bool chunked(int64_t n) const { return padded_length(n) > chunk; }
+  int64_t window() const { return chunk * (1 + before + after); }
+  // Bucket of one query-key vector x [head_dim] in round r of head h; `rotated` is scratch [rot_half].
+  int64_t bucket(int h, int64_t r, const float* x, float* rotated) const;
+};
+
+namespace ref {
+// Reference LSH attention of a whole sequence: qkv [n, 2*heads*dh] (qk | v), out [n, heads*dh]. Plain loops with
+// double accumulation, keeping HF's float32 roundings of the log-sum-exps (ops/lsh.h, steps 5 and 6).
+void lsh_attention(const float* qkv, int64_t n, const LshAttention& spec, float* out);
+}  // namespace ref
+
+}  // namespace tern

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed inputs and the checkpoint the config target converts (stdlib only, seeded).
+
+    python3 tests/fuzz/make_seeds.py build/converter/tern-convert
+
+data/convert_config/model.safetensors holds the tensors of two tiny models side by side, a tern-reference one
+(V 16, d 8, 2 heads, 2 layers, every optional tensor present) and an adaptive-span one (same sizes, span 8), so
+that a fuzzed config of either model_type can convert. corpus/convert_config/ gets configs for it,
+corpus/safetensors/ small checkpoints in each float dtype, corpus/model_load/ the configs converted to .tern.
+"""
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+V, D, H, F, N, P, SPAN = 16, 8, 2, 16, 2, 16, 8
+
+
+def reference_shapes():
+    s = {"embed.weight": [V, D], "pos_embed.weight": [P, D], "final_norm.weight": [D], "final_norm.bias": [D],
+         "lm_head.weight": [V, D], "lm_head.bias": [V]}
+    for i in range(N):
+        l = f"layers.{i}."
+        for n in ("attn_norm", "mlp_norm"):
+            s[l + n + ".weight"] = s[l + n + ".bias"] = [D]
+        for n in ("q", "k", "v", "out"):
+            s[l + f"attn.{n}.weight"] = [D, D]
+            s[l + f"attn.{n}.bias"] = [D]
+        s[l + "mlp.fc1.weight"], s[l + "mlp.fc1.bias"] = [F, D], [F]
+        s[l + "mlp.fc2.weight"], s[l + "mlp.fc2.bias"] = [D, F], [D]
+    return s
+
+
+def adaptive_span_shapes():
+    s = {"in_emb.weight": [V, D], "key_pe": [1, D // H, SPAN], "out_emb.weight": [V, D], "out_emb.bias": [V]}
+    for i in range(N):
+        l = f"layers.{i}."
+        for n in ("proj_query", "proj_key", "proj_val", "proj_out"):
+            s[l + f"attn.{n}.weight"] = [D, D]
+        s[l + "attn.attn.adaptive_span._mask.current_val"] = [H, 1, 1]
+        s[l + "attn.attn.adaptive_span._mask.mask_template"] = [SPAN]
+        for n in ("norm1", "norm2"):
+            s[l + n + ".weight"] = s[l + n + ".bias"] = [D]
+        s[l + "ff.fc1.weight"], s[l + "ff.fc1.bias"] = [F, D], [F]
+        s[l + "ff.fc2.weight"], s[l + "ff.fc2.bias"] = [D, F], [D]
+    return s
+
+
+def values(name, shape, rng):
+    n = 1
+    for d in shape:
+        n *= d
+    if name.endswith("mask_template"):
+        return [float(1 - SPAN + i) for i in range(SPAN)]  # linspace(1 - L, 0, L)
+    if name.endswith("current_val"):
+        return [rng.uniform(0.2, 0.9) for _ in range(n)]
+    # Multiples of 1/64 in [-2, 2]: exact in F16 and BF16 too.
+    return [rng.randint(-128, 128) / 64.0 for _ in range(n)]
+
+
+def encode(vals, dtype):
+    if dtype == "F32":
+        return struct.pack(f"<{len(vals)}f", *vals)
+    if dtype == "F16":
+        return struct.pack(f"<{len(vals)}e", *vals)
+    return b"".join(struct.pack("<f", v)[2:] for v in vals)  # BF16: the high half of the F32
+
+
+def safetensors(shapes, dtype, seed, metadata=None):
+    rng = random.Random(seed)
+    header, data = ({"__metadata__": metadata} if metadata else {}), b""
+    for name in sorted(shapes):
+        raw = encode(values(name, shapes[name], rng), dtype)
+        header[name] = {"dtype": dtype, "shape": shapes[name], "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def reference_config(**kw):
+    c = {"model_type": "tern-reference", "vocab_size": V, "hidden_size": D, "num_layers": N, "num_heads": H,
+         "intermediate_size": F, "max_position_embeddings": P}
+    c.update(kw)
+    return c
+
+
+def adaptive_span_config(enabled):
+    return {"model_type": "adaptive-span", "vocab_size": V,
+            "model_params": {"hidden_size": D, "inner_hidden_size": F, "nb_layers": N, "block_size": 4,
+                             "nb_heads": H, "attn_span": SPAN},
+            "adapt_span_params": {"adapt_span_enabled": enabled, "adapt_span_ramp": 4, "adapt_span_cache": True}}
+
+
+CONFIGS = {
+    "ref_dense": reference_config(),
+    "ref_post_sinusoidal_relu": reference_config(norm_position="post", position_embedding="sinusoidal",
+                                                 activation="relu", tie_word_embeddings=False, lm_head_bias=True),
+    "ref_sliding": reference_config(attention={"kind": "sliding", "window": 3}, activation="gelu_tanh"),
+    "ref_chunked": reference_config(attention={"kind": "chunked", "chunk": 4, "chunks_before": 1, "chunks_after": 0}),
+    "ref_strided_split": reference_config(attention={"kind": "strided", "stride": 3, "heads": "split"}),
+    "ref_fixed_mixed": reference_config(attention=[{"kind": "fixed", "block": 4, "summary": 1},
+                                                   {"kind": "dense"}], linear_bias=False),
+    "as_fixed": adaptive_span_config(False),
+    "as_learned": adaptive_span_config(True),
+}
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    tern_convert = sys.argv[1]
+    both = {**reference_shapes(), **adaptive_span_shapes()}
+    checkpoint = safetensors(both, "F32", 1)
+    write(os.path.join(HERE, "data/convert_config/model.safetensors"), checkpoint)
+    for name, config in CONFIGS.items():
+        write(os.path.join(HERE, f"corpus/convert_config/{name}.json"), json.dumps(config, indent=1).encode())
+    small = {k: v for k, v in reference_shapes().items() if k.startswith(("embed", "layers.0.attn.q", "final"))}
+    for dtype in ("F32", "F16", "BF16"):
+        write(os.path.join(HERE, f"corpus/safetensors/small_{dtype.lower()}.safetensors"), safetensors(small, dtype, 2))
+    odd = {"scalar": [], "empty": [0, 4], "row": [3]}  # rank 0, zero elements
+    write(os.path.join(HERE, "corpus/safetensors/odd_shapes.safetensors"),
+          safetensors(odd, "F32", 3, metadata={"format": "pt"}))
+    os.makedirs(os.path.join(HERE, "corpus/model_load"), exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(os.path.join(HERE, "data/convert_config/model.safetensors"), tmp)
+        for name in ("ref_dense", "ref_sliding", "ref_strided_split", "ref_fixed_mixed", "as_learned"):
+            with open(os.path.join(tmp, "config.json"), "w") as f:
+                json.dump(CONFIGS[name], f)
+            out = os.path.join(HERE, f"corpus/model_load/{name}.tern")
+            subprocess.run([tern_convert, tmp, "-o", out, "--quiet"], check=True)
+
+
+if __name__ == "__main__":
+    main()

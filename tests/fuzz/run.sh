@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target built in build-fuzz/ (cmake -DTERN_FUZZ=ON, see tools/test.sh) for SECONDS each.
+#   tests/fuzz/run.sh [SECONDS [TARGET...]]      default: 60 s, every target
+# New inputs go to build-fuzz/fuzz-corpus/<target>/ (the committed seeds and regressions are read, never written);
+# a crash, leak, timeout or out-of-memory stops the run with a non-zero status and leaves the input in
+# build-fuzz/fuzz-artifacts/<target>/. Keep such an input under tests/fuzz/regressions/<target>/ once it is fixed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(model_load safetensors convert_config)
+build=${TERN_FUZZ_BUILD_DIR:-build-fuzz}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+for t in "${targets[@]}"; do
+  work="$build/fuzz-corpus/$t"
+  artifacts="$build/fuzz-artifacts/$t"
+  mkdir -p "$work" "$artifacts"
+  seeds=("tests/fuzz/corpus/$t")
+  [ -d "tests/fuzz/regressions/$t" ] && seeds+=("tests/fuzz/regressions/$t")
+  dict=()
+  [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
+  echo "fuzz: $t for ${seconds} s"
+  # -timeout: one input taking this long is a hang; -rss_limit_mb: one using this much is a runaway allocation.
+  if ! "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=25 \
+      -artifact_prefix="$artifacts/" -print_final_stats=1 "${dict[@]}" \
+      "$work" "${seeds[@]}"; then
+    echo "fuzz: $t failed; the input is in $artifacts/" >&2
+    exit 1
+  fi
+done

@@ -1,0 +1,140 @@
+// One loaded model shared by sessions on several threads at once: every thread's outputs must be bit for bit
+// those of the same calls made on one thread, alone. A data race on the model, on shared kernel tables or
+// between sessions shows up as a differing bit (and, under ThreadSanitizer, as a report).
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "convert.h"
+#include "tern/tern.h"
+#include "test_support.h"
+
+namespace {
+
+constexpr int kThreads = 4;
+constexpr int kSessionsPerThread = 2;  // one with threads = 1 inside, one with a 2-thread pool
+constexpr int kJobsPerThread = 6;
+constexpr int kRounds = 2;             // each thread runs its jobs this many times over
+
+// A golden with three attention kinds (sliding, dense, fixed), so that every kind's state is exercised.
+tern_model* load_shared_model() {
+  const std::string out = tern::test::scratch_dir("concurrency") + "/model.tern";
+  tern::convert::ConvertOptions opts;
+  opts.quiet = true;
+  tern::Status st = tern::convert::convert_checkpoint(tern::test::source_path("tests/goldens/mixed_layers"), out, opts);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
+  return model;
+}
+
+// One sequence and how it is fed: forward on the first segment, append for the rest; some appends ask for
+// no logits (they only advance the state).
+struct Job {
+  std::vector<int32_t> ids;
+  std::vector<int64_t> segments;
+  std::vector<bool> want_logits;
+};
+
+Job make_job(uint32_t seed, int64_t vocab, int64_t max_tokens) {
+  std::mt19937 rng(seed);
+  Job job;
+  const int64_t n = 1 + int64_t(rng() % uint32_t(max_tokens));
+  for (int64_t i = 0; i < n; ++i) job.ids.push_back(int32_t(rng() % uint32_t(vocab)));
+  for (int64_t done = 0; done < n;) {
+    const int64_t seg = std::min<int64_t>(n - done, 1 + int64_t(rng() % 40));
+    job.segments.push_back(seg);
+    job.want_logits.push_back(done == 0 || rng() % 4 != 0);  // forward always returns logits
+    done += seg;
+  }
+  return job;
+}
+
+// Runs the job on `s`; returns every logit it asked for, concatenated. Empty on any failure.
+std::vector<float> run_job(tern_session* s, const Job& job, int64_t vocab) {
+  std::vector<float> all, logits;
+  int64_t done = 0;
+  for (size_t i = 0; i < job.segments.size(); ++i) {
+    const int64_t seg = job.segments[i];
+    logits.assign(size_t(seg * vocab), 0.0f);
+    float* out = job.want_logits[i] ? logits.data() : nullptr;
+    const tern_status st = i == 0 ? tern_session_forward(s, job.ids.data(), seg, out)
+                                  : tern_session_append(s, job.ids.data() + done, seg, out);
+    if (st != TERN_OK) return {};
+    if (out) all.insert(all.end(), logits.begin(), logits.end());
+    done += seg;
+  }
+  return all;
+}
+
+tern_session* make_session(const tern_model* model, int threads) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = threads;
+  tern_session* s = nullptr;
+  return tern_session_create(model, &so, &s) == TERN_OK ? s : nullptr;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: 4 threads x 2 sessions on one model match single-threaded runs bit for bit", "[concurrency]") {
+  tern_model* model = load_shared_model();
+  tern_model_info info;
+  REQUIRE(tern_model_get_info(model, &info) == TERN_OK);
+  const int64_t vocab = info.vocab_size;
+  const int pool_threads[kSessionsPerThread] = {1, 2};
+
+  // Expected outputs: each job run alone on the main thread, on a session of each pool size.
+  std::vector<Job> jobs;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int j = 0; j < kJobsPerThread; ++j) jobs.push_back(make_job(uint32_t(1000 * t + j), vocab, std::min<int64_t>(info.max_context, 160)));
+  }
+  std::vector<std::vector<float>> expected[kSessionsPerThread];
+  for (int k = 0; k < kSessionsPerThread; ++k) {
+    tern_session* s = make_session(model, pool_threads[k]);
+    REQUIRE(s != nullptr);
+    for (const Job& job : jobs) {
+      expected[k].push_back(run_job(s, job, vocab));
+      REQUIRE(!expected[k].back().empty());
+    }
+    tern_session_free(s);
+  }
+
+  // Each thread creates its own sessions and runs its jobs on both, interleaved, several rounds over.
+  std::vector<int> mismatches(kThreads, 0), failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      tern_session* sessions[kSessionsPerThread];
+      for (int k = 0; k < kSessionsPerThread; ++k) sessions[k] = make_session(model, pool_threads[k]);
+      for (int k = 0; k < kSessionsPerThread; ++k) {
+        if (!sessions[k]) ++failures[size_t(t)];
+      }
+      for (int round = 0; round < kRounds && failures[size_t(t)] == 0; ++round) {
+        for (int j = 0; j < kJobsPerThread; ++j) {
+          const size_t job = size_t(t * kJobsPerThread + j);
+          for (int k = 0; k < kSessionsPerThread; ++k) {
+            if (!same_bits(run_job(sessions[k], jobs[job], vocab), expected[k][job])) ++mismatches[size_t(t)];
+          }
+        }
+      }
+      for (int k = 0; k < kSessionsPerThread; ++k) tern_session_free(sessions[k]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(failures[size_t(t)] == 0);
+    CHECK(mismatches[size_t(t)] == 0);
+  }
+  tern_model_free(model);
+}

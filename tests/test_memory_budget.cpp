@@ -1,0 +1,163 @@
+// Resource limits: a session that cannot fit its memory budget (or, without one, the machine) fails at creation
+// with the planner's numbers, before allocating what does not fit; streaming state never outgrows its plan.
+#include <catch2/catch.hpp>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "convert.h"
+#include "tern/tern.h"
+#include "test_support.h"
+
+namespace {
+
+tern_model* load_golden(const std::string& name) {
+  const std::string out = tern::test::scratch_dir("budget_" + name) + "/model.tern";
+  tern::convert::ConvertOptions opts;
+  opts.quiet = true;
+  tern::Status st = tern::convert::convert_checkpoint(tern::test::source_path("tests/goldens/" + name), out, opts);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
+  return model;
+}
+
+struct Created {
+  tern_status status;
+  std::string message;
+  tern_session* session;
+};
+
+Created create(const tern_model* model, int64_t max_tokens, uint64_t budget) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = 1;
+  so.max_tokens = max_tokens;
+  so.memory_budget_bytes = budget;
+  tern_session* s = nullptr;
+  tern_status st = tern_session_create(model, &so, &s);
+  return {st, st == TERN_OK ? "" : tern_last_error(), s};
+}
+
+uint64_t total(const tern_memory_plan& p) { return p.packed_weight_bytes + p.arena_bytes + p.state_bytes; }
+
+uint64_t peak_rss_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return uint64_t(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+TEST_CASE("memory budget: options_init leaves no budget", "[budget]") {
+  tern_session_options so;
+  so.memory_budget_bytes = 123;
+  tern_session_options_init(&so);
+  CHECK(so.memory_budget_bytes == 0);
+}
+
+TEST_CASE("memory budget: exactly what the session allocates fits, one byte less fails with the numbers", "[budget]") {
+  tern_model* model = load_golden("pre_tied_learned_gelu");
+  Created free_run = create(model, 0, 0);
+  REQUIRE(free_run.status == TERN_OK);
+  tern_memory_plan mem;
+  REQUIRE(tern_session_memory(free_run.session, &mem) == TERN_OK);
+  tern_session_free(free_run.session);
+  const uint64_t need = total(mem);
+
+  Created fits = create(model, 0, need);
+  INFO(fits.message);
+  REQUIRE(fits.status == TERN_OK);
+  tern_memory_plan again;
+  REQUIRE(tern_session_memory(fits.session, &again) == TERN_OK);
+  CHECK(total(again) == need);
+  tern_session_free(fits.session);
+
+  Created short_by_one = create(model, 0, need - 1);
+  INFO(short_by_one.message);
+  CHECK(short_by_one.status == TERN_OUT_OF_MEMORY);
+  CHECK(short_by_one.session == nullptr);
+  CHECK_THAT(short_by_one.message, Catch::Contains("needs " + std::to_string(need) + " bytes"));
+  CHECK_THAT(short_by_one.message, Catch::Contains("memory budget of " + std::to_string(need - 1) + " bytes"));
+  CHECK_THAT(short_by_one.message, Catch::Contains("packed weights " + std::to_string(mem.packed_weight_bytes)));
+  CHECK_THAT(short_by_one.message, Catch::Contains("state " + std::to_string(mem.state_bytes)));
+  CHECK_THAT(short_by_one.message, Catch::Contains("mapped from its file"));
+  tern_model_free(model);
+}
+
+TEST_CASE("memory budget: a dense state too large fails before anything is allocated", "[budget]") {
+  tern_model* model = load_golden("pre_tied_learned_gelu");  // dense: every token's keys and values are kept
+  const uint64_t rss_before = peak_rss_bytes();
+
+  // 2 layers x (K + V) x 64 floats per token: 1 GiB of state for 2^20 tokens, against a 64 MiB budget.
+  Created budgeted = create(model, int64_t(1) << 20, uint64_t(64) << 20);
+  INFO(budgeted.message);
+  CHECK(budgeted.status == TERN_OUT_OF_MEMORY);
+  CHECK_THAT(budgeted.message, Catch::Contains("before packing weights"));
+  CHECK_THAT(budgeted.message, Catch::Contains("state 1073741824 for max_tokens 1048576"));
+
+  // No budget, absurd max_tokens: 256 GiB of state is more than this machine has; it fails the same way
+  // instead of being attempted (and zero-filled, or killed).
+  Created absurd = create(model, int64_t(1) << 28, 0);
+  INFO(absurd.message);
+  CHECK(absurd.status == TERN_OUT_OF_MEMORY);
+  CHECK_THAT(absurd.message, Catch::Contains("this machine's memory"));
+  CHECK_THAT(absurd.message, Catch::Contains("state 274877906944 for max_tokens 268435456"));
+
+  CHECK(peak_rss_bytes() < rss_before + (uint64_t(32) << 20));
+  tern_model_free(model);
+}
+
+TEST_CASE("memory budget: a sliding-window session of a million tokens fits a small budget and runs", "[budget]") {
+  tern_model* model = load_golden("sliding_w64");
+  Created s = create(model, 1'000'000, uint64_t(16) << 20);
+  INFO(s.message);
+  REQUIRE(s.status == TERN_OK);
+  tern_memory_plan mem;
+  REQUIRE(tern_session_memory(s.session, &mem) == TERN_OK);
+  CHECK(total(mem) <= uint64_t(16) << 20);
+  std::vector<int32_t> ids(300);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i % 64);
+  for (int rep = 0; rep < 10; ++rep) CHECK(tern_session_append(s.session, ids.data(), int64_t(ids.size()), nullptr) == TERN_OK);
+  tern_session_free(s.session);
+  tern_model_free(model);
+}
+
+TEST_CASE("memory budget: a window or block wider than the session holds allocates only max_tokens keys", "[budget]") {
+  // Found by fuzzing: a sliding window of 587 M keys in a session of 8 tokens sized its ring by the window.
+  for (const char* name : {"sliding_w64", "fixed_merged"}) {  // window 64; block 64 with 8 summary keys
+    INFO(name);
+    tern_model* model = load_golden(name);
+    Created s = create(model, 16, 0);
+    REQUIRE(s.status == TERN_OK);
+    tern_memory_plan mem, plan;
+    REQUIRE(tern_session_memory(s.session, &mem) == TERN_OK);
+    REQUIRE(tern_session_plan(s.session, 16, &plan) == TERN_OK);
+    CHECK(mem.state_bytes == plan.state_bytes);  // 16 keys per head and layer, not 63 (+ 8 summaries)
+    std::vector<int32_t> ids(16, 5);
+    std::vector<float> logits(16 * size_t(tern_session_vocab_size(s.session)));
+    CHECK(tern_session_forward(s.session, ids.data(), 16, logits.data()) == TERN_OK);
+    tern_session_free(s.session);
+    tern_model_free(model);
+  }
+}
+
+TEST_CASE("tern-run --memory-budget: a budget too small fails with the planner's numbers", "[budget][cli]") {
+  const std::string dir = tern::test::scratch_dir("budget_cli");
+  tern::convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(tern::convert::convert_checkpoint(tern::test::source_path("tests/goldens/tiny_f16"), dir + "/m.tern", opts).ok());
+  const std::string run = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + dir + "/m.tern --plan 8 ";
+  auto exit_code = [](const std::string& cmd) {
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  CHECK(exit_code(run + "--memory-budget 100000000 >/dev/null 2>&1") == 0);
+  CHECK(exit_code(run + "--memory-budget 1000 >/dev/null 2>" + dir + "/err.txt") == 1);
+  CHECK_THAT(tern::test::read_file(dir + "/err.txt"), Catch::Contains("more than its memory budget of 1000 bytes"));
+}

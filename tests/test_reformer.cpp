@@ -1,0 +1,217 @@
+// Hugging Face Reformer checkpoints (converter/reformer.md): the goldens of tools/reference/make_reformer_goldens.py
+// (logits from reformer_model.py, HF's eval forward) converted and run in one forward; LSH models refuse to continue a
+// sequence; rotations drawn from the hash seed when the checkpoint has none; malformed configs fail at conversion.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "convert.h"
+#include "npy.h"
+#include "test_support.h"
+
+using namespace tern;
+using tern::test::relative_error;
+
+namespace {
+
+constexpr double kModelTolerance = 1e-4;
+
+const char* const kGoldens[] = {"reformer_mixed_factorized", "reformer_hashes_int", "reformer_learned_positions",
+                                "reformer_short_unchunked", "reformer_wrapping_rounds"};
+
+struct Golden {
+  std::string dir;
+  std::vector<int32_t> ids;
+  npy::Array logits;  // [n, vocab]
+};
+
+Golden load_golden(const std::string& name) {
+  Golden g;
+  g.dir = test::source_path("tests/goldens/" + name);
+  std::string error;
+  INFO(name << ": " << error);
+  REQUIRE(cli::read_ids_json(g.dir + "/ids.json", &g.ids, &error));
+  REQUIRE(npy::read_f32(g.dir + "/logits.npy", &g.logits, &error));
+  REQUIRE(g.logits.shape.size() == 2);
+  REQUIRE(g.logits.shape[0] == int64_t(g.ids.size()));
+  return g;
+}
+
+tern_model* convert_and_load(const std::string& dir, const std::string& name, convert::ConvertOptions options = {true}) {
+  const std::string out = test::scratch_dir("reformer_" + name) + "/model.tern";
+  Status st = convert::convert_checkpoint(dir, out, options);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  tern_model* model = nullptr;
+  INFO(tern_last_error());
+  REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
+  return model;
+}
+
+tern_session* make_session(tern_model* model, int threads, int64_t max_tokens) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = threads;
+  so.max_tokens = max_tokens;
+  tern_session* s = nullptr;
+  INFO(tern_last_error());
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  return s;
+}
+
+std::vector<float> forward(tern_model* model, int threads, const std::vector<int32_t>& ids, int64_t vocab) {
+  tern_session* s = make_session(model, threads, int64_t(ids.size()));
+  std::vector<float> out(ids.size() * size_t(vocab));
+  INFO(tern_session_last_error(s));
+  REQUIRE(tern_session_forward(s, ids.data(), int64_t(ids.size()), out.data()) == TERN_OK);
+  tern_session_free(s);
+  return out;
+}
+
+// The largest relative error of one position's logits.
+double worst_row_error(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab) {
+  double worst = 0;
+  for (size_t r = 0; r < got.size() / size_t(vocab); ++r) {
+    worst = std::max(worst, relative_error(got.data() + r * size_t(vocab), want.data() + r * size_t(vocab), size_t(vocab)));
+  }
+  return worst;
+}
+
+// A copy of a golden checkpoint whose config.json and tensors the caller may change.
+std::string copy_golden(const std::string& name, const std::string& as) {
+  const std::string dir = test::scratch_dir("reformer_copy_" + as);
+  for (const auto& e : std::filesystem::directory_iterator(test::source_path("tests/goldens/" + name))) {
+    std::filesystem::copy_file(e.path(), dir + "/" + e.path().filename().string(),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  return dir;
+}
+
+void edit_config(const std::string& dir, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json config = nlohmann::json::parse(test::read_file(dir + "/config.json"));
+  edit(config);
+  test::write_file(dir + "/config.json", config.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("reformer goldens: one forward reproduces HF's logits", "[model][reformer][lsh]") {
+  for (const char* name : kGoldens) {
+    Golden g = load_golden(name);
+    tern_model* model = convert_and_load(g.dir, name);
+    const int64_t vocab = g.logits.shape[1];
+    for (int threads : {1, 2}) {
+      std::vector<float> got = forward(model, threads, g.ids, vocab);
+      const double err = relative_error(got.data(), g.logits.data.data(), got.size());
+      const double row = worst_row_error(got, g.logits.data, vocab);
+      INFO(name << ", threads " << threads << ": relative error " << err << ", worst position " << row);
+      CHECK(err <= kModelTolerance);
+      CHECK(row <= kModelTolerance);  // position 0 too, where every round sees only the query itself
+    }
+    tern_model_free(model);
+  }
+}
+
+TEST_CASE("reformer: models with LSH layers run whole sequences only", "[model][reformer][lsh][streaming]") {
+  Golden g = load_golden("reformer_mixed_factorized");
+  tern_model* model = convert_and_load(g.dir, "append");
+  const int64_t vocab = g.logits.shape[1], n = int64_t(g.ids.size());
+  tern_session* s = make_session(model, 2, n);
+  std::vector<float> out(size_t(n * vocab));
+  REQUIRE(tern_session_append(s, g.ids.data(), 100, out.data()) == TERN_OK);
+  CHECK(tern_session_append(s, g.ids.data() + 100, 1, out.data() + 100 * vocab) == TERN_UNSUPPORTED);
+  const std::string message = tern_session_last_error(s);
+  CHECK_THAT(message, Catch::Contains("LSH attention") && Catch::Contains("run the whole sequence in one forward call"));
+  // The failed call forgot the sequence; a whole forward still works.
+  REQUIRE(tern_session_forward(s, g.ids.data(), n, out.data()) == TERN_OK);
+  CHECK(relative_error(out.data(), g.logits.data.data(), out.size()) <= kModelTolerance);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
+TEST_CASE("reformer: rotations drawn from the hash seed when the checkpoint has none", "[model][reformer][lsh]") {
+  // The golden without its rotation tensors: the converter draws one tensor from the seed for every LSH layer.
+  const std::string dir = copy_golden("reformer_mixed_factorized", "no_rotations");
+  Golden full = load_golden("reformer_mixed_factorized");
+  {
+    // Rewrite model.safetensors without the rotations (the other tensors as they are).
+    const std::string path = dir + "/model.safetensors";
+    const std::string bytes = test::read_file(path);
+    uint64_t header_len = 0;
+    std::memcpy(&header_len, bytes.data(), 8);
+    nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_len));
+    for (auto it = header.begin(); it != header.end();) {
+      if (it.key().find(".rotations") != std::string::npos) it = header.erase(it); else ++it;
+    }
+    std::string h = header.dump();
+    h.append((8 - h.size() % 8) % 8, ' ');
+    std::string rewritten(8, '\0');
+    const uint64_t len = h.size();
+    std::memcpy(rewritten.data(), &len, 8);
+    test::write_file(path, rewritten + h + bytes.substr(8 + header_len));
+  }
+  const int64_t vocab = full.logits.shape[1];
+  convert::ConvertOptions seed7{true};
+  seed7.hash_seed = 7;
+  tern_model* a = convert_and_load(dir, "seed7a", seed7);
+  tern_model* b = convert_and_load(dir, "seed7b", seed7);
+  convert::ConvertOptions seed8{true};
+  seed8.hash_seed = 8;
+  tern_model* c = convert_and_load(dir, "seed8", seed8);
+  tern_model* d = convert_and_load(dir, "config_seed");  // config.json's hash_seed (11)
+  tern_model_info info_a{}, info_d{};
+  REQUIRE(tern_model_get_info(a, &info_a) == TERN_OK);
+  REQUIRE(tern_model_get_info(d, &info_d) == TERN_OK);
+  CHECK_THAT(std::string(info_a.description), Catch::Contains("rotations drawn from seed 7"));
+  CHECK_THAT(std::string(info_d.description), Catch::Contains("rotations drawn from seed 11"));
+  const std::vector<float> la = forward(a, 2, full.ids, vocab), lb = forward(b, 2, full.ids, vocab),
+                           lc = forward(c, 2, full.ids, vocab), ld = forward(d, 2, full.ids, vocab);
+  CHECK(la == lb);  // the same seed gives the same rotations
+  CHECK(relative_error(lc.data(), la.data(), la.size()) > 1e-3);
+  CHECK(relative_error(la.data(), full.logits.data.data(), la.size()) > 1e-3);  // not the golden's rotations
+  CHECK(std::all_of(ld.begin(), ld.end(), [](float v) { return std::isfinite(v); }));
+  tern_model_free(a);
+  tern_model_free(b);
+  tern_model_free(c);
+  tern_model_free(d);
+}
+
+TEST_CASE("reformer: malformed configs and checkpoints are conversion errors", "[converter][reformer]") {
+  struct Case {
+    std::string what;
+    std::function<void(nlohmann::json&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"missing hidden_size", [](nlohmann::json& c) { c.erase("hidden_size"); }, "field 'hidden_size' is missing"},
+      {"missing num_hashes", [](nlohmann::json& c) { c.erase("num_hashes"); }, "field 'num_hashes' is missing"},
+      {"unknown layer", [](nlohmann::json& c) { c["attn_layers"][1] = "dense"; }, "entry 1 is \"dense\"; only \"lsh\" and \"local\""},
+      {"odd buckets", [](nlohmann::json& c) { c["num_buckets"] = {4, 7}; }, "must hold even bucket counts"},
+      {"null buckets", [](nlohmann::json& c) { c["num_buckets"] = nullptr; }, "num_buckets' is missing or null"},
+      {"too many buckets", [](nlohmann::json& c) { c["num_buckets"] = {8192, 4096}; }, "more than 2^24 buckets"},
+      {"chunks after", [](nlohmann::json& c) { c["lsh_num_chunks_after"] = 1; }, "lsh_num_chunks_after' must be 0"},
+      {"not a decoder", [](nlohmann::json& c) { c["is_decoder"] = false; }, "is_decoder is false"},
+      {"tied embeddings", [](nlohmann::json& c) { c["tie_word_embeddings"] = true; }, "tie_word_embeddings is true"},
+      {"axial dims", [](nlohmann::json& c) { c["axial_pos_embds_dim"] = {16, 40}; }, "must sum to hidden_size 64"},
+      {"layer count", [](nlohmann::json& c) { c["num_hidden_layers"] = 3; }, "attn_layers lists 4 layers"},
+      {"activation", [](nlohmann::json& c) { c["hidden_act"] = "swish"; }, "hidden_act"},
+      {"lsh window", [](nlohmann::json& c) { c["lsh_attn_chunk_length"] = 1 << 24; }, "LSH window"},
+      {"wrong head size", [](nlohmann::json& c) { c["attention_head_size"] = 16; }, "has shape [64, 64], expected [64, 32]"},
+  };
+  for (const Case& c : cases) {
+    const std::string dir = copy_golden("reformer_mixed_factorized", "bad");
+    edit_config(dir, c.edit);
+    const std::string out = test::scratch_dir("reformer_bad_out") + "/model.tern";
+    Status st = convert::convert_checkpoint(dir, out, {true});
+    INFO(c.what << ": " << st.message());
+    CHECK(!st.ok());
+    CHECK_THAT(st.message(), Catch::Contains(c.message));
+    CHECK(!std::filesystem::exists(out));
+  }
+}

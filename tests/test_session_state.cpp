@@ -1,0 +1,182 @@
+// Saving and restoring a session's streaming state (tern_session_save_state / tern_session_load_state): for every
+// kind of state (dense and windowed KV stores, adaptive-span rings, Transformer-XL memory, compressive memories), stream part of a golden's
+// ids, save, restore into a new session and continue: the outputs are bit-identical to an uninterrupted session.
+// Blobs from another model, for another configuration, truncated or corrupt are rejected and change nothing.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "cli.h"
+#include "convert.h"
+#include "tern/tern.h"
+#include "test_support.h"
+
+namespace {
+
+struct Case {
+  const char* golden;
+  int64_t segment;  // tokens per append
+};
+
+// Dense, sliding, chunked, fixed (ring + summaries), strided, adaptive span, Transformer-XL, compressive memory.
+const Case kCases[] = {{"pre_tied_learned_gelu", 37}, {"sliding_w64", 50}, {"chunked_c128", 100},
+                       {"fixed_merged", 45},          {"strided_split", 33}, {"adaptive_span_learned", 64},
+                       {"transfo_xl_adaptive", 16},   {"transfo_xl_plain", 12},  {"compressive_conv_mean", 16},
+                       {"compressive_max_conv_post", 7}};
+
+tern_model* convert_golden(const std::string& name) {
+  const std::string dir = tern::test::source_path("tests/goldens/" + name);
+  const std::string out = tern::test::scratch_dir("state_" + name) + "/model.tern";
+  tern::convert::ConvertOptions o;
+  o.quiet = true;
+  tern::Status st = tern::convert::convert_checkpoint(dir, out, o);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  tern_model* m = nullptr;
+  REQUIRE(tern_model_load(out.c_str(), &m) == TERN_OK);
+  return m;
+}
+
+std::vector<int32_t> golden_ids(const std::string& name) {
+  std::vector<int32_t> ids;
+  std::string error;
+  INFO(error);
+  REQUIRE(tern::cli::read_ids_json(tern::test::source_path("tests/goldens/" + name + "/ids.json"), &ids, &error));
+  return ids;
+}
+
+tern_session* make_session(tern_model* model, int64_t max_tokens, int64_t max_batch) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = 2;
+  so.max_tokens = max_tokens;
+  so.max_batch = max_batch;
+  tern_session* s = nullptr;
+  INFO(tern_last_error());
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  return s;
+}
+
+// Appends ids[from, to) `segment` at a time; returns the outputs.
+std::vector<float> run(tern_session* s, const std::vector<int32_t>& ids, int64_t from, int64_t to, int64_t segment) {
+  const int64_t V = tern_session_vocab_size(s);
+  std::vector<float> out(size_t((to - from) * V));
+  for (int64_t pos = from; pos < to; pos += segment) {
+    const int64_t len = std::min(segment, to - pos);
+    INFO(tern_session_last_error(s));
+    REQUIRE(tern_session_append(s, ids.data() + pos, len, out.data() + (pos - from) * V) == TERN_OK);
+  }
+  return out;
+}
+
+std::vector<uint8_t> save(const tern_session* s) {
+  size_t size = 0;
+  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
+  std::vector<uint8_t> blob(size);
+  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+  REQUIRE(size == blob.size());
+  return blob;
+}
+
+}  // namespace
+
+TEST_CASE("session state: save, restore into a new session, continue: bit-identical outputs", "[session][state]") {
+  for (const Case& c : kCases) {
+    tern_model* model = convert_golden(c.golden);
+    const std::vector<int32_t> ids = golden_ids(c.golden);
+    const auto n = std::min<int64_t>(int64_t(ids.size()), 320);  // enough to fill every window and memory
+    const int64_t cut = (n / 2) / c.segment * c.segment;            // on a segment boundary
+    const int64_t max_tokens = n;
+    tern_session* a = make_session(model, max_tokens, c.segment);
+    run(a, ids, 0, cut, c.segment);
+    const std::vector<uint8_t> blob = save(a);
+    const std::vector<float> want = run(a, ids, cut, n, c.segment);  // uninterrupted
+
+    tern_session* b = make_session(model, max_tokens, c.segment);
+    run(b, ids, 0, c.segment, c.segment);  // some other state first: the load replaces it
+    INFO(c.golden << ": " << tern_session_last_error(b));
+    REQUIRE(tern_session_load_state(b, blob.data(), blob.size()) == TERN_OK);
+    CHECK(tern_session_position(b) == cut);
+    const std::vector<float> got = run(b, ids, cut, n, c.segment);
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+
+    // The same session can go back to the saved point too.
+    REQUIRE(tern_session_load_state(a, blob.data(), blob.size()) == TERN_OK);
+    const std::vector<float> again = run(a, ids, cut, n, c.segment);
+    CHECK(std::memcmp(again.data(), want.data(), again.size() * sizeof(float)) == 0);
+    tern_session_free(a);
+    tern_session_free(b);
+    tern_model_free(model);
+  }
+}
+
+TEST_CASE("session state: a blob from another model or configuration, truncated or corrupt, is rejected", "[session][state]") {
+  tern_model* xl = convert_golden("transfo_xl_adaptive");
+  tern_model* dense = convert_golden("pre_tied_learned_gelu");
+  const std::vector<int32_t> xl_ids = golden_ids("transfo_xl_adaptive");
+  const std::vector<int32_t> dense_ids = golden_ids("pre_tied_learned_gelu");
+  tern_session* s = make_session(xl, 1000, 16);
+  run(s, xl_ids, 0, 32, 16);
+  const std::vector<uint8_t> blob = save(s);
+
+  size_t small = blob.size() - 1;
+  std::vector<uint8_t> buf(small);
+  CHECK(tern_session_save_state(s, buf.data(), &small) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("the state needs"));
+
+  // Every rejection leaves the session where it was: 48 tokens in, whatever it was fed.
+  run(s, xl_ids, 32, 48, 16);
+  auto rejects = [&](tern_session* target, const std::vector<uint8_t>& bad, const std::string& message) {
+    const int64_t before = tern_session_position(target);
+    CHECK(tern_session_load_state(target, bad.data(), bad.size()) == TERN_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(tern_session_last_error(target)), Catch::Contains(message));
+    CHECK(tern_session_position(target) == before);
+  };
+  std::vector<uint8_t> bad = blob;
+  bad[0] = 'X';
+  rejects(s, bad, "not a Tern session state");
+  rejects(s, std::vector<uint8_t>(blob.begin(), blob.end() - 5), "truncated");
+  bad = blob;
+  bad[bad.size() / 2] ^= 0x40;
+  rejects(s, bad, "corrupt (checksum mismatch)");
+  bad = blob;
+  bad[30] ^= 0x01;  // the position field: covered by the checksum
+  rejects(s, bad, "corrupt");
+
+  tern_session* other = make_session(dense, 1024, 64);
+  run(other, dense_ids, 0, 64, 64);
+  rejects(other, blob, "saved from a different model");
+
+  // Dense attention keeps every key up to max_tokens; a smaller session cannot hold a longer state.
+  const std::vector<uint8_t> dense_blob = save(other);
+  tern_session* tiny = make_session(dense, 32, 32);
+  rejects(tiny, dense_blob, "max_tokens is 32");
+  // A larger max_tokens holds it: dense and strided states save only the positions seen.
+  tern_session* large = make_session(dense, 1024, 128);
+  CHECK(tern_session_load_state(large, dense_blob.data(), dense_blob.size()) == TERN_OK);
+  CHECK(tern_session_position(large) == 64);
+
+  // The state is still good after all that.
+  CHECK(tern_session_load_state(s, blob.data(), blob.size()) == TERN_OK);
+  CHECK(tern_session_position(s) == 32);
+  CHECK(tern_session_load_state(s, nullptr, 10) == TERN_INVALID_ARGUMENT);
+  CHECK(tern_session_save_state(s, nullptr, nullptr) == TERN_INVALID_ARGUMENT);
+  for (tern_session* t : {s, other, tiny, large}) tern_session_free(t);
+  tern_model_free(xl);
+  tern_model_free(dense);
+}
+
+TEST_CASE("session state: the Transformer-XL blob holds the memory and no more", "[session][state][transfo_xl]") {
+  tern_model* model = convert_golden("transfo_xl_adaptive");
+  const std::vector<int32_t> ids = golden_ids("transfo_xl_adaptive");
+  tern_session* s = make_session(model, 1 << 20, 16);
+  size_t early = 0, late = 0;
+  run(s, ids, 0, 16, 16);
+  REQUIRE(tern_session_save_state(s, nullptr, &early) == TERN_OK);
+  for (int k = 0; k < 50; ++k) run(s, ids, 0, 80, 16);
+  REQUIRE(tern_session_save_state(s, nullptr, &late) == TERN_OK);
+  CHECK(early == late);
+  const size_t memory = 2 * 24 * 32 * sizeof(float);  // layers x mem_len x d_model
+  CHECK(early == memory + 48 + 2 * 16);                // header and one entry per layer
+  tern_session_free(s);
+  tern_model_free(model);
+}
