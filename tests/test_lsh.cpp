@@ -114,6 +114,7 @@ TEST_CASE("lsh op: CPU kernel matches the reference kernel", "[attention][lsh]")
       {3, 8, lsh_kind(8, 2, 1, 2, {4, 6}, 24, 8)},          // factorised buckets, chunks after, pad_to 3 chunks
       {1, 12, lsh_kind(10, 1, 0, 1, {16}, 10, 10)},         // one round, dh not a multiple of 8
       {2, 16, lsh_kind(32, 1, 0, 4, {2, 2, 4}, 64, 16)},    // three factors, many rounds
+      {2, 8, lsh_kind(8, 3, 1, 1, {4}, 8, 8)},              // a window of 5 chunks over as few as 2: chunks repeat
   };
   const int64_t rows = 211;
   for (size_t ci = 0; ci < cases.size(); ++ci) {

@@ -60,7 +60,7 @@ struct Layout {
     count = a.buckets + 1;
     outs = nh * n * dh;
     lses = nh * n;
-    tile = dh * window + 2 * window + dh + a.rot_half;  // kt, positions, scores, acc, rotated
+    tile = dh * window + 2 * window + a.rot_half;  // kt, positions, scores, rotated
   }
   int64_t shared() const { return keys + buckets + order + count + outs + lses; }
   int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
@@ -71,7 +71,6 @@ struct Tile {
   float* kt;        // [dh, width]: column w is the key at wpos[w] (width: the window in whole register blocks)
   int32_t* wpos;    // [width]
   float* s;         // [width], scores of one row, then exp(s - max)
-  float* acc;       // [dh]
   float* rotated;   // [rot_half]
 };
 
@@ -101,6 +100,7 @@ class LshKernel : public CpuKernel {
     out_ = ctx.out(node_, 0);
     n_ = ctx.n;
     n_pad_ = lay.n_pad;
+    slots_ = std::min(std::max(ctx.threads, 1), std::max(threads_, 1));  // the tiles the scratch holds
     for (int h = 0; h < a_.heads; ++h) run_head(ctx, h);
     return Status::Ok();
   }
@@ -123,8 +123,7 @@ class LshKernel : public CpuKernel {
     t.kt = tiles_ + int64_t(slot) * tile_words_;
     t.wpos = reinterpret_cast<int32_t*>(t.kt + dh * W);
     t.s = reinterpret_cast<float*>(t.wpos + W);
-    t.acc = t.s + W;
-    t.rotated = t.acc + dh;
+    t.rotated = t.s + W;
     return t;
   }
 
@@ -133,7 +132,7 @@ class LshKernel : public CpuKernel {
     const int64_t n = n_, nh = a_.hashes;
     const bool chunked = a_.chunked(n);
     // 1. Keys (HF: x * rsqrt(mean(x^2) + eps) * dh^-0.5, in float32) and buckets.
-    run_slots(ctx.pool, ctx.threads, (n + 63) / 64, [&](int slot, int64_t item) {
+    run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int slot, int64_t item) {
       Tile t = tile(slot);
       for (int64_t j = item * 64; j < std::min(n, (item + 1) * 64); ++j) {
         const float* x = qk(h, j);
@@ -148,7 +147,7 @@ class LshKernel : public CpuKernel {
     });
     if (!chunked) {
       // One causal softmax over the whole sequence, queries in blocks.
-      run_slots(ctx.pool, ctx.threads, (n + kQueryBlock - 1) / kQueryBlock, [&](int slot, int64_t item) {
+      run_slots(ctx.pool, slots_, (n + kQueryBlock - 1) / kQueryBlock, [&](int slot, int64_t item) {
         Tile t = tile(slot);
         const int64_t q0 = item * kQueryBlock, q1 = std::min(n, q0 + kQueryBlock);
         const int64_t W = tile_width();
@@ -175,7 +174,7 @@ class LshKernel : public CpuKernel {
     }
     // 3. Chunks of the sorted axis, each against its circular window of neighbouring chunks.
     const int64_t C = a_.chunk, n_chunks = nh * n_pad_ / C, W = tile_width();
-    run_slots(ctx.pool, ctx.threads, n_chunks, [&](int slot, int64_t c) {
+    run_slots(ctx.pool, slots_, n_chunks, [&](int slot, int64_t c) {
       Tile t = tile(slot);
       int64_t w = 0;
       for (int64_t d = -a_.before; d <= a_.after; ++d) {
@@ -197,7 +196,7 @@ class LshKernel : public CpuKernel {
       }
     });
     // 4. Rounds combined per position (HF: exp(lse_r - logsumexp_r(lse_r)), in float32).
-    run_slots(ctx.pool, ctx.threads, (n + 63) / 64, [&](int, int64_t item) {
+    run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int, int64_t item) {
       for (int64_t i = item * 64; i < std::min(n, (item + 1) * 64); ++i) {
         float* o = out_ + i * inner() + int64_t(h) * dh;
         if (nh == 1) {
@@ -281,6 +280,7 @@ class LshKernel : public CpuKernel {
   const float* qkv_ = nullptr;  // [n, 2*inner]
   float* out_ = nullptr;        // [n, inner]
   int64_t n_ = 0, n_pad_ = 0;
+  int slots_ = 1;
   float* keys_ = nullptr;       // [n, dh]
   int32_t* bucket_ = nullptr;   // [hashes, n]
   int32_t* order_ = nullptr;    // [hashes * n_pad], positions along the sorted axis (>= n: pad)
