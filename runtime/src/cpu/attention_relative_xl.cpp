@@ -193,8 +193,10 @@ class RelativeXLKernel : public CpuKernel {
         }
       }
     });
-    // memory <- the last M rows of [memory; h]
-    if (n >= M) {
+    // memory <- the last M rows of [memory; h] (none when mem_len is 0: the vector is empty, its data() may be null)
+    if (M == 0) {
+      return Status::Ok();
+    } else if (n >= M) {
       std::memcpy(memory_.data(), h + (n - M) * d, size_t(M * d) * sizeof(float));
     } else {
       std::memmove(memory_.data(), memory_.data() + n * d, size_t((M - n) * d) * sizeof(float));
