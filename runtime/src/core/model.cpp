@@ -247,6 +247,8 @@ Status Model::check_ops() {
     for (int32_t v : *op->inputs()) {
       if (v < 0 || size_t(v) >= values_.size()) return InvalidModel(node.label() + ": input refers to missing value " + std::to_string(v));
       if (values_[v].producer == -1) return InvalidModel(node.label() + ": reads value '" + values_[v].name + "' before any op writes it");
+      // The output lives in the caller's logits buffer, absent when a call asks for no logits: nothing may read it.
+      if (v == output_) return InvalidModel(node.label() + ": reads the model output '" + values_[v].name + "'");
       node.inputs.push_back(v);
     }
     for (int32_t v : *op->outputs()) {

@@ -107,8 +107,12 @@ Status Session::build(const tern_session_options& options) {
     scratch = std::max(scratch, kernel.value()->scratch_bytes());
     kernels_.push_back(std::move(kernel).value());
   }
+  // A call without logits runs only the ops that feed the state. When the op writing the output is one of them, it
+  // writes into output_sink_ instead of the caller's absent logits.
+  const int output_producer = model_.values()[model_.output_value()].producer;
+  const size_t sink_floats = stateful[output_producer] ? size_t(max_batch_) * size_t(model_.vocab_size()) : 0;
   std::vector<bool> output_seed(nodes.size(), false);
-  output_seed[model_.values()[model_.output_value()].producer] = true;
+  output_seed[output_producer] = true;
   for (size_t i = 0; i < nodes.size(); ++i) output_seed[i] = output_seed[i] || stateful[i];
   run_all_ = ops_feeding(model_, output_seed);
   run_for_state_ = ops_feeding(model_, stateful);
@@ -122,11 +126,12 @@ Status Session::build(const tern_session_options& options) {
   }
   const size_t arena_floats = arena_plan_.bytes / sizeof(float) + kArenaAlignment / sizeof(float);  // + alignment slack
   const size_t scratch_floats = scratch / sizeof(float);
-  exact.arena_bytes = (arena_floats + scratch_floats) * sizeof(float);
+  exact.arena_bytes = (arena_floats + scratch_floats + sink_floats) * sizeof(float);
   TERN_RETURN_IF_ERROR(check_fits(exact, true, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
   try {
     arena_.resize(arena_floats);
     scratch_.resize(scratch_floats);
+    output_sink_.resize(sink_floats);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan_.bytes) + " bytes");
   }
@@ -156,7 +161,7 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
                            " more exceed its max_tokens of " + std::to_string(max_tokens_) + " (reset it, or create it with a larger max_tokens)");
   }
   const std::vector<bool>& run = logits ? run_all_ : run_for_state_;
-  value_ptrs_[model_.output_value()] = logits;
+  value_ptrs_[model_.output_value()] = logits ? logits : output_sink_.data();
   RunContext ctx;
   ctx.n = n;
   ctx.pos0 = position_;
@@ -216,7 +221,7 @@ tern_memory_plan Session::plan(int64_t n) const {
 tern_memory_plan Session::allocated() const {
   tern_memory_plan p = plan(max_tokens_);
   p.n_tokens = max_batch_;
-  p.arena_bytes = (arena_.size() + scratch_.size()) * sizeof(float);
+  p.arena_bytes = (arena_.size() + scratch_.size() + output_sink_.size()) * sizeof(float);
   p.state_bytes = 0;
   for (const auto& k : kernels_) p.state_bytes += k->state_bytes();
   return p;

@@ -57,6 +57,7 @@ class Session {
   ArenaPlan arena_plan_;              // for max_batch rows
   std::vector<float> arena_;          // arena_plan_.bytes, allocated once
   std::vector<float> scratch_;        // largest per-call scratch of any kernel
+  std::vector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
   bool profiling_ = false;
   std::vector<std::pair<int64_t, uint64_t>> profile_;  // per node: calls, total ns; sized at creation

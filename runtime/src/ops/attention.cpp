@@ -22,6 +22,8 @@ namespace {
 
 Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   const auto* p = node.fb_op->params_as_AttentionParams();
+  // The verifier accepts a union whose type is set but whose table is absent.
+  if (p->kind_type() != fb::AttentionKind::NONE && p->kind() == nullptr) return InvalidModel(node.label() + ": attention kind parameters are missing");
   if (p->heads() < 1 || p->head_dim() < 1 || p->heads() > 4096 || p->head_dim() > 4096) {
     return InvalidModel(node.label() + ": heads and head_dim must be in [1, 4096]");
   }
