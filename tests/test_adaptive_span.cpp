@@ -21,6 +21,8 @@ using namespace tern;
 using tern::test::random_floats;
 using tern::test::relative_error;
 
+using tern::test::make_session;
+
 namespace {
 
 constexpr double kOpTolerance = 1e-5;
@@ -70,17 +72,6 @@ AdaptiveSpan spec_for(const SpanOp& op, const std::vector<float>& key_pe) {
   a.span = op.spans.empty() ? nullptr : op.spans.data();
   for (int h = 0; h < op.heads; ++h) a.reach.push_back(op.spans.empty() ? op.L : expected_reach(op.spans[size_t(h)], op.L, op.R));
   return a;
-}
-
-tern_session* make_session(tern_model* model, int threads, int64_t max_tokens) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = max_tokens;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
-  return s;
 }
 
 // Runs ids through the session `segment` tokens per append; returns the outputs [n, width].

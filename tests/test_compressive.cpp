@@ -18,6 +18,8 @@ using namespace tern;
 using tern::test::random_floats;
 using tern::test::relative_error;
 
+using tern::test::make_session;
+
 namespace {
 
 struct CompOp {
@@ -26,18 +28,6 @@ struct CompOp {
   fb::Compression how = fb::Compression::CONV;
   bool bias = true;
 };
-
-tern_session* make_session(tern_model* model, int threads, int64_t max_tokens, int64_t max_batch) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = max_tokens;
-  so.max_batch = max_batch;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
-  return s;
-}
 
 }  // namespace
 

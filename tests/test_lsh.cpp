@@ -15,6 +15,8 @@ using namespace tern;
 using tern::test::random_floats;
 using tern::test::relative_error;
 
+using tern::test::make_session;
+
 namespace {
 
 constexpr double kOpTolerance = 1e-5;
@@ -85,17 +87,6 @@ LshGraph build_lsh_graph(const LshCase& c, int64_t rows, float scale, uint32_t s
   p.scale = scale;
   p.kind = c.kind;
   REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {rot}, p).ok());
-  return s;
-}
-
-tern_session* make_session(tern_model* model, int threads, int64_t max_tokens) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = max_tokens;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
   return s;
 }
 

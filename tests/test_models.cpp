@@ -6,9 +6,12 @@
 #include "convert.h"
 #include "npy.h"
 #include "tern/tern.h"
+#include "op_graph.h"
 #include "test_support.h"
 
 using tern::test::relative_error;
+
+using tern::test::make_session;
 
 namespace {
 
@@ -37,16 +40,6 @@ Golden load_golden(const std::string& name) {
   REQUIRE(st.ok());
   REQUIRE(tern_model_load(out.c_str(), &g.model) == TERN_OK);
   return g;
-}
-
-tern_session* make_session(tern_model* model, int threads) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
-  return s;
 }
 
 const char* const kGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "pre_untied_nobias_gelutanh",

@@ -13,10 +13,13 @@
 #include "cli.h"
 #include "convert.h"
 #include "npy.h"
+#include "op_graph.h"
 #include "test_support.h"
 
 using namespace tern;
 using tern::test::relative_error;
+
+using tern::test::make_session;
 
 namespace {
 
@@ -52,17 +55,6 @@ tern_model* convert_and_load(const std::string& dir, const std::string& name, co
   INFO(tern_last_error());
   REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
   return model;
-}
-
-tern_session* make_session(tern_model* model, int threads, int64_t max_tokens) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = max_tokens;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
-  return s;
 }
 
 std::vector<float> forward(tern_model* model, int threads, const std::vector<int32_t>& ids, int64_t vocab) {

@@ -14,10 +14,13 @@
 #include "npy.h"
 #include "tern/tern.h"
 #include "tern_generated.h"
+#include "op_graph.h"
 #include "test_support.h"
 
 using tern::test::relative_error;
 using nlohmann::json;
+
+using tern::test::make_session;
 
 namespace {
 
@@ -61,18 +64,6 @@ XlGolden load_golden(const std::string& name) {
   REQUIRE(st.ok());
   REQUIRE(tern_model_load(g.tern_path.c_str(), &g.model) == TERN_OK);
   return g;
-}
-
-tern_session* make_session(tern_model* model, int threads, int64_t max_tokens, int64_t max_batch) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = max_tokens;
-  so.max_batch = max_batch;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
-  return s;
 }
 
 // Feeds ids `segment` at a time from the session's current state; returns the log-probabilities [n, V].

@@ -15,6 +15,8 @@ using namespace tern;
 using tern::test::random_floats;
 using tern::test::relative_error;
 
+using tern::test::make_session;
+
 namespace {
 
 constexpr double kOpTolerance = 1e-5;
@@ -79,18 +81,6 @@ RelativeXL spec_for(const XlOp& op, const XlGraph& x) {
   s.norm_weight = op.pre_norm ? x.norm_w.data() : nullptr;
   s.norm_bias = op.pre_norm ? x.norm_b.data() : nullptr;
   s.inv_freq = op.inv_freq ? x.freq.data() : nullptr;
-  return s;
-}
-
-tern_session* make_session(tern_model* model, int threads, int64_t max_tokens, int64_t max_batch) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = max_tokens;
-  so.max_batch = max_batch;
-  tern_session* s = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
   return s;
 }
 

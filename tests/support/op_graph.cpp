@@ -31,6 +31,18 @@ int32_t add_constant(OpGraph& g, const std::string& name, std::vector<int64_t> s
   return r.value();
 }
 
+tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens, int64_t max_batch) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = threads;
+  so.max_tokens = max_tokens;
+  so.max_batch = max_batch;
+  tern_session* s = nullptr;
+  INFO(tern_last_error());
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  return s;
+}
+
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context) {
   REQUIRE(g.graph.add_output(output).ok());
   g.graph.metadata().architecture = "op-test";
