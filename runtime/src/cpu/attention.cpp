@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/fast_math.h"
 #include "cpu/kernels.h"
 #include "cpu/kv_store.h"
 #include "cpu/parallel.h"
@@ -53,18 +54,6 @@ struct KeySource {
     return j >= pos0 ? qkv + (j - pos0) * 3 * inner + 2 * inner + int64_t(h) * dh : store->value(h, j);
   }
 };
-
-// q . k with eight partial sums: a plain loop with one accumulator cannot be vectorised without reassociation.
-inline float dot(const float* q, const float* k, int dh) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int c = 0;
-  for (; c + 8 <= dh; c += 8)
-    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
-  float sum = 0.0f;
-  for (; c < dh; ++c) sum += q[c] * k[c];
-  for (float p : part) sum += p;
-  return sum;
-}
 
 // Online-softmax update of one query row with `count` scores s[] for the keys whose values are values[].
 void accumulate_row(const float* s, const float* const* values, int64_t count, int dh, float* m, float* l, float* acc) {
@@ -244,6 +233,7 @@ Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model&
   if (p->kind_type() == fb::AttentionKind::RelativeXL) return make_relative_xl_attention(node, model, cfg);
   if (p->kind_type() == fb::AttentionKind::Compressive) return make_compressive_attention(node, model, cfg);
   if (p->kind_type() == fb::AttentionKind::Lsh) return make_lsh_attention(node, model, cfg);
+  if (p->kind_type() == fb::AttentionKind::Routing) return make_routing_attention(node, model, cfg);
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) *
