@@ -60,16 +60,16 @@ void accumulate_row(const float* s, const float* const* values, int64_t count, i
   float block_max = -INFINITY;
   for (int64_t k = 0; k < count; ++k) block_max = std::max(block_max, s[k]);
   const float m_new = std::max(*m, block_max);
-  const float correction = std::exp(*m - m_new);  // 0 on a row's first keys (m = -inf)
+  const float correction = *m == -INFINITY ? 0.0f : exp_approx(*m - m_new);  // 0 on a row's first keys
   if (correction != 1.0f) {
     for (int c = 0; c < dh; ++c) acc[c] *= correction;
   }
+  float p[kKeyBlock];  // count <= kKeyBlock; exponentials first, so that loop vectorises
   float sum = 0.0f;
+  for (int64_t k = 0; k < count; ++k) sum += (p[k] = exp_approx(s[k] - m_new));
   for (int64_t k = 0; k < count; ++k) {
-    const float p = std::exp(s[k] - m_new);
-    sum += p;
     const float* v = values[k];
-    for (int c = 0; c < dh; ++c) acc[c] += p * v[c];
+    for (int c = 0; c < dh; ++c) acc[c] += p[k] * v[c];
   }
   *l = *l * correction + sum;
   *m = m_new;
@@ -98,7 +98,35 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     t.m[r] = -INFINITY;
     t.l[r] = 0.0f;
   }
-  // Scattered keys (strided's every l-th, fixed's summaries), row by row, in batches of kKeyBlock.
+  // Fixed's summaries below the block's first local run are the same for every row: tile them like a contiguous run.
+  int64_t shared_below = 0;
+  if (a.pattern->kind == PatternKind::kFixed && a.pattern->has_scattered(h)) {
+    shared_below = a.pattern->local_lo(h, pos0 + r0);  // local_lo never decreases with i
+    int64_t width = 0;
+    auto flush = [&] {
+      for (int64_t r = 0; r < rows; ++r) {
+        float scores[kKeyBlock] = {};
+        const float* q = t.q + r * dh;
+        for (int c = 0; c < dh; ++c) {
+          const float qc = q[c];
+          const float* ktc = t.kt + c * kKeyBlock;
+          for (int64_t k = 0; k < kKeyBlock; ++k) scores[k] += qc * ktc[k];
+        }
+        accumulate_row(scores, vp, width, dh, &t.m[r], &t.l[r], t.acc + r * dh);
+      }
+      width = 0;
+    };
+    a.pattern->scattered(h, pos0 + r0, shared_below, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        const float* k = a.src.key(h, j, dh);
+        for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + width] = k[c];
+        vp[width] = a.src.value(h, j, dh);
+        if (++width == kKeyBlock) flush();
+      }
+    });
+    if (width > 0) flush();
+  }
+  // Other scattered keys (strided's every l-th, the rest of fixed's summaries), row by row, in batches of kKeyBlock.
   if (a.pattern->has_scattered(h)) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = pos0 + r0 + r;
@@ -109,7 +137,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
+        for (int64_t j = std::max(begin, shared_below); j < end; ++j) {
           kp[count] = a.src.key(h, j, dh);
           vp[count] = a.src.value(h, j, dh);
           if (++count == kKeyBlock) flush();
