@@ -5,9 +5,9 @@
 #   tools/bench/peers.sh [--quick] [--json FILE] [--chart FILE]
 #
 # 1. installs what is missing: Tern's build dependencies (tools/install-deps.sh), then Debian's python3-torch,
-#    python3-numpy, python3-matplotlib, libopenblas0-pthread, nodejs, npm, git. Installing OpenBLAS makes Debian
-#    point the system's libblas.so.3 at it; the script puts the BLAS alternatives back as it found them and hands
-#    OpenBLAS to PyTorch through LD_LIBRARY_PATH only.
+#    python3-numpy, python3-matplotlib, libopenblas0-pthread (and nodejs, npm, git unless present). Installing
+#    OpenBLAS makes Debian point the system's libblas.so.3 at it; the script puts the BLAS alternatives back as it
+#    found them and hands OpenBLAS to PyTorch through LD_LIBRARY_PATH only (the driver reports the BLAS it mapped).
 # 2. builds Tern (build/: tern-convert, peer_tern, linear_bench);
 # 3. installs npm onnxruntime-node@1.30.0 and node-llama-cpp (+ its prebuilt linux-x64 CPU libraries) into
 #    $TERN_PEERS_WORK/npm (default /tmp/tern-peers), with --ignore-scripts: nothing is downloaded or built by
@@ -43,11 +43,15 @@ say() { echo "== $*" >&2; }
 
 # ---- 1. Debian packages
 bash tools/install-deps.sh
-packages=(python3-torch python3-numpy python3-matplotlib libopenblas0-pthread nodejs npm git)
+packages=(python3-torch python3-numpy python3-matplotlib libopenblas0-pthread)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node, npm and git: any installation will do (a NodeSource nodejs brings its own npm and conflicts with Debian's)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+command -v git >/dev/null || missing+=(git)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
