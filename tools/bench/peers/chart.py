@@ -20,11 +20,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("json")
     ap.add_argument("out")
-    ap.add_argument("--threads", type=int, default=0, help="thread count to draw (default: the largest measured)")
+    ap.add_argument("--threads", type=int, default=0, help="thread count to draw (default: the one measured at the most lengths)")
     a = ap.parse_args()
     doc = json.load(open(a.json))
     rows = [r for r in doc["dense"] + doc["windowed"] if r["rc"] == 0]
-    t = a.threads or max(r["threads"] for r in rows)
+    counts = {}
+    for r in rows:
+        counts[r["threads"]] = counts.get(r["threads"], 0) + 1
+    t = a.threads or max(counts, key=lambda k: (counts[k], -k))  # the thread count measured at the most lengths
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4.2))
     for rt in ["tern", "ort", "llama-fa", "llama", "torch", "tern-windowed"]:
         pts = sorted((r["n"], r["steady_ms"] / 1e3, r["peak_rss_bytes"] / 2**30) for r in rows

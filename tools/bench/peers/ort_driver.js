@@ -1,8 +1,8 @@
 // Side-by-side driver for ONNX Runtime (tools/bench/peers/run.py), npm onnxruntime-node (its bundled CPU library).
 // Usage: node ort_driver.js MODEL.onnx IDS.i32 N THREADS WARM LOGITS.f32
 // Session: CPU execution provider, intra-op threads = THREADS, inter-op 1, sequential execution, all graph
-// optimisations. Two untimed warm-ups are the recipe for ORT; they are run after the first (timed) run, which
-// is reported on its own, so "first" means the same thing for every runtime. Prints one JSON line.
+// optimisations. Warmed up twice before the steady-state runs: the first run (timed and reported on its own, so that
+// "first" means the same thing for every runtime) and one untimed run. Prints one JSON line.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -32,7 +32,7 @@ async function main() {
     return performance.now() - a;
   };
   times.push(await run());      // first run
-  await run(); await run();     // two warm-ups
+  await run();                  // second warm-up
   for (let r = 0; r < warm; ++r) times.push(await run());
   const logits = result.logits.data;
   fs.writeFileSync(out, Buffer.from(logits.buffer, logits.byteOffset, logits.byteLength));

@@ -143,7 +143,10 @@ def main():
     ap.add_argument("--ns", default="512,2048,8192")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--warm", type=int, default=3)
-    ap.add_argument("--windowed-ns", default="8192,16384,32768,65536")
+    ap.add_argument("--long-n", type=int, default=8192, help="from this n on, use --long-threads and --long-warm")
+    ap.add_argument("--long-threads", default="1")
+    ap.add_argument("--long-warm", type=int, default=1)
+    ap.add_argument("--windowed-ns", default="8192,16384,32768")
     ap.add_argument("--windowed-warm", type=int, default=0, help="warm runs after the first, windowed model")
     ap.add_argument("--budget-gib", type=float, default=4.0)
     ap.add_argument("--runtimes", default=",".join(RUNTIMES))
@@ -155,10 +158,27 @@ def main():
     runtimes = a.runtimes.split(",")
     t_start = time.monotonic()
 
+    long_threads = [int(x) for x in a.long_threads.split(",")]
     results = []
+    windowed = []
+    linear = []
+    doc = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                       "cpu": next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
+                                    if ln.startswith("model name")), "")},
+           "model": json.load(open(os.path.join(a.models, "dense", "config.json"))),
+           "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
+           "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
+           "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": []}
+
+    def save():  # after every measurement, so that an interrupted run keeps what it measured
+        doc["total_s"] = time.monotonic() - t_start
+        doc["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+
     for n in ns:
-        for t in threads_list:
-            warm = a.warm if n < 8192 else max(1, a.warm - 1)
+        for t in (threads_list if n < a.long_n else long_threads):
+            warm = a.warm if n < a.long_n else a.long_warm
             tern_logits = None
             for rt in runtimes:
                 lp = os.path.join(a.tmp, f"peers_logits_{rt}_{n}_{t}.f32")
@@ -181,6 +201,7 @@ def main():
                     rec.update(compare(logits, tern_logits))
                 elif tern_logits is not None:
                     rec["error"] = f"logits size {logits.size} != Tern's {tern_logits.size}"
+                save()
                 log(f"{rt:9s} n={n:6d} t={t}: first {info['first_ms'] / 1e3:8.3f} s, steady "
                     f"{rec['steady_ms'] / 1e3:8.3f} s, peak RSS {rss / MiB:7.0f} MiB"
                     + (f", err {rec['max_abs_err_over_max_abs']:.2e}" if "max_abs_err_over_max_abs" in rec else ""))
@@ -189,8 +210,7 @@ def main():
     # Tern's windowed model: the same weights with a sliding window, at lengths where the peers' dense (masked)
     # equivalents cannot fit the budget, at the largest thread count (by default one run each: it is the memory
     # that matters here; steady = first when there are no warm runs).
-    windowed = []
-    t = max(threads_list)
+    t = max(long_threads)
     for n in [int(x) for x in a.windowed_ns.split(",") if x]:
         lp = os.path.join(a.tmp, f"peers_logits_windowed_{n}.f32")
         cmd = [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(a.models, "windowed.tern"), a.ids,
@@ -209,9 +229,9 @@ def main():
         if os.path.exists(lp):
             os.unlink(lp)
         windowed.append(rec)
+        save()
 
     # linear layers against bare XNNPACK, same model, n = 2048 (or the largest n below it)
-    linear = []
     n_lin = max([n for n in ns if n <= 2048] or [min(ns)])
     for t in threads_list:
         rc, out, err, _, _ = measured([os.path.join(a.build, "tools", "bench", "linear_bench"),
@@ -226,28 +246,18 @@ def main():
             log(f"linear_bench t={t}: rc={rc} {err[-300:]}")
 
     # memory budget: n at which each runtime's dense forward would pass the budget, from the measured peak RSS
-    budget = int(a.budget_gib * GiB)
-    t = max(threads_list)
-    budget_rows = []
+    budget = doc["budget_bytes"]
+    budget_rows = doc["budget"]
     for rt in runtimes:
-        pts = [(r["n"], r["peak_rss_bytes"]) for r in results if r["runtime"] == rt and r["threads"] == t
-               and r["rc"] == 0]
+        pts = [(r["n"], r["peak_rss_bytes"]) for r in results if r["runtime"] == rt and r["rc"] == 0
+               and r["threads"] == min(threads_list)]
         if len(pts) >= 2:
             budget_rows.append(dict(runtime=rt, model="dense", points=pts, **fit_budget(pts, budget, 2)))
     pts = [(r["n"], r["peak_rss_bytes"]) for r in windowed if r["rc"] == 0]
     if len(pts) >= 2:
         budget_rows.append(dict(runtime="tern-windowed", model="windowed", points=pts, **fit_budget(pts, budget, 1)))
 
-    doc = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                       "cpu": next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
-                                    if ln.startswith("model name")), "")},
-           "model": json.load(open(os.path.join(a.models, "dense", "config.json"))),
-           "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
-           "budget_bytes": budget, "warm_runs": a.warm, "dense": results, "windowed": windowed, "linear": linear,
-           "budget": budget_rows, "total_s": time.monotonic() - t_start,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    with open(a.json, "w") as f:
-        json.dump(doc, f, indent=1)
+    save()
 
     print_tables(doc, runtimes, ns, threads_list)
 
@@ -259,8 +269,9 @@ def print_tables(doc, runtimes, ns, threads_list):
     cfg = doc["model"]
     print(f"\nDense model: {cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads, vocab "
           f"{cfg['vocab_size']}, GELU tanh, learned positions, tied embeddings; F32 weights everywhere. "
-          f"Steady = median of the warm runs ({doc['warm_runs']} below n = 8192, {max(1, doc['warm_runs'] - 1)} at "
-          f"8192). Error = max |peer - Tern| / max |Tern| over all logits.\n")
+          f"Steady = median of the warm runs after the first ({doc['warm_runs']} below n = {doc['long_n']}, "
+          f"{doc['long_warm_runs']} from {doc['long_n']} on). Error = max |peer - Tern| / max |Tern| over all "
+          f"logits.\n")
     print("| n | threads | runtime | first s | steady s | Tern / peer (steady) | peak RSS MiB | error vs Tern |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|")
     for n in ns:
@@ -268,6 +279,8 @@ def print_tables(doc, runtimes, ns, threads_list):
             tern = get("tern", n, t)
             for rt in runtimes:
                 r = get(rt, n, t)
+                if r is None and not any(x["n"] == n and x["threads"] == t for x in res):
+                    continue
                 if r is None:
                     print(f"| {n} | {t} | {LABEL[rt]} | failed | | | | |")
                     continue
