@@ -114,7 +114,7 @@ ids=$work/ids.i32
 
 # ---- 6. run
 args=()
-if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --windowed-ns 2048,4096,8192 --long-threads 1,2); fi
+if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --windowed-ns 2048,4096,8192); fi
 say "running (progress on stderr, tables on stdout)"
 /usr/bin/python3 tools/bench/peers/run.py --models "$models" --ids "$ids" --build "$root/build" \
   --node-modules "$npm_dir/node_modules" --peer-llama "$peer_llama" --llama-bins "$llama_bins" \
