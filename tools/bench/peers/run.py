@@ -152,7 +152,11 @@ def main():
     ap.add_argument("--runtimes", default=",".join(RUNTIMES))
     ap.add_argument("--json", required=True)
     ap.add_argument("--tmp", default="/tmp")
+    ap.add_argument("--phases", default="dense,windowed,linear", help="which measurements to run")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep what --json already holds and measure only what it lacks (an interrupted run)")
     a = ap.parse_args()
+    phases = a.phases.split(",")
     ns = [int(x) for x in a.ns.split(",")]
     threads_list = [int(x) for x in a.threads.split(",")]
     runtimes = a.runtimes.split(",")
@@ -169,6 +173,13 @@ def main():
            "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
            "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
            "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": []}
+    if a.resume and os.path.exists(a.json):
+        old = json.load(open(a.json))
+        results.extend(old.get("dense", []))
+        windowed.extend(old.get("windowed", []))
+        linear.extend(old.get("linear", []))
+        t_start -= old.get("total_s", 0)
+    done = {(r["runtime"], r["n"], r["threads"]) for r in results + windowed if r["rc"] == 0}
 
     def save():  # after every measurement, so that an interrupted run keeps what it measured
         doc["total_s"] = time.monotonic() - t_start
@@ -176,11 +187,15 @@ def main():
         with open(a.json, "w") as f:
             json.dump(doc, f, indent=1)
 
-    for n in ns:
+    for n in (ns if "dense" in phases else []):
         for t in (threads_list if n < a.long_n else long_threads):
             warm = a.warm if n < a.long_n else a.long_warm
             tern_logits = None
             for rt in runtimes:
+                if (rt, n, t) in done and not (rt == "tern" and any((p, n, t) not in done for p in runtimes)):
+                    continue  # measured already (Tern reruns when a peer needs its logits)
+                if rt == "tern":
+                    results[:] = [r for r in results if (r["runtime"], r["n"], r["threads"]) != (rt, n, t)]
                 lp = os.path.join(a.tmp, f"peers_logits_{rt}_{n}_{t}.f32")
                 cmd, env = command(rt, a, n, t, warm, lp)
                 rc, out, err, rss, wall = measured(cmd, env)
@@ -201,17 +216,19 @@ def main():
                     rec.update(compare(logits, tern_logits))
                 elif tern_logits is not None:
                     rec["error"] = f"logits size {logits.size} != Tern's {tern_logits.size}"
-                save()
                 log(f"{rt:9s} n={n:6d} t={t}: first {info['first_ms'] / 1e3:8.3f} s, steady "
                     f"{rec['steady_ms'] / 1e3:8.3f} s, peak RSS {rss / MiB:7.0f} MiB"
                     + (f", err {rec['max_abs_err_over_max_abs']:.2e}" if "max_abs_err_over_max_abs" in rec else ""))
                 results.append(rec)
+                save()
 
     # Tern's windowed model: the same weights with a sliding window, at lengths where the peers' dense (masked)
     # equivalents cannot fit the budget, at the largest thread count (by default one run each: it is the memory
     # that matters here; steady = first when there are no warm runs).
     t = max(long_threads)
-    for n in [int(x) for x in a.windowed_ns.split(",") if x]:
+    for n in ([int(x) for x in a.windowed_ns.split(",") if x] if "windowed" in phases else []):
+        if ("tern-windowed", n, t) in done:
+            continue
         lp = os.path.join(a.tmp, f"peers_logits_windowed_{n}.f32")
         cmd = [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(a.models, "windowed.tern"), a.ids,
                str(n), str(t), str(a.windowed_warm), lp]
@@ -233,7 +250,9 @@ def main():
 
     # linear layers against bare XNNPACK, same model, n = 2048 (or the largest n below it)
     n_lin = max([n for n in ns if n <= 2048] or [min(ns)])
-    for t in threads_list:
+    for t in (threads_list if "linear" in phases else []):
+        if any(r["threads"] == t for r in linear):
+            continue
         rc, out, err, _, _ = measured([os.path.join(a.build, "tools", "bench", "linear_bench"),
                                        os.path.join(a.models, "dense.tern"), "--tokens", str(n_lin), "--threads",
                                        str(t), "--repetitions", "3"])
@@ -242,12 +261,14 @@ def main():
             cells = [c.strip() for c in row.strip("|").split("|")]
             linear.append({"n": n_lin, "threads": t, "tern_ms": float(cells[2]), "xnnpack_ms": float(cells[3]),
                            "ratio": float(cells[4].rstrip("%")) / 100})
+            save()
         else:
             log(f"linear_bench t={t}: rc={rc} {err[-300:]}")
 
     # memory budget: n at which each runtime's dense forward would pass the budget, from the measured peak RSS
     budget = doc["budget_bytes"]
     budget_rows = doc["budget"]
+    results.sort(key=lambda r: (r["n"], r["threads"], RUNTIMES.index(r["runtime"])))
     for rt in runtimes:
         pts = [(r["n"], r["peak_rss_bytes"]) for r in results if r["runtime"] == rt and r["rc"] == 0
                and r["threads"] == min(threads_list)]
