@@ -52,7 +52,7 @@ def main():
     m = doc["model"]
     fig.suptitle(f"{m['num_layers']} layers, d {m['hidden_size']}, {m['num_heads']} heads, F32, {t} thread(s); "
                  f"sliding window {doc['windowed_attention']['window']}", fontsize=10)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.86, wspace=0.25)
     fig.savefig(a.out, dpi=90)
 
 

@@ -110,6 +110,9 @@ def fit_budget(points, budget, degree):
     ys = np.array([p[1] for p in points], dtype=np.float64)
     deg = min(degree, len(points) - 1)
     coef = np.polyfit(ns, ys, deg)
+    while deg > 1 and coef[0] < 0:  # memory that grows slower than linearly gets the linear fit, not a falling one
+        deg -= 1
+        coef = np.polyfit(ns, ys, deg)
     if max(ys) >= budget:
         return {"n": None, "measured_over": True, "coef": coef.tolist()}
     lo = int(max(ns))
@@ -352,8 +355,8 @@ def print_tables(doc, runtimes, ns, threads_list):
     if doc["budget"]:
         b = doc["budget_bytes"]
         print(f"\nLongest n within a {b / GiB:.0f} GiB peak-RSS budget. Extrapolated, not run: a least-squares fit of "
-              "peak RSS against n through the measured points (quadratic for the dense runs, linear for Tern's "
-              "windowed model), solved for the budget. None of the peers has a windowed GPT-2: a sliding-window "
+              "peak RSS against n through the measured points (quadratic for the dense runs, linear where the quadratic "
+              "term comes out negative and for Tern's windowed model), solved for the budget. None of the peers has a windowed GPT-2: a sliding-window "
               "model runs there as the dense graph plus a mask, which needs at least the dense graph's memory, so "
               "its limit is at most the dense one's.\n")
         print("| runtime | model | measured peak RSS (n: MiB) | n at the budget |")
