@@ -40,7 +40,8 @@ def main():
         ax_m.plot(ns, [p[2] for p in pts], style, color=color, label=LABEL[rt])
     budget = doc["budget_bytes"] / 2**30
     ax_m.axhline(budget, color="grey", lw=0.8)
-    ax_m.text(ax_m.get_xlim()[0] * 1.05, budget * 1.08, f"{budget:.0f} GiB budget", color="grey", fontsize=8)
+    ax_m.text(0.02, budget * 1.08, f"{budget:.0f} GiB budget", color="grey", fontsize=8,
+              transform=ax_m.get_yaxis_transform())
     for ax, title, unit in ((ax_t, "forward time (steady state)", "seconds"), (ax_m, "peak RSS of the process", "GiB")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

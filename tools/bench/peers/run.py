@@ -342,7 +342,7 @@ def print_tables(doc, runtimes, ns, threads_list):
     if doc["windowed"]:
         w = doc["windowed_attention"]
         print(f"\nTern, the same weights with sliding-window attention (window {w['window']}), "
-              f"{doc['windowed'][0]['threads']} threads:\n")
+              f"{doc['windowed'][0]['threads']} thread(s):\n")
         print("| n | first s | steady s (first if no warm runs) | tokens/s | peak RSS MiB |")
         print("|---:|---:|---:|---:|---:|")
         for r in doc["windowed"]:
