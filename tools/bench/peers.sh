@@ -20,8 +20,8 @@
 #    and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
-# Tern's windowed model at n in {8192, 16384, 32768} (about 30 min on a busy 2-core VM). --quick: n in {512, 2048},
-# two warm runs, windowed n up to 8192 (a few minutes).
+# Tern's windowed model at n in {8192, 16384, 32768} (55 min on the 2-core VM shared with other builds, most of it
+# at n = 8192). --quick: n in {512, 2048}, two warm runs, windowed n up to 8192 (over 10 min on that VM).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
