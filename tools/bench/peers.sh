@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Tern side by side with ONNX Runtime, llama.cpp (with and without flash attention) and PyTorch eager, on the same
+# random-init GPT-2-like weights, on this machine. From a clean checkout, as root (or with sudo):
+#
+#   tools/bench/peers.sh [--quick] [--json FILE] [--chart FILE]
+#
+# 1. installs what is missing: Tern's build dependencies (tools/install-deps.sh), then Debian's python3-torch,
+#    python3-numpy, python3-matplotlib, libopenblas0-pthread (and nodejs, npm, git unless present). Installing
+#    OpenBLAS makes Debian point the system's libblas.so.3 at it; the script puts the BLAS alternatives back as it
+#    found them and hands OpenBLAS to PyTorch through LD_LIBRARY_PATH only (the driver reports the BLAS it mapped).
+# 2. builds Tern (build/: tern-convert, peer_tern, linear_bench);
+# 3. installs npm onnxruntime-node@1.30.0 and node-llama-cpp (+ its prebuilt linux-x64 CPU libraries) into
+#    $TERN_PEERS_WORK/npm (default /tmp/tern-peers), with --ignore-scripts: nothing is downloaded or built by
+#    their install scripts;
+# 4. unpacks the llama.cpp sources that node-llama-cpp ships (a git bundle) for llama.h and gguf-py, and compiles
+#    tools/bench/peers/llama_driver.cpp against the package's libllama / libggml;
+# 5. makes the models (tools/bench/peers/make_model.py, fixed seed): safetensors -> .tern (tern-convert), ONNX
+#    (torch.onnx.export), GGUF (gguf-py);
+# 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process; prints markdown tables
+#    and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
+#
+# The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
+# Tern's windowed model at n in {8192, 16384, 32768} (55 min on the 2-core VM shared with other builds, most of it
+# at n = 8192). --quick: n in {512, 2048}, two warm runs, windowed n up to 8192 (over 10 min on that VM).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+work=${TERN_PEERS_WORK:-/tmp/tern-peers}
+json=$work/peers.json
+chart=$work/peers.png
+quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --json) json=$2; shift ;;
+    --chart) chart=$2; shift ;;
+    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+    *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$work"
+say() { echo "== $*" >&2; }
+
+# ---- 1. Debian packages
+bash tools/install-deps.sh
+packages=(python3-torch python3-numpy python3-matplotlib libopenblas0-pthread)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node, npm and git: any installation will do (a NodeSource nodejs brings its own npm and conflicts with Debian's)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+command -v git >/dev/null || missing+=(git)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  saved=()
+  for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do
+    cur=$(update-alternatives --query "$alt" 2>/dev/null | sed -n 's/^Value: //p' || true)
+    [ -n "$cur" ] && saved+=("$alt=$cur")
+  done
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  for s in "${saved[@]}"; do $sudo update-alternatives --set "${s%%=*}" "${s#*=}" >/dev/null; done
+fi
+openblas_dir=/usr/lib/x86_64-linux-gnu/openblas-pthread
+
+# ---- 2. Tern
+say "building Tern"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)" --target tern-convert peer_tern linear_bench >/dev/null
+
+# ---- 3. npm packages (never in the repository)
+npm_dir=$work/npm
+nlc_version=3.22.1
+if [ ! -d "$npm_dir/node_modules/onnxruntime-node" ] || [ ! -d "$npm_dir/node_modules/@node-llama-cpp/linux-x64" ]; then
+  say "npm: onnxruntime-node@1.30.0, node-llama-cpp@$nlc_version into $npm_dir"
+  mkdir -p "$npm_dir"
+  (cd "$npm_dir" && [ -f package.json ] || echo '{"name": "tern-peers", "private": true}' > "$npm_dir/package.json")
+  (cd "$npm_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --ignore-scripts --omit=optional --no-audit --no-fund \
+    onnxruntime-node@1.30.0 "node-llama-cpp@$nlc_version" "@node-llama-cpp/linux-x64@$nlc_version" >&2)
+fi
+llama_bins=$npm_dir/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+
+# ---- 4. llama.cpp sources (llama.h, gguf-py) and the driver
+llama_src=$work/llama.cpp
+if [ ! -f "$llama_src/include/llama.h" ]; then
+  say "unpacking the llama.cpp sources shipped in node-llama-cpp"
+  rm -rf "$llama_src"
+  git -c advice.detachedHead=false clone -q "$npm_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$llama_src"
+fi
+peer_llama=$work/peer_llama
+if [ ! -x "$peer_llama" ] || [ tools/bench/peers/llama_driver.cpp -nt "$peer_llama" ]; then
+  say "compiling the llama.cpp driver"
+  g++ -O2 -std=c++17 -o "$peer_llama" tools/bench/peers/llama_driver.cpp -I"$llama_src/include" \
+    -I"$llama_src/ggml/include" -L"$llama_bins" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so \
+    -Wl,-rpath,"$llama_bins"
+fi
+
+# ---- 5. models
+models=$work/models
+if [ ! -f "$models/dense.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense.gguf" ]; then
+  say "making the models"
+  /usr/bin/python3 tools/bench/peers/make_model.py --out "$models" --gguf-py "$llama_src/gguf-py" 2>/dev/null >&2
+fi
+for m in dense windowed; do
+  [ "$models/$m.tern" -nt "$models/$m/model.safetensors" ] || build/converter/tern-convert "$models/$m" -o "$models/$m.tern" --quiet
+done
+ids=$work/ids.i32
+/usr/bin/python3 -c "import numpy as np; np.random.default_rng(7).integers(0, 256, 65536).astype(np.int32).tofile('$ids')"
+
+# ---- 6. run
+args=()
+if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --windowed-ns 2048,4096,8192); fi
+say "running (progress on stderr, tables on stdout)"
+/usr/bin/python3 tools/bench/peers/run.py --models "$models" --ids "$ids" --build "$root/build" \
+  --node-modules "$npm_dir/node_modules" --peer-llama "$peer_llama" --llama-bins "$llama_bins" \
+  --openblas-dir "$openblas_dir" --json "$json" --tmp "$work" "${args[@]}"
+/usr/bin/python3 tools/bench/peers/chart.py "$json" "$chart"
+echo
+echo "JSON: $json   chart: $chart"

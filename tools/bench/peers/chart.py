@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""Draws time and peak memory against sequence length from the JSON of tools/bench/peers.sh: every runtime on the
+dense model, and Tern on the same weights with sliding-window attention (Debian's python3-matplotlib).
+Usage: chart.py PEERS.json OUT.png|OUT.svg [--threads T]"""
+import argparse
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+LABEL = {"tern": "Tern (dense)", "ort": "ONNX Runtime", "llama-fa": "llama.cpp, flash attention",
+         "llama": "llama.cpp", "torch": "PyTorch eager", "tern-windowed": "Tern (sliding window)"}
+STYLE = {"tern": ("C0", "o-"), "ort": ("C1", "s--"), "llama-fa": ("C2", "^--"), "llama": ("C4", "v:"),
+         "torch": ("C3", "d:"), "tern-windowed": ("C0", "*-")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json")
+    ap.add_argument("out")
+    ap.add_argument("--threads", type=int, default=0, help="thread count to draw (default: the one measured at the most lengths)")
+    a = ap.parse_args()
+    doc = json.load(open(a.json))
+    rows = [r for r in doc["dense"] + doc["windowed"] if r["rc"] == 0]
+    counts = {}
+    for r in rows:
+        counts[r["threads"]] = counts.get(r["threads"], 0) + 1
+    t = a.threads or max(counts, key=lambda k: (counts[k], -k))  # the thread count measured at the most lengths
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4.2))
+    for rt in ["tern", "ort", "llama-fa", "llama", "torch", "tern-windowed"]:
+        pts = sorted((r["n"], r["steady_ms"] / 1e3, r["peak_rss_bytes"] / 2**30) for r in rows
+                     if r["runtime"] == rt and r["threads"] == t)
+        if not pts:
+            continue
+        color, style = STYLE[rt]
+        ns = [p[0] for p in pts]
+        ax_t.plot(ns, [p[1] for p in pts], style, color=color, label=LABEL[rt])
+        ax_m.plot(ns, [p[2] for p in pts], style, color=color, label=LABEL[rt])
+    budget = doc["budget_bytes"] / 2**30
+    ax_m.axhline(budget, color="grey", lw=0.8)
+    ax_m.text(0.02, budget * 1.08, f"{budget:.0f} GiB budget", color="grey", fontsize=8,
+              transform=ax_m.get_yaxis_transform())
+    for ax, title, unit in ((ax_t, "forward time (steady state)", "seconds"), (ax_m, "peak RSS of the process", "GiB")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length n (tokens, one forward)")
+        ax.set_ylabel(unit)
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", lw=0.3)
+    ax_t.legend(fontsize=8)
+    m = doc["model"]
+    fig.suptitle(f"{m['num_layers']} layers, d {m['hidden_size']}, {m['num_heads']} heads, F32, {t} thread(s); "
+                 f"sliding window {doc['windowed_attention']['window']}", fontsize=10)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.86, wspace=0.25)
+    fig.savefig(a.out, dpi=90)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+#!/usr/bin/python3
+"""Tern side by side with ONNX Runtime, llama.cpp (with and without flash attention) and PyTorch eager on the same
+weights, on this machine. Called by tools/bench/peers.sh, which installs the dependencies and builds the drivers.
+
+Every (runtime, n, threads) is its own process: the process's peak RSS comes from the kernel (wait4's ru_maxrss),
+the first run and the median of WARM warm runs from the driver itself. Outputs are compared with Tern's logits at
+every position. Prints markdown tables and writes JSON.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+MiB = 1 << 20
+GiB = 1 << 30
+
+RUNTIMES = ["tern", "ort", "llama-fa", "llama", "torch"]
+LABEL = {"tern": "Tern", "ort": "ONNX Runtime", "llama-fa": "llama.cpp FA", "llama": "llama.cpp",
+         "torch": "PyTorch eager"}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def measured(cmd, env=None, timeout=1800):
+    """Runs cmd in a forked child; returns (rc, stdout, stderr, its own peak RSS in bytes from wait4, wall s)."""
+    t0 = time.monotonic()
+    r_out, w_out = os.pipe()
+    r_err, w_err = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(w_out, 1)
+        os.dup2(w_err, 2)
+        os.close(r_out)
+        os.close(r_err)
+        try:
+            os.execvpe(cmd[0], cmd, env if env is not None else os.environ)
+        finally:
+            os._exit(127)
+    os.close(w_out)
+    os.close(w_err)
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    bufs = {r_out: [], r_err: []}
+    for fd in bufs:
+        sel.register(fd, selectors.EVENT_READ)
+    open_fds = set(bufs)
+    deadline = t0 + timeout
+    while open_fds:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            os.kill(pid, 9)
+            break
+        for key, _ in sel.select(timeout=min(left, 5)):
+            data = os.read(key.fd, 65536)
+            if data:
+                bufs[key.fd].append(data)
+            else:
+                sel.unregister(key.fd)
+                open_fds.discard(key.fd)
+    _, status, ru = os.wait4(pid, 0)
+    for fd in bufs:
+        os.close(fd)
+    rc = os.waitstatus_to_exitcode(status)
+    return (rc, b"".join(bufs[r_out]).decode(errors="replace"), b"".join(bufs[r_err]).decode(errors="replace"),
+            ru.ru_maxrss * 1024, time.monotonic() - t0)
+
+
+def command(rt, a, n, threads, warm, logits):
+    m = a.models
+    if rt == "tern":
+        return [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(m, "dense.tern"), a.ids, str(n),
+                str(threads), str(warm), logits], None
+    if rt == "ort":
+        env = dict(os.environ, PEERS_NODE_MODULES=a.node_modules)
+        return ["node", os.path.join(HERE, "ort_driver.js"), os.path.join(m, "dense.onnx"), a.ids, str(n),
+                str(threads), str(warm), logits], env
+    if rt in ("llama", "llama-fa"):
+        return [a.peer_llama, os.path.join(m, "dense.gguf"), a.ids, str(n), str(threads), str(warm), logits,
+                "1" if rt == "llama-fa" else "0", a.llama_bins], None
+    if rt == "torch":
+        env = dict(os.environ, LD_LIBRARY_PATH=a.openblas_dir, OPENBLAS_NUM_THREADS=str(threads),
+                   OMP_NUM_THREADS=str(threads))
+        return ["/usr/bin/python3", os.path.join(HERE, "torch_driver.py"), os.path.join(m, "dense"), a.ids, str(n),
+                str(threads), str(warm), logits], env
+    raise ValueError(rt)
+
+
+def compare(peer, tern):
+    diff = np.abs(peer.astype(np.float64) - tern.astype(np.float64))
+    return {"max_abs_err_over_max_abs": float(diff.max() / np.abs(tern).max()),
+            "rel_l2_err": float(np.linalg.norm(diff) / np.linalg.norm(tern))}
+
+
+def fit_budget(points, budget, degree):
+    """points: [(n, bytes)]. Least-squares polynomial of `degree` in n (at most len-1); the smallest n > max measured
+    n where it reaches budget, or None if it never does within 2^24 tokens."""
+    ns = np.array([p[0] for p in points], dtype=np.float64)
+    ys = np.array([p[1] for p in points], dtype=np.float64)
+    deg = min(degree, len(points) - 1)
+    coef = np.polyfit(ns, ys, deg)
+    while deg > 1 and coef[0] < 0:  # memory that grows slower than linearly gets the linear fit, not a falling one
+        deg -= 1
+        coef = np.polyfit(ns, ys, deg)
+    if max(ys) >= budget:
+        return {"n": None, "measured_over": True, "coef": coef.tolist()}
+    lo = int(max(ns))
+    hi = lo
+    while np.polyval(coef, hi) < budget:
+        hi *= 2
+        if hi > 1 << 24:
+            return {"n": None, "coef": coef.tolist()}
+    while hi - lo > max(1, lo // 1000):
+        mid = (lo + hi) // 2
+        if np.polyval(coef, mid) < budget:
+            lo = mid
+        else:
+            hi = mid
+    return {"n": int(hi), "coef": coef.tolist(), "degree": deg}
+
+
+def fmt_mib(b):
+    return f"{b / MiB:.0f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--models", required=True, help="directory made by make_model.py (+ dense.tern, windowed.tern)")
+    ap.add_argument("--ids", required=True, help="int32 ids, at least max n of them")
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--node-modules", required=True)
+    ap.add_argument("--peer-llama", required=True)
+    ap.add_argument("--llama-bins", required=True)
+    ap.add_argument("--openblas-dir", default="/usr/lib/x86_64-linux-gnu/openblas-pthread")
+    ap.add_argument("--ns", default="512,2048,8192")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--warm", type=int, default=3)
+    ap.add_argument("--long-n", type=int, default=8192, help="from this n on, use --long-threads and --long-warm")
+    ap.add_argument("--long-threads", default="1")
+    ap.add_argument("--long-warm", type=int, default=1)
+    ap.add_argument("--windowed-ns", default="8192,16384,32768")
+    ap.add_argument("--windowed-warm", type=int, default=0, help="warm runs after the first, windowed model")
+    ap.add_argument("--budget-gib", type=float, default=4.0)
+    ap.add_argument("--runtimes", default=",".join(RUNTIMES))
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--tmp", default="/tmp")
+    ap.add_argument("--phases", default="dense,windowed,linear", help="which measurements to run")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep what --json already holds and measure only what it lacks (an interrupted run)")
+    a = ap.parse_args()
+    phases = a.phases.split(",")
+    ns = [int(x) for x in a.ns.split(",")]
+    threads_list = [int(x) for x in a.threads.split(",")]
+    runtimes = a.runtimes.split(",")
+    t_start = time.monotonic()
+
+    long_threads = [int(x) for x in a.long_threads.split(",")]
+    results = []
+    windowed = []
+    linear = []
+    doc = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                       "cpu": next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
+                                    if ln.startswith("model name")), "")},
+           "model": json.load(open(os.path.join(a.models, "dense", "config.json"))),
+           "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
+           "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
+           "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": []}
+    if a.resume and os.path.exists(a.json):
+        old = json.load(open(a.json))
+        results.extend(old.get("dense", []))
+        windowed.extend(old.get("windowed", []))
+        linear.extend(old.get("linear", []))
+        t_start -= old.get("total_s", 0)
+    done = {(r["runtime"], r["n"], r["threads"]) for r in results + windowed if r["rc"] == 0}
+
+    def save():  # after every measurement, so that an interrupted run keeps what it measured
+        doc["total_s"] = time.monotonic() - t_start
+        doc["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+
+    for n in (ns if "dense" in phases else []):
+        for t in (threads_list if n < a.long_n else long_threads):
+            warm = a.warm if n < a.long_n else a.long_warm
+            tern_logits = None
+            for rt in runtimes:
+                if (rt, n, t) in done and not (rt == "tern" and any((p, n, t) not in done for p in runtimes)):
+                    continue  # measured already (Tern reruns when a peer needs its logits)
+                if rt == "tern":
+                    results[:] = [r for r in results if (r["runtime"], r["n"], r["threads"]) != (rt, n, t)]
+                lp = os.path.join(a.tmp, f"peers_logits_{rt}_{n}_{t}.f32")
+                cmd, env = command(rt, a, n, t, warm, lp)
+                rc, out, err, rss, wall = measured(cmd, env)
+                rec = {"runtime": rt, "n": n, "threads": t, "rc": rc, "peak_rss_bytes": rss, "wall_s": wall}
+                if rc != 0:
+                    rec["error"] = err.strip()[-2000:]
+                    log(f"{rt} n={n} t={t}: FAILED rc={rc}: {err.strip()[-500:]}")
+                    results.append(rec)
+                    continue
+                info = json.loads(out.strip().splitlines()[-1])
+                rec.update(info)
+                rec["steady_ms"] = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
+                logits = np.fromfile(lp, dtype=np.float32)
+                os.unlink(lp)
+                if rt == "tern":
+                    tern_logits = logits
+                elif tern_logits is not None and logits.size == tern_logits.size:
+                    rec.update(compare(logits, tern_logits))
+                elif tern_logits is not None:
+                    rec["error"] = f"logits size {logits.size} != Tern's {tern_logits.size}"
+                log(f"{rt:9s} n={n:6d} t={t}: first {info['first_ms'] / 1e3:8.3f} s, steady "
+                    f"{rec['steady_ms'] / 1e3:8.3f} s, peak RSS {rss / MiB:7.0f} MiB"
+                    + (f", err {rec['max_abs_err_over_max_abs']:.2e}" if "max_abs_err_over_max_abs" in rec else ""))
+                results.append(rec)
+                save()
+
+    # Tern's windowed model: the same weights with a sliding window, at lengths where the peers' dense (masked)
+    # equivalents cannot fit the budget, at the largest thread count (by default one run each: it is the memory
+    # that matters here; steady = first when there are no warm runs).
+    t = max(long_threads)
+    for n in ([int(x) for x in a.windowed_ns.split(",") if x] if "windowed" in phases else []):
+        if ("tern-windowed", n, t) in done:
+            continue
+        lp = os.path.join(a.tmp, f"peers_logits_windowed_{n}.f32")
+        cmd = [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(a.models, "windowed.tern"), a.ids,
+               str(n), str(t), str(a.windowed_warm), lp]
+        rc, out, err, rss, wall = measured(cmd)
+        rec = {"runtime": "tern-windowed", "n": n, "threads": t, "rc": rc, "peak_rss_bytes": rss, "wall_s": wall}
+        if rc == 0:
+            info = json.loads(out.strip().splitlines()[-1])
+            rec.update(info)
+            rec["steady_ms"] = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
+            log(f"tern-windowed n={n:6d} t={t}: first {info['first_ms'] / 1e3:8.3f} s, steady "
+                f"{rec['steady_ms'] / 1e3:8.3f} s, peak RSS {rss / MiB:7.0f} MiB")
+        else:
+            rec["error"] = err.strip()[-2000:]
+            log(f"tern-windowed n={n}: FAILED rc={rc}: {err.strip()[-500:]}")
+        if os.path.exists(lp):
+            os.unlink(lp)
+        windowed.append(rec)
+        save()
+
+    # linear layers against bare XNNPACK, same model, n = 2048 (or the largest n below it)
+    n_lin = max([n for n in ns if n <= 2048] or [min(ns)])
+    for t in (threads_list if "linear" in phases else []):
+        if any(r["threads"] == t for r in linear):
+            continue
+        rc, out, err, _, _ = measured([os.path.join(a.build, "tools", "bench", "linear_bench"),
+                                       os.path.join(a.models, "dense.tern"), "--tokens", str(n_lin), "--threads",
+                                       str(t), "--repetitions", "3"])
+        row = next((ln for ln in out.splitlines() if ln.startswith("| all")), None)
+        if rc == 0 and row:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            linear.append({"n": n_lin, "threads": t, "tern_ms": float(cells[2]), "xnnpack_ms": float(cells[3]),
+                           "ratio": float(cells[4].rstrip("%")) / 100})
+            save()
+        else:
+            log(f"linear_bench t={t}: rc={rc} {err[-300:]}")
+
+    # memory budget: n at which each runtime's dense forward would pass the budget, from the measured peak RSS
+    budget = doc["budget_bytes"]
+    budget_rows = doc["budget"]
+    results.sort(key=lambda r: (r["n"], r["threads"], RUNTIMES.index(r["runtime"])))
+    for rt in runtimes:
+        pts = [(r["n"], r["peak_rss_bytes"]) for r in results if r["runtime"] == rt and r["rc"] == 0
+               and r["threads"] == min(threads_list)]
+        if len(pts) >= 2:
+            budget_rows.append(dict(runtime=rt, model="dense", points=pts, **fit_budget(pts, budget, 2)))
+    pts = [(r["n"], r["peak_rss_bytes"]) for r in windowed if r["rc"] == 0]
+    if len(pts) >= 2:
+        budget_rows.append(dict(runtime="tern-windowed", model="windowed", points=pts, **fit_budget(pts, budget, 1)))
+
+    save()
+
+    print_tables(doc, runtimes, ns, threads_list)
+
+
+def print_tables(doc, runtimes, ns, threads_list):
+    res = doc["dense"]
+    get = lambda rt, n, t: next((r for r in res if r["runtime"] == rt and r["n"] == n and r["threads"] == t  # noqa
+                                 and r["rc"] == 0), None)
+    cfg = doc["model"]
+    print(f"\nDense model: {cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads, vocab "
+          f"{cfg['vocab_size']}, GELU tanh, learned positions, tied embeddings; F32 weights everywhere. "
+          f"Steady = median of the warm runs after the first ({doc['warm_runs']} below n = {doc['long_n']}, "
+          f"{doc['long_warm_runs']} from {doc['long_n']} on). Error = max |peer - Tern| / max |Tern| over all "
+          f"logits.\n")
+    print("| n | threads | runtime | first s | steady s | Tern / peer (steady) | peak RSS MiB | error vs Tern |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    for n in ns:
+        for t in threads_list:
+            tern = get("tern", n, t)
+            for rt in runtimes:
+                r = get(rt, n, t)
+                if r is None and not any(x["n"] == n and x["threads"] == t for x in res):
+                    continue
+                if r is None:
+                    print(f"| {n} | {t} | {LABEL[rt]} | failed | | | | |")
+                    continue
+                ratio = f"{tern['steady_ms'] / r['steady_ms']:.2f}" if tern and rt != "tern" else ""
+                err = f"{r['max_abs_err_over_max_abs']:.1e}" if "max_abs_err_over_max_abs" in r else ""
+                print(f"| {n} | {t} | {LABEL[rt]} | {r['first_ms'] / 1e3:.3f} | {r['steady_ms'] / 1e3:.3f} | "
+                      f"{ratio} | {fmt_mib(r['peak_rss_bytes'])} | {err} |")
+
+    if 2048 in ns:
+        print("\nGoal at n = 2048: Tern's steady time at most 0.8x the faster of ONNX Runtime and llama.cpp FA; "
+              "peak RSS at most llama.cpp FA's.\n")
+        print("| threads | Tern s | faster peer | its s | Tern / peer | time goal (<= 0.8) | Tern RSS MiB | "
+              "llama.cpp FA RSS MiB | memory goal |")
+        print("|---:|---:|---|---:|---:|---|---:|---:|---|")
+        for t in threads_list:
+            tern, ort, lfa = get("tern", 2048, t), get("ort", 2048, t), get("llama-fa", 2048, t)
+            peers = [p for p in (ort, lfa) if p]
+            if not tern or not peers:
+                continue
+            best = min(peers, key=lambda p: p["steady_ms"])
+            ratio = tern["steady_ms"] / best["steady_ms"]
+            mem_ok = lfa and tern["peak_rss_bytes"] <= lfa["peak_rss_bytes"]
+            print(f"| {t} | {tern['steady_ms'] / 1e3:.3f} | {LABEL[best['runtime']]} | {best['steady_ms'] / 1e3:.3f} "
+                  f"| {ratio:.2f} | {'met' if ratio <= 0.8 else 'not met'} | {fmt_mib(tern['peak_rss_bytes'])} | "
+                  f"{fmt_mib(lfa['peak_rss_bytes']) if lfa else ''} | {'met' if mem_ok else 'not met'} |")
+
+    if doc["linear"]:
+        print("\nLinear layers against bare XNNPACK fully-connected operators of the same shapes "
+              "(build/tools/bench/linear_bench, goal >= 90%):\n")
+        print("| n | threads | Tern linear ms | bare XNNPACK ms | Tern speed / XNNPACK speed |")
+        print("|---:|---:|---:|---:|---:|")
+        for r in doc["linear"]:
+            print(f"| {r['n']} | {r['threads']} | {r['tern_ms']:.2f} | {r['xnnpack_ms']:.2f} | {100 * r['ratio']:.1f}% |")
+
+    if doc["windowed"]:
+        w = doc["windowed_attention"]
+        print(f"\nTern, the same weights with sliding-window attention (window {w['window']}), "
+              f"{doc['windowed'][0]['threads']} thread(s):\n")
+        print("| n | first s | steady s (first if no warm runs) | tokens/s | peak RSS MiB |")
+        print("|---:|---:|---:|---:|---:|")
+        for r in doc["windowed"]:
+            if r["rc"] != 0:
+                print(f"| {r['n']} | failed | | | |")
+                continue
+            print(f"| {r['n']} | {r['first_ms'] / 1e3:.2f} | {r['steady_ms'] / 1e3:.2f} | "
+                  f"{r['n'] / (r['steady_ms'] / 1e3):.0f} | {fmt_mib(r['peak_rss_bytes'])} |")
+
+    if doc["budget"]:
+        b = doc["budget_bytes"]
+        print(f"\nLongest n within a {b / GiB:.0f} GiB peak-RSS budget. Extrapolated, not run: a least-squares fit of "
+              "peak RSS against n through the measured points (quadratic for the dense runs, linear where the quadratic "
+              "term comes out negative and for Tern's windowed model), solved for the budget. None of the peers has a windowed GPT-2: a sliding-window "
+              "model runs there as the dense graph plus a mask, which needs at least the dense graph's memory, so "
+              "its limit is at most the dense one's.\n")
+        print("| runtime | model | measured peak RSS (n: MiB) | n at the budget |")
+        print("|---|---|---|---:|")
+        for r in doc["budget"]:
+            pts = ", ".join(f"{n}: {fmt_mib(v)}" for n, v in r["points"])
+            lim = (f"~{r['n']}" if r["n"] else ("already over at the measured n" if r.get("measured_over")
+                                                 else "beyond 16M"))
+            name = LABEL.get(r["runtime"], "Tern (sliding window)")
+            print(f"| {name} | {r['model']} | {pts} | {lim} |")
+    print(f"\n(total {doc['total_s'] / 60:.1f} min, {doc['date']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+// Side-by-side driver for Tern (tools/bench/peers/run.py): one forward of N ids, the first run and WARM more, and the
+// logits of the last run. Usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32
+// Prints one JSON line: load + session creation, first run, warm runs (ms). The caller measures peak RSS.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tern/tern.h"
+
+static double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int main(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32\n");
+    return 2;
+  }
+  const long n = std::atol(argv[3]);
+  const int threads = std::atoi(argv[4]), warm = std::atoi(argv[5]);
+  std::vector<int32_t> ids(size_t(n > 0 ? n : 1));
+  FILE* f = std::fopen(argv[2], "rb");
+  if (!f || std::fread(ids.data(), sizeof(int32_t), size_t(n), f) != size_t(n)) {
+    std::fprintf(stderr, "peer_tern: cannot read %ld ids from %s\n", n, argv[2]);
+    return 1;
+  }
+  std::fclose(f);
+  const double t0 = now_ms();
+  tern_model* model = nullptr;
+  if (tern_model_load(argv[1], &model) != TERN_OK) {
+    std::fprintf(stderr, "peer_tern: %s\n", tern_last_error());
+    return 1;
+  }
+  tern_session_options opt;
+  tern_session_options_init(&opt);
+  opt.threads = threads;
+  opt.max_tokens = n;  // size the arena and state for this n, as the peers size theirs
+  opt.max_batch = n;
+  tern_session* s = nullptr;
+  if (tern_session_create(model, &opt, &s) != TERN_OK) {
+    std::fprintf(stderr, "peer_tern: %s\n", tern_last_error());
+    return 1;
+  }
+  const double t1 = now_ms();
+  std::vector<float> logits(size_t(n) * size_t(tern_session_vocab_size(s)));
+  std::vector<double> times;
+  for (int r = 0; r <= warm; ++r) {
+    const double a = now_ms();
+    if (tern_session_forward(s, ids.data(), n, logits.data()) != TERN_OK) {
+      std::fprintf(stderr, "peer_tern: %s\n", tern_session_last_error(s));
+      return 1;
+    }
+    times.push_back(now_ms() - a);
+  }
+  FILE* o = std::fopen(argv[6], "wb");
+  if (!o || std::fwrite(logits.data(), sizeof(float), logits.size(), o) != logits.size()) return 1;
+  std::fclose(o);
+  std::printf("{\"load_ms\": %.3f, \"first_ms\": %.3f, \"warm_ms\": [", t1 - t0, times[0]);
+  for (size_t i = 1; i < times.size(); ++i) std::printf("%s%.3f", i > 1 ? ", " : "", times[i]);
+  std::printf("]}\n");
+  tern_session_free(s);
+  tern_model_free(model);
+  return 0;
+}
