@@ -1,8 +1,10 @@
 #version 450
 // POSITION: y[i] = x[i] + pe[pos0 + i]. x, y [n, d].
-// LEARNED: table [P, d]. SINUSOIDAL: table [d/2, 2] holds each frequency f_k = 10000^(-2k/d) in turns, f/(2 pi),
-// split into a high and a low float (computed in double on the host), so the angle keeps its precision at large
-// positions: pe[p, 2k] = sin(2 pi p f), pe[p, 2k+1] = cos(2 pi p f). arg: d.
+// LEARNED: table [P, d]. SINUSOIDAL: pe[p, 2k] = sin(2 pi p f_k), pe[p, 2k+1] = cos(2 pi p f_k), f_k = 10000^(-2k/d)
+// turns. A float angle would be off by ~0.1 rad a million tokens in, so the angle is taken exactly, in turns mod 1:
+// p is split into base-4096 digits p = d0 + d1 4096 + d2 4096^2, and table [d/2, 3, 4] holds, per frequency and
+// digit weight W, frac(W f_k / (2 pi)) (computed in double on the host) as four parts of 12 significant bits each.
+// A 12-bit digit times a 12-bit part is exact in float, and so is its fract. arg: d.
 #include "common/interface.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
@@ -20,12 +22,12 @@ void main() {
     if (LEARNED) {
       pe = table[pc.off[2] + p * d + j];
     } else {
-      uint k = j / 2;
-      float hi = table[pc.off[2] + 2 * k], lo = table[pc.off[2] + 2 * k + 1];
-      float pf = float(p);  // exact below 2^24
-      precise float whole = pf * hi;
-      precise float err = fma(pf, hi, -whole);  // the rounding error of the product, exactly
-      float turns = fract(whole) + (err + pf * lo);
+      uint base = pc.off[2] + (j / 2) * 12;
+      float digits[3] = float[3](float(p & 4095u), float((p >> 12) & 4095u), float(p >> 24));
+      precise float turns = 0.0;
+      for (uint w = 0; w < 3; ++w) {
+        for (uint part = 0; part < 4; ++part) turns = fract(turns + fract(digits[w] * table[base + w * 4 + part]));
+      }
       vec2 sc = sincos_turns(turns);
       pe = (j % 2 == 0) ? sc.x : sc.y;
     }

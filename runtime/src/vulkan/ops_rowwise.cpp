@@ -43,6 +43,14 @@ DispatchSpec per_row(const Node& node, const Lowering& low, const char* shader, 
   return s;
 }
 
+// x's 12 leading significant bits (x in [0, 1)), exactly representable in float.
+float top_bits(double x, int bits) {
+  if (x <= 0.0) return 0.0f;
+  int e = 0;
+  std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1)
+  return float(std::ldexp(std::floor(std::ldexp(x, bits - e)), e - bits));
+}
+
 }  // namespace
 
 Status lower_embedding(const Node& node, Lowering& low) {
@@ -73,12 +81,19 @@ Status lower_position(const Node& node, Lowering& low) {
   if (learned) {
     table = low.weight(node.weights[0]);  // [P, d]
   } else {
-    // [d/2, 2]: frequency k in turns, 10000^(-2k/d) / (2 pi), as a high float and the low float of the remainder.
-    std::vector<float> turns(static_cast<size_t>(d));
+    // [d/2, 3, 4]: per frequency f_k (in turns) and digit weight W = 4096^w, frac(W f_k) as four parts of 12
+    // significant bits (shaders/position.comp says why).
+    std::vector<float> turns(static_cast<size_t>(d / 2 * 12));
     for (int64_t k = 0; k < d / 2; ++k) {
       const double f = std::pow(10000.0, -double(2 * k) / double(d)) / (2.0 * M_PI);
-      turns[size_t(2 * k)] = float(f);
-      turns[size_t(2 * k + 1)] = float(f - double(float(f)));
+      for (int w = 0; w < 3; ++w) {
+        double rest = std::fmod(f * std::pow(4096.0, w), 1.0);
+        for (int part = 0; part < 4; ++part) {
+          const float top = top_bits(rest, 12);
+          turns[size_t(k * 12 + w * 4 + part)] = top;
+          rest -= double(top);
+        }
+      }
     }
     table = low.constant(std::move(turns), "sinusoid frequencies");
   }
