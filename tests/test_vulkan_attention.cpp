@@ -244,3 +244,24 @@ TEST_CASE("vulkan: a dispatch or binding over a device limit fails with the limi
   CHECK_THAT(big.message(), Catch::Contains("maxStorageBufferRange") && Catch::Contains("lm_head"));
 }
 #endif
+
+TEST_CASE("vulkan: per-op profiling times each op's dispatches on the device", "[vulkan]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  AttentionModel m = attention_model(vulkan_kinds()[0], 2, 8, 16, "vk_profile");
+  tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, m.model, 1, 16);
+  REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);
+  std::vector<float> out(16 * 16);
+  for (int run = 0; run < 2; ++run) REQUIRE(tern_session_forward(s, m.ids.data(), 16, out.data()) == TERN_OK);
+  size_t count = 0;
+  REQUIRE(tern_session_get_profile(s, nullptr, 0, &count) == TERN_OK);
+  std::vector<tern_op_profile> ops(count);
+  REQUIRE(tern_session_get_profile(s, ops.data(), count, &count) == TERN_OK);
+  REQUIRE(count == 2);  // the embedding and the attention
+  for (const auto& op : ops) {
+    INFO(op.name);
+    CHECK(op.calls == 2);
+    CHECK(op.total_ns > 0);  // lavapipe and GPUs have timestamps on their compute queues
+  }
+  tern_session_free(s);
+  tern_model_free(m.model);
+}

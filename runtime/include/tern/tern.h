@@ -98,7 +98,8 @@ tern_status tern_session_memory(const tern_session* session, tern_memory_plan* o
 
 tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out);
 
-/* Per-op timing (CPU backend; a Vulkan session reports no ops yet): off by default. When on, every op's run is timed with a steady clock (a few ns per op). */
+/* Per-op timing: off by default. On the CPU every op's run is timed with a steady clock; on Vulkan each op's
+ * dispatches are timed on the device with timestamp queries (devices without timestamps report zeros). */
 typedef struct {
   const char* name;  /* the op's name in the model, e.g. "layers.0.attn" */
   const char* kind;  /* the op code, e.g. "ATTENTION" */

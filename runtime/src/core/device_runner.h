@@ -22,8 +22,9 @@ class DeviceRunner {
  public:
   virtual ~DeviceRunner() = default;
   // Runs ids [n] at positions pos0..pos0+n-1 after the pos0 tokens held in the state; logits [n, vocab] or null.
-  // No allocation; ids are checked against the vocabulary before anything runs.
-  virtual Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits) = 0;
+  // No allocation; ids are checked against the vocabulary before anything runs. op_ns (per node) or null: each op's
+  // device time (timestamp queries) is added to it.
+  virtual Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, uint64_t* op_ns) = 0;
   virtual const DeviceInfo& device() const = 0;
   virtual uint64_t weight_bytes() const = 0;  // device copies of the model's weights
   virtual uint64_t arena_bytes() const = 0;   // activations for max_batch tokens, in device memory

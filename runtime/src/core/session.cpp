@@ -169,6 +169,7 @@ bool Session::build_device(const tern_session_options& options, Status* st) {
   run_all_.assign(model_.nodes().size(), true);
   run_for_state_ = run_all_;
   profile_.assign(model_.nodes().size(), {0, 0});
+  device_ns_.assign(model_.nodes().size(), 0);
   *st = Status::Ok();
   return true;
 }
@@ -189,7 +190,12 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
                            " more exceed its max_tokens of " + std::to_string(max_tokens_) + " (reset it, or create it with a larger max_tokens)");
   }
   if (device_) {
-    Status st = device_->run(ids, n, position_, logits);
+    if (profiling_) std::fill(device_ns_.begin(), device_ns_.end(), 0);
+    Status st = device_->run(ids, n, position_, logits, profiling_ ? device_ns_.data() : nullptr);
+    for (size_t i = 0; profiling_ && i < device_ns_.size(); ++i) {
+      profile_[i].first += 1;
+      profile_[i].second += device_ns_[i];
+    }
     if (!st.ok()) {
       reset();
       return st;

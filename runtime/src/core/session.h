@@ -67,6 +67,7 @@ class Session {
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
   bool profiling_ = false;
   std::vector<std::pair<int64_t, uint64_t>> profile_;  // per node: calls, total ns; sized at creation
+  std::vector<uint64_t> device_ns_;   // per node: device time of the last call, when profiling a Vulkan session
 };
 
 }  // namespace tern

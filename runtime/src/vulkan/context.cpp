@@ -104,13 +104,17 @@ Status Context::init(int device_choice, bool allow_cpu_device) {
   std::vector<VkPhysicalDevice> devices(count);
   TERN_VK_RETURN_IF_ERROR(api_.vkEnumeratePhysicalDevices(instance_, &count, devices.data()), "vkEnumeratePhysicalDevices");
   // The first queue family with compute, per device; -1 where none.
+  std::vector<uint32_t> timestamp_bits;  // of the chosen device's compute family, filled below
   auto compute_family = [&](VkPhysicalDevice d) {
     uint32_t n = 0;
     api_.vkGetPhysicalDeviceQueueFamilyProperties(d, &n, nullptr);
     std::vector<VkQueueFamilyProperties> fams(n);
     api_.vkGetPhysicalDeviceQueueFamilyProperties(d, &n, fams.data());
     for (uint32_t i = 0; i < n; ++i) {
-      if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return int(i);
+      if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+        timestamp_bits.assign(1, fams[i].timestampValidBits);
+        return int(i);
+      }
     }
     return -1;
   };
@@ -146,6 +150,7 @@ Status Context::init(int device_choice, bool allow_cpu_device) {
     }
   }
   queue_family_ = uint32_t(compute_family(physical_));
+  const bool timestamps = !timestamp_bits.empty() && timestamp_bits[0] > 0;
   api_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
   info_.name = props.deviceName;
@@ -170,6 +175,7 @@ Status Context::init(int device_choice, bool allow_cpu_device) {
   limits_.max_push_constants_size = l.maxPushConstantsSize;
   limits_.max_bound_descriptor_sets = l.maxBoundDescriptorSets;
   limits_.max_per_stage_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
+  limits_.timestamp_period_ns = timestamps ? l.timestampPeriod : 0.0f;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

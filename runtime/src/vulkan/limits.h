@@ -19,6 +19,7 @@ struct DeviceLimits {
   uint32_t max_push_constants_size = 0;
   uint32_t max_bound_descriptor_sets = 0;
   uint32_t max_per_stage_storage_buffers = 0;     // maxPerStageDescriptorStorageBuffers
+  float timestamp_period_ns = 0;                  // timestampPeriod; 0 when the compute queue has no timestamps
 };
 
 // What one dispatch of one pipeline needs; `where` names the op for messages.

@@ -30,7 +30,8 @@ namespace tern::vk {
   X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkCmdBindPipeline)             \
   X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatchIndirect) X(vkCmdPipelineBarrier)          \
   X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)                 \
-  X(vkResetFences) X(vkDeviceWaitIdle)
+  X(vkResetFences) X(vkDeviceWaitIdle)            \
+  X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 #define TERN_VK_DECLARE(name) PFN_##name name = nullptr;
 

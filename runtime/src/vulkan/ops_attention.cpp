@@ -47,6 +47,7 @@ Status lower_attention(const Node& node, Lowering& low) {
   }
   DispatchSpec a;
   a.where = where(node);
+  a.node = node.index;
   a.shader = "attention";
   a.spec = {kQueryRows, uint32_t(dh), key_tile, pattern_kind(pattern.value().kind)};
   a.local_size = {kQueryRows, 1, 1};
@@ -64,6 +65,7 @@ Status lower_attention(const Node& node, Lowering& low) {
 
   DispatchSpec kv;
   kv.where = where(node);
+  kv.node = node.index;
   kv.shader = "kv_append";
   kv.local_size = {256, 1, 1};
   kv.args[0] = int32_t(inner);

@@ -17,6 +17,7 @@ Status lower_linear(const Node& node, Lowering& low) {
                          l.max_compute_work_group_size[1] >= 16) ? 16 : 8;
   DispatchSpec s;
   s.where = where(node);
+  s.node = node.index;
   s.shader = "linear";
   s.spec = {tile, has_bias ? 1u : 0u};
   s.local_size = {tile, tile, 1};

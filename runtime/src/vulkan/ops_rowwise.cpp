@@ -13,6 +13,7 @@ int64_t width(const Lowering& low, int value) { return low.model.values()[value]
 DispatchSpec elementwise(const Node& node, const char* shader, int64_t d) {
   DispatchSpec s;
   s.where = where(node);
+  s.node = node.index;
   s.shader = shader;
   s.local_size = {kElementwiseGroup, 1, 1};
   s.args[0] = int32_t(d);
@@ -33,6 +34,7 @@ uint32_t row_group(const Lowering& low, int64_t d) {
 DispatchSpec per_row(const Node& node, const Lowering& low, const char* shader, int64_t d) {
   DispatchSpec s;
   s.where = where(node);
+  s.node = node.index;
   s.shader = shader;
   const uint32_t wg = row_group(low, d);
   s.spec = {wg};

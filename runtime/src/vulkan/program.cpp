@@ -24,6 +24,7 @@ Program::Program(const Context& ctx, Memory& memory, PipelineCache& pipelines, i
 Program::~Program() {
   const Api& vk = ctx_.api();
   if (fence_) vk.vkDestroyFence(ctx_.device(), fence_, nullptr);
+  if (timestamps_) vk.vkDestroyQueryPool(ctx_.device(), timestamps_, nullptr);
   if (command_pool_) vk.vkDestroyCommandPool(ctx_.device(), command_pool_, nullptr);
   if (pool_) vk.vkDestroyDescriptorPool(ctx_.device(), pool_, nullptr);
 }
@@ -47,6 +48,7 @@ Status Program::add(DispatchSpec spec) {
   if (!pipeline.ok()) return pipeline.status();
   d.pipeline = pipeline.value();
   d.groups = std::move(spec.groups);
+  d.node = spec.node;
   d.push.arg = spec.args;
   const uint64_t align = limits.min_storage_buffer_offset_alignment;
   for (size_t i = 0; i < spec.bindings.size(); ++i) {
@@ -116,8 +118,19 @@ Status Program::finish() {
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   TERN_VK_RETURN_IF_ERROR(vk.vkCreateFence(dev, &fci, nullptr, &fence_), "vkCreateFence");
 
+  if (ctx_.limits().timestamp_period_ns > 0) {
+    VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qci.queryCount = uint32_t(dispatches_.size() + 1);
+    TERN_VK_RETURN_IF_ERROR(vk.vkCreateQueryPool(dev, &qci, nullptr, &timestamps_), "vkCreateQueryPool");
+  }
+
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   TERN_VK_RETURN_IF_ERROR(vk.vkBeginCommandBuffer(commands_, &bi), "vkBeginCommandBuffer");
+  if (timestamps_) {
+    vk.vkCmdResetQueryPool(commands_, timestamps_, 0, uint32_t(dispatches_.size() + 1));
+    vk.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
+  }
   for (size_t i = 0; i < dispatches_.size(); ++i) {
     const Dispatch& d = dispatches_[i];
     vk.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline);
@@ -126,13 +139,15 @@ Status Program::finish() {
     vk.vkCmdDispatchIndirect(commands_, indirect_.buffer, indirect_.offset + i * sizeof(VkDispatchIndirectCommand));
     // Ops run in graph order; each may read what any earlier one wrote (and the arena reuses space).
     barrier(vk, commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    // After the barrier: this dispatch has finished, so the difference with the previous stamp is its time.
+    if (timestamps_) vk.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, uint32_t(i + 1));
   }
   barrier(vk, commands_, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
   TERN_VK_RETURN_IF_ERROR(vk.vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
   return Status::Ok();
 }
 
-Status Program::run(int64_t n, int64_t pos0) {
+Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
   const Api& vk = ctx_.api();
   const uint32_t call[2] = {uint32_t(n), uint32_t(pos0)};
   std::memcpy(call_.mapped, call, sizeof call);
@@ -147,6 +162,19 @@ Status Program::run(int64_t n, int64_t pos0) {
   TERN_VK_RETURN_IF_ERROR(vk.vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
   TERN_VK_RETURN_IF_ERROR(vk.vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "vkQueueSubmit");
   TERN_VK_RETURN_IF_ERROR(vk.vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, kFenceTimeoutNs), "waiting for the device");
+  if (op_ns && timestamps_) {
+    std::vector<uint64_t> stamps(dispatches_.size() + 1);
+    VkResult r = vk.vkGetQueryPoolResults(ctx_.device(), timestamps_, 0, uint32_t(stamps.size()),
+                                          stamps.size() * sizeof(uint64_t), stamps.data(), sizeof(uint64_t),
+                                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    TERN_VK_RETURN_IF_ERROR(r, "vkGetQueryPoolResults");
+    const double period = ctx_.limits().timestamp_period_ns;
+    for (size_t i = 0; i < dispatches_.size(); ++i) {
+      if (dispatches_[i].node >= 0 && stamps[i + 1] >= stamps[i]) {
+        op_ns[dispatches_[i].node] += uint64_t(double(stamps[i + 1] - stamps[i]) * period);
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -28,6 +28,7 @@ struct Binding {
 
 struct DispatchSpec {
   std::string where;                 // the op, for messages
+  int node = -1;                     // the op's index, for per-op times
   const char* shader = "";
   std::vector<uint32_t> spec;        // specialization constants
   std::array<uint32_t, 3> local_size{1, 1, 1};  // as the spec constants make it
@@ -48,8 +49,9 @@ class Program {
   Status add(DispatchSpec spec);
   // Allocates descriptor sets and the per-call buffers, and records the command buffer.
   Status finish();
-  // Runs the recorded program for a call of n tokens after pos0 held ones, and waits for it.
-  Status run(int64_t n, int64_t pos0);
+  // Runs the recorded program for a call of n tokens after pos0 held ones, and waits for it. With op_ns (per node)
+  // and a device with timestamps, adds each op's device time to it.
+  Status run(int64_t n, int64_t pos0, uint64_t* op_ns);
 
  private:
   struct Dispatch {
@@ -58,6 +60,7 @@ class Program {
     Push push;
     std::vector<VkDescriptorBufferInfo> buffers;  // bindings 1..
     GroupsFn groups;
+    int node = -1;
   };
 
   const Context& ctx_;
@@ -71,6 +74,7 @@ class Program {
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool timestamps_ = VK_NULL_HANDLE;  // [dispatches + 1]: before the first dispatch and after each
 };
 
 // Runs `record` in a one-time command buffer and waits (weight uploads at session creation).

@@ -14,7 +14,7 @@ namespace {
 class VulkanRunner : public DeviceRunner {
  public:
   Status build(const Model& model, const VulkanConfig& config);
-  Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits) override;
+  Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, uint64_t* op_ns) override;
   const DeviceInfo& device() const override { return ctx_->info(); }
   uint64_t weight_bytes() const override { return weight_bytes_; }
   uint64_t arena_bytes() const override { return arena_bytes_; }
@@ -88,7 +88,7 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   return program_->finish();
 }
 
-Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits) {
+Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, uint64_t* op_ns) {
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= id_limit_) {
       return InvalidArgument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(pos0 + i) +
@@ -96,7 +96,7 @@ Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* log
     }
   }
   std::memcpy(ids_.mapped, ids, size_t(n) * sizeof(int32_t));
-  TERN_RETURN_IF_ERROR(program_->run(n, pos0));
+  TERN_RETURN_IF_ERROR(program_->run(n, pos0, op_ns));
   if (logits) std::memcpy(logits, output_.mapped, size_t(n) * size_t(vocab_) * sizeof(float));
   return Status::Ok();
 }
