@@ -48,8 +48,8 @@ Status Api::load_device(VkDevice device) {
 
 void Api::close() {
   // The loader stays mapped for the life of the process (dlopen counts references; a later session finds it
-  // loaded): unloading it would unload the driver too, which drivers do not all survive, and leak reports from an
-  // unloaded driver could no longer be attributed to it (tests/sanitizers/lsan.supp).
+  // loaded): unloading it would unload the driver too, which drivers do not all survive, and LeakSanitizer could no
+  // longer attribute a driver's allocations to it.
   library = nullptr;
 }
 
