@@ -9,6 +9,8 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   nlohmann-json3-dev catch2
   clang-14 libclang-rt-14-dev   # libFuzzer and clang's sanitizer runtimes, for the fuzz targets (tools/test.sh)
+  libvulkan-dev glslc spirv-tools        # the Vulkan backend: loader + headers, the shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (a CPU Vulkan device, for the tests) and the Khronos validation layer
 )
 
 missing=()

@@ -15,7 +15,7 @@ namespace {
 const char* kUsage = R"(usage: tern-bench MODEL.tern [options]
 
 Measures load time, session creation, prefill (pp<N>) and generation (tg<N>@d<D>) on the CPU, with the
-planner's memory numbers and the process's peak resident memory.
+planner's memory numbers and the process's peak resident memory, on the CPU or a Vulkan device.
   -p, --prefill LIST     prefill lengths (default 512)
   -n, --generate LIST    generation lengths (default 128; 0 for none)
   -d, --depth LIST       tokens already in the state before generating (default 0)
@@ -23,7 +23,8 @@ planner's memory numbers and the process's peak resident memory.
   -t, --threads LIST     thread counts (default 1)
   -o, --output FORMAT    md | json | csv (default md)
   --profile              time every op during the warm runs; print them sorted by time (md output)
-  --backend B            cpu | auto | vulkan (default cpu)
+  --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
+  --device N             Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
   -h, --help             this text
 LIST is comma-separated, e.g. -p 512,2048 -t 1,2.
 )";
@@ -38,6 +39,7 @@ struct Test {
   tern_memory_plan plan{};
   uint64_t peak_rss = 0;
   std::string skipped;
+  std::string backend = "cpu", device = "CPU", driver;  // where the session ran (tern_session_get_backend)
   struct OpTime {
     std::string name, kind;
     int64_t calls;
@@ -69,8 +71,8 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // Runs one test; returns false with a message on a runtime error.
-bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int64_t context, int reps, bool profile,
-              Test* t, std::string* error) {
+bool run_test(const tern_model* model, tern_backend backend, int device, int64_t vocab, int64_t context, int reps,
+              bool profile, Test* t, std::string* error) {
   const int64_t total = t->prefill > 0 ? t->prefill : t->depth + t->generate;
   if (context > 0 && total > context) {
     t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
@@ -79,6 +81,7 @@ bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int6
   tern_session_options so;
   tern_session_options_init(&so);
   so.backend = backend;
+  so.device = device;
   so.threads = t->threads;
   so.max_tokens = total;
   so.max_batch = std::max<int64_t>(1, t->prefill > 0 ? t->prefill : std::max(t->depth, int64_t(1)));
@@ -89,6 +92,11 @@ bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int6
     return false;
   }
   t->create_ms = create.seconds() * 1e3;
+  tern_backend_info where{};
+  tern_session_get_backend(s, &where);
+  t->backend = where.backend == TERN_BACKEND_VULKAN ? "vulkan" : "cpu";
+  t->device = where.device_name;
+  t->driver = where.driver;
   tern_session_plan(s, total, &t->plan);
   std::mt19937 rng(42);
   std::vector<int32_t> ids(static_cast<size_t>(total));
@@ -134,7 +142,14 @@ bool run_test(const tern_model* model, tern_backend backend, int64_t vocab, int6
 }
 
 void print_md(const std::vector<Test>& tests, const std::string& model, double load_ms) {
-  std::printf("model: %s (loaded and verified in %.2f ms)\n\n", model.c_str(), load_ms);
+  std::printf("model: %s (loaded and verified in %.2f ms)\n", model.c_str(), load_ms);
+  for (const Test& t : tests) {
+    if (!t.skipped.empty()) continue;
+    if (t.backend == "vulkan") std::printf("backend: vulkan, device: %s, driver: %s\n", t.device.c_str(), t.driver.c_str());
+    else std::printf("backend: cpu\n");
+    break;
+  }
+  std::printf("\n");
   std::printf("| test | threads | t/s | median ms | p90 ms | min ms | first ms | create ms | peak RSS | arena | state | dense n x n |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Test& t : tests) {
@@ -179,7 +194,7 @@ void print_profile(const std::vector<Test>& tests) {
   }
 }
 
-void print_rows(const std::vector<Test>& tests, const char* backend, double load_ms, bool json) {
+void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
   else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes\n");
   bool first = true;
@@ -187,12 +202,12 @@ void print_rows(const std::vector<Test>& tests, const char* backend, double load
     if (!t.skipped.empty()) continue;
     double med = percentile(t.ms, 0.5);
     const char* fmt = json
-        ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
+        ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
           "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu}"
-        : "%s%s,%s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu";
-    std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), backend, t.threads, (long long)t.n_tokens, med,
+        : "%s%s,%s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu";
+    std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), t.device.c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
                 double(t.n_tokens) / (med / 1e3), (unsigned long long)t.peak_rss,
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
@@ -213,7 +228,7 @@ int fail(const std::string& message, int code = 1) {
 int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
-                        "-o", "--output", "--backend"},
+                        "-o", "--output", "--backend", "--device"},
                        {"-h", "--help", "--profile"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
@@ -239,6 +254,9 @@ int main(int argc, char** argv) {
   tern_backend backend = backend_name == "cpu" ? TERN_BACKEND_CPU : backend_name == "auto" ? TERN_BACKEND_AUTO
                          : backend_name == "vulkan" ? TERN_BACKEND_VULKAN : tern_backend(-1);
   if (int(backend) < 0) return fail("--backend must be cpu, auto or vulkan", 2);
+  const std::string device_text = args.get("--device", "-1");
+  long device = std::strtol(device_text.c_str(), &end, 10);
+  if (device_text.empty() || *end != '\0' || device < -1 || device > 1000000) return fail("--device: expected a device number from 0", 2);
 
   const std::string path = args.positional()[0];
   tern::cli::Timer load_timer;
@@ -273,7 +291,7 @@ int main(int argc, char** argv) {
   for (Test& t : tests) {
     std::string error;
     std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
-    if (!run_test(model, backend, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
+    if (!run_test(model, backend, int(device + 1), info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
       tern_model_free(model);
       return fail(t.name + ": " + error);
     }
@@ -282,7 +300,7 @@ int main(int argc, char** argv) {
     print_md(tests, path + " (" + info.description + ")", load_ms);
     print_profile(tests);
   }
-  else print_rows(tests, backend_name.c_str(), load_ms, format == "json");
+  else print_rows(tests, load_ms, format == "json");
   tern_model_free(model);
   return 0;
 }

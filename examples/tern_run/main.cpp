@@ -15,7 +15,7 @@ namespace {
 
 const char* kUsage = R"(usage: tern-run MODEL.tern [options]
 
-Runs a converted model on the CPU. One or more of:
+Runs a converted model on the CPU or on a Vulkan device. One or more of:
   --prompt TEXT         generate text after TEXT (byte-level models)
   --score FILE          bits per byte of FILE: streamed through the state (Transformer-XL's memory, ...) with
                         --segment, and by default for models without a context limit; otherwise in windows of
@@ -39,7 +39,10 @@ Session:
   --max-tokens N        tokens the session holds (default: the model's context)
   --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context)
   --memory-budget BYTES fail at load unless the session fits in BYTES (default: no budget)
-  --backend B           cpu | auto | vulkan (default cpu)
+  --backend B           cpu | vulkan | auto (default cpu). vulkan: every op as a compute shader on a Vulkan
+                        device (fails, naming the op, for a model with ops that have no shader yet); auto: a
+                        Vulkan GPU when there is one and the model runs there, else the CPU, with a notice
+  --device N            Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
   -h, --help            this text
 )";
 
@@ -52,6 +55,7 @@ struct Options {
   int64_t memory_budget = 0;
   double temperature = 0.7;
   tern_backend backend = TERN_BACKEND_CPU;
+  int64_t device = -1;  // vulkaninfo's numbering; -1: the best device
 };
 
 int fail(const std::string& message, int code = 1) {
@@ -236,7 +240,7 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
                         "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
-                        "--memory-budget"},
+                        "--memory-budget", "--device"},
                        {"-h", "--help", "--perplexity"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
@@ -253,6 +257,7 @@ int main(int argc, char** argv) {
   opt.max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
   opt.max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
   opt.memory_budget = args.get_int("--memory-budget", 0, 1, INT64_MAX);
+  opt.device = args.get_int("--device", -1, 0, 1 << 20);
   if (!args.ok()) return fail(args.error() + "\n" + kUsage, 2);
   if (args.positional().size() != 1) return fail(std::string("expected one model file\n") + kUsage, 2);
   opt.model_path = args.positional()[0];
@@ -292,8 +297,15 @@ int main(int argc, char** argv) {
   if (opt.stream && opt.max_tokens == 0) so.max_tokens = std::max(stream_tokens, info.max_context);
   if (opt.stream && opt.max_batch == 0) so.max_batch = opt.segment;
   so.memory_budget_bytes = uint64_t(opt.memory_budget);
+  so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(err.message);
+  const tern_backend_info where = session.backend();
+  if (where.backend == TERN_BACKEND_VULKAN) {
+    std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s\n", where.device_name, where.device_type, where.driver);
+  } else {
+    std::fprintf(stderr, "backend: cpu\n");
+  }
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
   std::fprintf(stderr, "model: %s (%s), context %lld, loaded in %.3f s\n", opt.model_path.c_str(), info.description,
                static_cast<long long>(context), load_timer.seconds());

@@ -32,8 +32,14 @@ int32_t add_constant(OpGraph& g, const std::string& name, std::vector<int64_t> s
 }
 
 tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens, int64_t max_batch) {
+  return make_session_on(TERN_BACKEND_CPU, model, threads, max_tokens, max_batch);
+}
+
+tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens,
+                              int64_t max_batch) {
   tern_session_options so;
   tern_session_options_init(&so);
+  so.backend = backend;
   so.threads = threads;
   so.max_tokens = max_tokens;
   so.max_batch = max_batch;

@@ -9,6 +9,10 @@
 
 #include <unistd.h>
 
+#ifdef TERN_HAVE_VULKAN
+#include "vulkan/context.h"
+#endif
+
 namespace tern::test {
 
 std::string source_path(const std::string& relative) { return std::string(TERN_SOURCE_DIR) + "/" + relative; }
@@ -47,6 +51,28 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::vector<float> out(n);
   for (auto& x : out) x = dist(rng);
   return out;
+}
+
+bool vulkan_device(std::string* why) {
+#ifdef TERN_HAVE_VULKAN
+  static const std::string missing = [] {
+    auto ctx = tern::vk::Context::create(0, true);
+    return ctx.ok() ? std::string() : ctx.status().message();
+  }();
+  *why = missing;
+  return missing.empty();
+#else
+  *why = "the Vulkan backend is not built";
+  return false;
+#endif
+}
+
+uint64_t vulkan_validation_messages() {
+#ifdef TERN_HAVE_VULKAN
+  return tern::vk::validation_message_count();
+#else
+  return 0;
+#endif
 }
 
 std::string read_file(const std::string& path) {

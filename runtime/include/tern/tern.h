@@ -27,6 +27,10 @@ typedef enum {
 
 typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;
 
+/* TERN_BACKEND_VULKAN runs every op as a compute shader on a Vulkan device (creation fails with TERN_UNSUPPORTED
+ * naming the op when one has no shader yet, or when there is no loader or device). TERN_BACKEND_AUTO takes a Vulkan
+ * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
+ * why; a CPU implementation of Vulkan (Mesa's lavapipe) does not count, the CPU path is faster on the same cores. */
 typedef struct {
   tern_backend backend; /* TERN_BACKEND_CPU by default */
   int threads;          /* 0: one per hardware thread */
@@ -36,7 +40,17 @@ typedef struct {
                                  * state; weights mapped from the file are not counted): creation fails with
                                  * TERN_OUT_OF_MEMORY and the planner's numbers when the plan does not fit. Without a
                                  * budget, a plan larger than the machine's physical memory fails the same way. */
+  int device;           /* Vulkan device. 0: the best one (discrete GPU > integrated > virtual > CPU implementation);
+                         * N >= 1: the loader's device N-1 (what vulkaninfo lists as GPU N-1). Ignored on the CPU. */
 } tern_session_options;
+
+/* Where a session runs (tern_session_get_backend). Strings live as long as the session. */
+typedef struct {
+  tern_backend backend;     /* TERN_BACKEND_CPU or TERN_BACKEND_VULKAN, never AUTO */
+  const char* device_name;  /* "CPU", or the Vulkan device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)" */
+  const char* device_type;  /* "CPU", or discrete GPU | integrated GPU | virtual GPU | CPU | other */
+  const char* driver;       /* "" on the CPU, or the Vulkan driver's name and version */
+} tern_backend_info;
 
 /* What a session needs, from the planner, before any run. */
 typedef struct {
@@ -82,7 +96,10 @@ tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, ter
  * n_tokens is max_batch; dense_attention_bytes is for max_tokens. Constant for the session's life. */
 tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
 
-/* Per-op timing: off by default. When on, every op's run is timed with a steady clock (a few ns per op). */
+tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out);
+
+/* Per-op timing: off by default. On the CPU every op's run is timed with a steady clock; on Vulkan each op's
+ * dispatches are timed on the device with timestamp queries (devices without timestamps report zeros). */
 typedef struct {
   const char* name;  /* the op's name in the model, e.g. "layers.0.attn" */
   const char* kind;  /* the op code, e.g. "ATTENTION" */

@@ -69,6 +69,11 @@ class SessionHandle {
     tern_session_plan(get(), n, &p);
     return p;
   }
+  tern_backend_info backend() const {
+    tern_backend_info b{};
+    tern_session_get_backend(get(), &b);
+    return b;
+  }
   int64_t position() const { return tern_session_position(get()); }
   int64_t vocab_size() const { return tern_session_vocab_size(get()); }
 

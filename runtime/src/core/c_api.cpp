@@ -35,7 +35,7 @@ tern_status record(tern_session* s, const tern::Status& st) {
 extern "C" {
 
 void tern_session_options_init(tern_session_options* options) {
-  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0};
+  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0, 0};
 }
 
 const char* tern_status_string(tern_status status) {
@@ -123,6 +123,17 @@ tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, ter
 tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out) {
   if (!session || !out) return fail(tern::InvalidArgument("tern_session_memory: null argument"));
   *out = session->session->allocated();
+  return TERN_OK;
+}
+
+tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out) {
+  if (!session || !out) return fail(tern::InvalidArgument("tern_session_get_backend: null argument"));
+  const tern::DeviceInfo* device = session->session->device();
+  if (!device) {
+    *out = tern_backend_info{TERN_BACKEND_CPU, "CPU", "CPU", ""};
+  } else {
+    *out = tern_backend_info{TERN_BACKEND_VULKAN, device->name.c_str(), device->type.c_str(), device->driver.c_str()};
+  }
   return TERN_OK;
 }
 

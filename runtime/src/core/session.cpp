@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <thread>
 
 namespace tern {
@@ -67,10 +68,10 @@ Session::~Session() {
 }
 
 Status Session::build(const tern_session_options& options) {
-  if (options.backend == TERN_BACKEND_VULKAN) return Unsupported("the Vulkan backend is not built into this library");
-  if (options.backend != TERN_BACKEND_CPU && options.backend != TERN_BACKEND_AUTO) {
+  if (options.backend != TERN_BACKEND_CPU && options.backend != TERN_BACKEND_AUTO && options.backend != TERN_BACKEND_VULKAN) {
     return InvalidArgument("unknown backend " + std::to_string(int(options.backend)));
   }
+  if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
   // cpuinfo under-reports cores on some virtual machines; the OS count is the one to trust.
@@ -92,6 +93,9 @@ Status Session::build(const tern_session_options& options) {
     if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_));
   }
   TERN_RETURN_IF_ERROR(check_fits(estimate, false, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
+
+  Status device_status;
+  if (build_device(options, &device_status)) return device_status;
 
   pool_ = pthreadpool_create(size_t(threads_));
   if (!pool_) return OutOfMemory("cannot create a thread pool of " + std::to_string(threads_) + " threads");
@@ -145,6 +149,31 @@ Status Session::build(const tern_session_options& options) {
   return Status::Ok();
 }
 
+bool Session::build_device(const tern_session_options& options, Status* st) {
+  if (options.backend == TERN_BACKEND_CPU) return false;
+  VulkanConfig config;
+  config.device = options.device;
+  config.allow_cpu_device = options.backend == TERN_BACKEND_VULKAN || options.device > 0;
+  config.max_tokens = max_tokens_;
+  config.max_batch = max_batch_;
+  auto runner = create_vulkan_runner(model_, config);
+  if (!runner.ok()) {
+    if (options.backend == TERN_BACKEND_VULKAN) {
+      *st = runner.status();
+      return true;
+    }
+    std::fprintf(stderr, "tern: backend auto: running on the CPU (%s)\n", runner.status().message().c_str());
+    return false;
+  }
+  device_ = std::move(runner).value();
+  run_all_.assign(model_.nodes().size(), true);
+  run_for_state_ = run_all_;
+  profile_.assign(model_.nodes().size(), {0, 0});
+  device_ns_.assign(model_.nodes().size(), 0);
+  *st = Status::Ok();
+  return true;
+}
+
 Status Session::forward(const int32_t* ids, int64_t n, float* logits) {
   reset();
   return append(ids, n, logits);
@@ -159,6 +188,20 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   if (position_ + n > max_tokens_) {
     return InvalidArgument("the session holds " + std::to_string(position_) + " tokens; " + std::to_string(n) +
                            " more exceed its max_tokens of " + std::to_string(max_tokens_) + " (reset it, or create it with a larger max_tokens)");
+  }
+  if (device_) {
+    if (profiling_) std::fill(device_ns_.begin(), device_ns_.end(), 0);
+    Status st = device_->run(ids, n, position_, logits, profiling_ ? device_ns_.data() : nullptr);
+    for (size_t i = 0; profiling_ && i < device_ns_.size(); ++i) {
+      profile_[i].first += 1;
+      profile_[i].second += device_ns_[i];
+    }
+    if (!st.ok()) {
+      reset();
+      return st;
+    }
+    position_ += n;
+    return Status::Ok();
   }
   const std::vector<bool>& run = logits ? run_all_ : run_for_state_;
   value_ptrs_[model_.output_value()] = logits ? logits : output_sink_.data();
@@ -209,6 +252,7 @@ tern_memory_plan Session::plan(int64_t n) const {
     p.packed_weight_bytes += k->packed_weight_bytes();
     scratch = std::max(scratch, k->scratch_bytes_for(n));
   }
+  if (device_) p.packed_weight_bytes = device_->weight_bytes();
   p.arena_bytes = plan_arena(model_, run_all_, n).bytes + scratch;
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
@@ -223,6 +267,10 @@ tern_memory_plan Session::allocated() const {
   p.n_tokens = max_batch_;
   p.arena_bytes = (arena_.size() + scratch_.size() + output_sink_.size()) * sizeof(float);
   p.state_bytes = 0;
+  if (device_) {
+    p.arena_bytes = device_->arena_bytes();
+    p.state_bytes = device_->state_bytes();
+  }
   for (const auto& k : kernels_) p.state_bytes += k->state_bytes();
   return p;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_runner.h"
 #include "core/model.h"
 #include "core/planner.h"
 #include "ops/op.h"
@@ -40,10 +41,14 @@ class Session {
   int64_t max_batch() const { return max_batch_; }
   int threads() const { return threads_; }
   const Model& model() const { return model_; }
+  // The device a Vulkan session runs on; null on the CPU.
+  const DeviceInfo* device() const { return device_ ? &device_->device() : nullptr; }
 
  private:
   explicit Session(const Model& model) : model_(model) {}
   Status build(const tern_session_options& options);
+  // Tries the Vulkan backend; false with *st ok when `auto` should go on with the CPU.
+  bool build_device(const tern_session_options& options, Status* st);
 
   const Model& model_;
   pthreadpool_t pool_ = nullptr;
@@ -51,6 +56,7 @@ class Session {
   int64_t max_tokens_ = 0;
   int64_t max_batch_ = 0;
   int64_t position_ = 0;
+  std::unique_ptr<DeviceRunner> device_;             // a Vulkan session: runs every op; kernels_ stays empty
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
   std::vector<bool> run_all_;         // every op
   std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
@@ -61,6 +67,7 @@ class Session {
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
   bool profiling_ = false;
   std::vector<std::pair<int64_t, uint64_t>> profile_;  // per node: calls, total ns; sized at creation
+  std::vector<uint64_t> device_ns_;   // per node: device time of the last call, when profiling a Vulkan session
 };
 
 }  // namespace tern

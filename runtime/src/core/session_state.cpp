@@ -71,6 +71,7 @@ T get(const uint8_t*& p) {
 }  // namespace
 
 Result<size_t> Session::save_state(void* buf, size_t size) const {
+  if (device_) return Unsupported("save_state: the Vulkan backend keeps its state on the device and cannot save it yet");
   uint64_t payload = 0;
   uint32_t entries = 0;
   for (const auto& k : kernels_) {
@@ -109,6 +110,7 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
 }
 
 Status Session::load_state(const void* buf, size_t size) {
+  if (device_) return Unsupported("load_state: the Vulkan backend cannot load a saved state yet");
   if (buf == nullptr) return InvalidArgument("load_state: the buffer is null");
   const auto* in = static_cast<const uint8_t*>(buf);
   if (size < kHeaderBytes || std::memcmp(in, kMagic, sizeof kMagic) != 0) {

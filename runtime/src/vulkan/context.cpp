@@ -1,0 +1,204 @@
+#include "vulkan/context.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace tern::vk {
+namespace {
+
+std::atomic<uint64_t> g_validation_messages{0};
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                     VkDebugUtilsMessageTypeFlagsEXT,
+                                                     const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+  g_validation_messages.fetch_add(1);
+  std::fprintf(stderr, "tern: Vulkan validation (%s): %s\n",
+               severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+               data && data->pMessage ? data->pMessage : "");
+  return VK_FALSE;
+}
+
+bool validation_requested() {
+  const char* v = std::getenv("TERN_VULKAN_VALIDATION");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+// Higher is preferred.
+int rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+uint64_t validation_message_count() { return g_validation_messages.load(); }
+
+Result<std::unique_ptr<Context>> Context::create(int device, bool allow_cpu_device) {
+  std::unique_ptr<Context> c(new Context());
+  Status st = c->init(device, allow_cpu_device);
+  if (!st.ok()) return st;
+  return c;
+}
+
+Status Context::init(int device_choice, bool allow_cpu_device) {
+  TERN_RETURN_IF_ERROR(api_.open());
+  const bool validation = validation_requested();
+  std::vector<const char*> layers, extensions;
+  if (validation) {
+    uint32_t count = 0;
+    api_.vkEnumerateInstanceLayerProperties(&count, nullptr);
+    std::vector<VkLayerProperties> props(count);
+    api_.vkEnumerateInstanceLayerProperties(&count, props.data());
+    bool found = false;
+    for (const auto& p : props) found = found || std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0;
+    if (!found) return Unsupported("TERN_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not installed (vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "tern";
+  app.pEngineName = "tern";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  ici.enabledLayerCount = uint32_t(layers.size());
+  ici.ppEnabledLayerNames = layers.data();
+  ici.enabledExtensionCount = uint32_t(extensions.size());
+  ici.ppEnabledExtensionNames = extensions.data();
+  VkResult r = api_.vkCreateInstance(&ici, nullptr, &instance_);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unsupported("no Vulkan device: the loader found no driver");
+  TERN_VK_RETURN_IF_ERROR(r, "vkCreateInstance");
+  TERN_RETURN_IF_ERROR(api_.load_instance(instance_));
+  if (validation && api_.vkCreateDebugUtilsMessengerEXT) {
+    VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    mci.pfnUserCallback = on_validation_message;
+    TERN_VK_RETURN_IF_ERROR(api_.vkCreateDebugUtilsMessengerEXT(instance_, &mci, nullptr, &messenger_),
+                            "vkCreateDebugUtilsMessengerEXT");
+  }
+
+  uint32_t count = 0;
+  TERN_VK_RETURN_IF_ERROR(api_.vkEnumeratePhysicalDevices(instance_, &count, nullptr), "vkEnumeratePhysicalDevices");
+  if (count == 0) return Unsupported("no Vulkan device");
+  std::vector<VkPhysicalDevice> devices(count);
+  TERN_VK_RETURN_IF_ERROR(api_.vkEnumeratePhysicalDevices(instance_, &count, devices.data()), "vkEnumeratePhysicalDevices");
+  // The first queue family with compute, per device; -1 where none.
+  std::vector<uint32_t> timestamp_bits;  // of the chosen device's compute family, filled below
+  auto compute_family = [&](VkPhysicalDevice d) {
+    uint32_t n = 0;
+    api_.vkGetPhysicalDeviceQueueFamilyProperties(d, &n, nullptr);
+    std::vector<VkQueueFamilyProperties> fams(n);
+    api_.vkGetPhysicalDeviceQueueFamilyProperties(d, &n, fams.data());
+    for (uint32_t i = 0; i < n; ++i) {
+      if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+        timestamp_bits.assign(1, fams[i].timestampValidBits);
+        return int(i);
+      }
+    }
+    return -1;
+  };
+  VkPhysicalDeviceProperties props{};
+  if (device_choice > 0) {
+    if (uint32_t(device_choice) > count) {
+      return InvalidArgument("Vulkan device " + std::to_string(device_choice - 1) + " asked for, but there are " +
+                             std::to_string(count) + " (0.." + std::to_string(count - 1) + ")");
+    }
+    physical_ = devices[size_t(device_choice - 1)];
+    api_.vkGetPhysicalDeviceProperties(physical_, &props);
+    if (compute_family(physical_) < 0) return Unsupported(std::string("Vulkan device '") + props.deviceName + "' has no compute queue");
+  } else {
+    int best = 0;
+    std::string passed_over;
+    for (VkPhysicalDevice d : devices) {
+      VkPhysicalDeviceProperties p{};
+      api_.vkGetPhysicalDeviceProperties(d, &p);
+      if (compute_family(d) < 0) continue;
+      if (!allow_cpu_device && p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        passed_over += std::string(passed_over.empty() ? "" : ", ") + p.deviceName;
+        continue;
+      }
+      if (rank(p.deviceType) + 1 > best) {
+        best = rank(p.deviceType) + 1;
+        physical_ = d;
+        props = p;
+      }
+    }
+    if (physical_ == VK_NULL_HANDLE) {
+      return Unsupported(passed_over.empty() ? "no Vulkan device with a compute queue"
+                                             : "no Vulkan GPU (only " + passed_over + ", a CPU implementation)");
+    }
+  }
+  queue_family_ = uint32_t(compute_family(physical_));
+  const bool timestamps = !timestamp_bits.empty() && timestamp_bits[0] > 0;
+  api_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+  info_.name = props.deviceName;
+  info_.type = type_name(props.deviceType);
+  info_.driver = "driver version " + std::to_string(props.driverVersion);
+  if (api_.vkGetPhysicalDeviceProperties2 && props.apiVersion >= VK_API_VERSION_1_2) {
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &driver;
+    api_.vkGetPhysicalDeviceProperties2(physical_, &p2);
+    info_.driver = std::string(driver.driverName) + ", " + driver.driverInfo;
+  }
+  const VkPhysicalDeviceLimits& l = props.limits;
+  limits_.max_storage_buffer_range = l.maxStorageBufferRange;
+  limits_.min_storage_buffer_offset_alignment = std::max<uint64_t>(4, l.minStorageBufferOffsetAlignment);
+  limits_.max_compute_shared_memory_size = l.maxComputeSharedMemorySize;
+  for (int a = 0; a < 3; ++a) {
+    limits_.max_compute_work_group_size[a] = l.maxComputeWorkGroupSize[a];
+    limits_.max_compute_work_group_count[a] = l.maxComputeWorkGroupCount[a];
+  }
+  limits_.max_compute_work_group_invocations = l.maxComputeWorkGroupInvocations;
+  limits_.max_push_constants_size = l.maxPushConstantsSize;
+  limits_.max_bound_descriptor_sets = l.maxBoundDescriptorSets;
+  limits_.max_per_stage_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
+  limits_.timestamp_period_ns = timestamps ? l.timestampPeriod : 0.0f;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  TERN_VK_RETURN_IF_ERROR(api_.vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
+  TERN_RETURN_IF_ERROR(api_.load_device(device_));
+  api_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  return Status::Ok();
+}
+
+Context::~Context() {
+  if (device_) {
+    api_.vkDeviceWaitIdle(device_);
+    api_.vkDestroyDevice(device_, nullptr);
+  }
+  if (messenger_) api_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (instance_) api_.vkDestroyInstance(instance_, nullptr);
+  api_.close();
+}
+
+}  // namespace tern::vk

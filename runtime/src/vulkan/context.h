@@ -1,0 +1,51 @@
+// One Vulkan instance, physical device, logical device and compute queue, per session.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/device_runner.h"
+#include "vulkan/limits.h"
+#include "vulkan/loader.h"
+
+namespace tern::vk {
+
+class Context {
+ public:
+  // device 0: the best device (discrete > integrated > virtual > CPU implementation); N >= 1: the loader's N-1-th.
+  // With allow_cpu_device false, CPU implementations (lavapipe, SwiftShader) are passed over: Tern's own CPU
+  // path is faster than running shaders on the same cores.
+  static Result<std::unique_ptr<Context>> create(int device, bool allow_cpu_device);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const Api& api() const { return api_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const DeviceLimits& limits() const { return limits_; }
+  const DeviceInfo& info() const { return info_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
+
+ private:
+  Context() = default;
+  Status init(int device, bool allow_cpu_device);
+
+  Api api_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  DeviceLimits limits_;
+  DeviceInfo info_;
+  VkPhysicalDeviceMemoryProperties memory_{};
+};
+
+// Messages the Khronos validation layer has reported in this process (env TERN_VULKAN_VALIDATION=1 turns the layer
+// on); tests assert it stays zero.
+uint64_t validation_message_count();
+
+}  // namespace tern::vk

@@ -1,0 +1,53 @@
+#include "vulkan/limits.h"
+
+namespace tern::vk {
+namespace {
+
+Status over(const std::string& where, const std::string& what, uint64_t need, const char* limit, uint64_t have) {
+  return Unsupported(where + ": " + what + " needs " + std::to_string(need) + ", more than the device's " + limit +
+                     " of " + std::to_string(have));
+}
+
+}  // namespace
+
+Status check_dispatch(const DeviceLimits& l, const DispatchNeeds& d) {
+  static const char* const kSize[3] = {"maxComputeWorkGroupSize[0]", "maxComputeWorkGroupSize[1]",
+                                       "maxComputeWorkGroupSize[2]"};
+  static const char* const kCount[3] = {"maxComputeWorkGroupCount[0]", "maxComputeWorkGroupCount[1]",
+                                        "maxComputeWorkGroupCount[2]"};
+  uint64_t invocations = 1;
+  for (int a = 0; a < 3; ++a) {
+    if (d.local_size[a] > l.max_compute_work_group_size[a]) {
+      return over(d.where, "a workgroup size", d.local_size[a], kSize[a], l.max_compute_work_group_size[a]);
+    }
+    if (d.max_groups[a] > l.max_compute_work_group_count[a]) {
+      return over(d.where, "a dispatch for max_batch tokens", d.max_groups[a], kCount[a], l.max_compute_work_group_count[a]);
+    }
+    invocations *= d.local_size[a];
+  }
+  if (invocations > l.max_compute_work_group_invocations) {
+    return over(d.where, "a workgroup of invocations", invocations, "maxComputeWorkGroupInvocations",
+                l.max_compute_work_group_invocations);
+  }
+  if (d.shared_bytes > l.max_compute_shared_memory_size) {
+    return over(d.where, "shared memory in bytes", d.shared_bytes, "maxComputeSharedMemorySize",
+                l.max_compute_shared_memory_size);
+  }
+  if (d.push_bytes > l.max_push_constants_size) {
+    return over(d.where, "push constants in bytes", d.push_bytes, "maxPushConstantsSize", l.max_push_constants_size);
+  }
+  if (d.storage_buffers > l.max_per_stage_storage_buffers) {
+    return over(d.where, "storage buffers", d.storage_buffers, "maxPerStageDescriptorStorageBuffers",
+                l.max_per_stage_storage_buffers);
+  }
+  return Status::Ok();
+}
+
+Status check_binding(const DeviceLimits& l, const std::string& where, const std::string& what, uint64_t bytes) {
+  if (bytes > l.max_storage_buffer_range) {
+    return over(where, "binding " + what + " in bytes", bytes, "maxStorageBufferRange", l.max_storage_buffer_range);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tern::vk

@@ -1,0 +1,82 @@
+#include "vulkan/loader.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace tern::vk {
+
+Status Api::open() {
+  const char* name = std::getenv("TERN_VULKAN_LOADER");
+  if (!name || !*name) name = "libvulkan.so.1";
+  library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    return Unsupported(std::string("no Vulkan loader: cannot open ") + name +
+                       " (install libvulkan1 and a driver, e.g. mesa-vulkan-drivers)");
+  }
+  vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(library, "vkGetInstanceProcAddr"));
+  if (!vkGetInstanceProcAddr) return Unsupported(std::string(name) + " has no vkGetInstanceProcAddr");
+#define TERN_VK_LOAD(fn)                                                                   \
+  fn = reinterpret_cast<PFN_##fn>(vkGetInstanceProcAddr(nullptr, #fn));                    \
+  if (!fn) return Unsupported(std::string("the Vulkan loader lacks ") + #fn);
+  TERN_VK_GLOBAL_FUNCTIONS(TERN_VK_LOAD)
+#undef TERN_VK_LOAD
+  return Status::Ok();
+}
+
+Status Api::load_instance(VkInstance instance) {
+#define TERN_VK_LOAD(fn)                                                                   \
+  fn = reinterpret_cast<PFN_##fn>(vkGetInstanceProcAddr(instance, #fn));                   \
+  if (!fn) return Unsupported(std::string("the Vulkan instance lacks ") + #fn);
+  TERN_VK_INSTANCE_FUNCTIONS(TERN_VK_LOAD)
+#undef TERN_VK_LOAD
+#define TERN_VK_LOAD_OPTIONAL(fn) fn = reinterpret_cast<PFN_##fn>(vkGetInstanceProcAddr(instance, #fn));
+  TERN_VK_OPTIONAL_INSTANCE_FUNCTIONS(TERN_VK_LOAD_OPTIONAL)
+#undef TERN_VK_LOAD_OPTIONAL
+  return Status::Ok();
+}
+
+Status Api::load_device(VkDevice device) {
+#define TERN_VK_LOAD(fn)                                                                   \
+  fn = reinterpret_cast<PFN_##fn>(vkGetDeviceProcAddr(device, #fn));                       \
+  if (!fn) return Unsupported(std::string("the Vulkan device lacks ") + #fn);
+  TERN_VK_DEVICE_FUNCTIONS(TERN_VK_LOAD)
+#undef TERN_VK_LOAD
+  return Status::Ok();
+}
+
+void Api::close() {
+  // The loader stays mapped for the life of the process (dlopen counts references; a later session finds it
+  // loaded): unloading it would unload the driver too, which drivers do not all survive, and LeakSanitizer could no
+  // longer attribute a driver's allocations to it.
+  library = nullptr;
+}
+
+const char* result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_NOT_READY: return "VK_NOT_READY";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+    default: return "VkResult error";
+  }
+}
+
+Status vk_error(VkResult r, const std::string& what) {
+  const std::string m = what + " failed: " + result_name(r) + " (" + std::to_string(int(r)) + ")";
+  if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY) return OutOfMemory(m);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unsupported(m + ": no Vulkan driver");
+  return Status(TERN_DEVICE_ERROR, m);
+}
+
+}  // namespace tern::vk

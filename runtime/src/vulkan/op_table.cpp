@@ -1,0 +1,118 @@
+// The ops the Vulkan backend runs, and the pieces of Lowering every op shares.
+#include <algorithm>
+#include <cstring>
+
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+Status supports_f32(const Node& node, const Model&) { return f32_weights_only(node); }
+
+const VulkanOp kOps[] = {
+    {fb::OpCode::EMBEDDING, supports_f32, lower_embedding},
+    {fb::OpCode::POSITION, supports_position, lower_position},
+    {fb::OpCode::LAYER_NORM, supports_f32, lower_layer_norm},
+    {fb::OpCode::LINEAR, supports_f32, lower_linear},
+    {fb::OpCode::ACTIVATION, supports_f32, lower_activation},
+    {fb::OpCode::ADD, supports_f32, lower_add},
+    {fb::OpCode::LOG_SOFTMAX, supports_f32, lower_log_softmax},
+    {fb::OpCode::ATTENTION, supports_attention, lower_attention},
+};
+
+}  // namespace
+
+const VulkanOp* find_vulkan_op(fb::OpCode code) {
+  for (const VulkanOp& op : kOps) {
+    if (op.code == code) return &op;
+  }
+  return nullptr;
+}
+
+Status f32_weights_only(const Node& node) {
+  for (const TensorInfo* w : node.weights) {
+    if (w && w->dtype != fb::DType::F32) {
+      return Unsupported(node.label() + ": weight '" + w->name + "' is " + dtype_name(w->dtype) +
+                         "; the Vulkan backend has fp32 shaders only so far");
+    }
+  }
+  return Status::Ok();
+}
+
+Groups stride_groups(int64_t count, int64_t per_group) {
+  constexpr int64_t kMaxGroups = 65535;  // every device allows this many in x
+  const int64_t groups = (count + per_group - 1) / per_group;
+  return {uint32_t(std::min(groups, kMaxGroups)), 1, 1};
+}
+
+int32_t float_bits(float f) {
+  int32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+Result<Slice> Lowering::weight(const TensorInfo* tensor) {
+  auto it = weights_.find(tensor);
+  if (it != weights_.end()) return it->second;
+  auto slice = memory.allocate(tensor->size, MemoryKind::kDevice, tensor->name.c_str());
+  if (!slice.ok()) return slice.status();
+  weights_[tensor] = slice.value();
+  pending_.push_back({tensor->data, tensor->size, slice.value()});
+  weight_bytes += tensor->size;
+  return slice.value();
+}
+
+Result<Slice> Lowering::constant(std::vector<float> data, const char* what) {
+  const uint64_t bytes = data.size() * sizeof(float);
+  auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
+  if (!slice.ok()) return slice.status();
+  constants_.push_back(std::make_unique<std::vector<float>>(std::move(data)));
+  pending_.push_back({reinterpret_cast<const uint8_t*>(constants_.back()->data()), bytes, slice.value()});
+  weight_bytes += bytes;
+  return slice.value();
+}
+
+Result<Slice> Lowering::state(uint64_t bytes, const char* what) {
+  auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
+  if (!slice.ok()) return slice.status();
+  state_bytes += bytes;
+  zeroed_.push_back(slice.value());
+  return slice.value();
+}
+
+Status Lowering::upload() {
+  uint64_t total = 0;
+  for (const Pending& p : pending_) total += p.bytes;
+  if (total == 0 && zeroed_.empty()) return Status::Ok();
+  total = std::max<uint64_t>(total, 4);
+  Memory staging(ctx);  // freed when this returns
+  auto buf = staging.allocate(total, MemoryKind::kHost, "staging the weights");
+  if (!buf.ok()) return buf.status();
+  uint64_t at = 0;
+  std::vector<std::pair<const Pending*, uint64_t>> copies;
+  for (const Pending& p : pending_) {
+    std::memcpy(buf.value().mapped + at, p.data, p.bytes);
+    copies.push_back({&p, at});
+    at += p.bytes;
+  }
+  const Api& vk = ctx.api();
+  const Slice src = buf.value();
+  TERN_RETURN_IF_ERROR(run_once(ctx, [&](VkCommandBuffer cb) {
+    for (const auto& [p, offset] : copies) {
+      VkBufferCopy region{src.offset + offset, p->dst.offset, p->bytes};
+      vk.vkCmdCopyBuffer(cb, src.buffer, p->dst.buffer, 1, &region);
+    }
+    // State starts as zeros: nothing reads it before it is written, but a saved state should not hold garbage.
+    for (const Slice& s : zeroed_) vk.vkCmdFillBuffer(cb, s.buffer, s.offset, s.size, 0);
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                            nullptr, 0, nullptr);
+  }));
+  pending_.clear();
+  constants_.clear();
+  return Status::Ok();
+}
+
+}  // namespace tern::vk

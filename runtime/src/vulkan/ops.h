@@ -1,0 +1,82 @@
+// Lowering of graph ops to dispatches of a Program. One entry per op code with shaders (op_table.cpp); each
+// op family's lowering lives in its own file (ops_rowwise.cpp, ops_linear.cpp, ops_attention.cpp).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "vulkan/program.h"
+
+namespace tern::vk {
+
+// What lowering an op may use: where values live, weights on the device, and the program being built.
+class Lowering {
+ public:
+  Lowering(const Model& model, const Context& ctx, Memory& memory, Program& program, int64_t max_tokens,
+           int64_t max_batch)
+      : model(model), ctx(ctx), memory(memory), program(program), max_tokens(max_tokens), max_batch(max_batch) {}
+
+  const Model& model;
+  const Context& ctx;
+  Memory& memory;
+  Program& program;
+  const int64_t max_tokens, max_batch;
+
+  std::vector<Binding> values;  // per value: its place for a call ([max_batch, width]); set by the runner
+
+  // The tensor's data on the device, uploaded once per session however many ops read it.
+  Result<Slice> weight(const TensorInfo* tensor);
+  // A table computed on the host at session creation (e.g. sinusoid frequencies), uploaded with the weights.
+  Result<Slice> constant(std::vector<float> data, const char* what);
+  // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
+  Result<Slice> state(uint64_t bytes, const char* what);
+
+  // Copies every weight and constant to the device through one staging buffer, then frees it.
+  Status upload();
+  uint64_t weight_bytes = 0, state_bytes = 0;
+
+ private:
+  struct Pending {
+    const uint8_t* data;
+    uint64_t bytes;
+    Slice dst;
+  };
+  std::map<const TensorInfo*, Slice> weights_;
+  std::vector<std::unique_ptr<std::vector<float>>> constants_;
+  std::vector<Pending> pending_;
+  std::vector<Slice> zeroed_;
+};
+
+struct VulkanOp {
+  fb::OpCode code;
+  // TERN_UNSUPPORTED naming the op (and kind) when this node needs something without a shader yet.
+  Status (*supports)(const Node& node, const Model& model);
+  Status (*lower)(const Node& node, Lowering& low);
+};
+
+const VulkanOp* find_vulkan_op(fb::OpCode code);
+
+// Workgroup counts for grid-stride shaders over `count` items, `per_group` items a workgroup, capped at a count
+// every device allows.
+Groups stride_groups(int64_t count, int64_t per_group);
+// "op 3 (LINEAR 'layers.0.qkv')": prefixes lowering messages.
+inline std::string where(const Node& node) { return node.label(); }
+int32_t float_bits(float f);
+Status f32_weights_only(const Node& node);
+
+// The lowering of each op family.
+Status lower_embedding(const Node& node, Lowering& low);
+Status lower_position(const Node& node, Lowering& low);
+Status lower_layer_norm(const Node& node, Lowering& low);
+Status lower_activation(const Node& node, Lowering& low);
+Status lower_add(const Node& node, Lowering& low);
+Status lower_log_softmax(const Node& node, Lowering& low);
+Status lower_linear(const Node& node, Lowering& low);
+Status lower_attention(const Node& node, Lowering& low);
+Status supports_position(const Node& node, const Model& model);
+Status supports_attention(const Node& node, const Model& model);
+
+}  // namespace tern::vk

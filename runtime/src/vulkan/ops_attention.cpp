@@ -1,0 +1,78 @@
+// Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local): shaders/attention.comp,
+// then shaders/kv_append.comp to keep what later calls can reach in the op's device state.
+#include "cpu/kv_store.h"
+#include "ops/attention_pattern.h"
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+constexpr uint32_t kQueryRows = 32;  // BQ: query rows (invocations) per workgroup
+constexpr uint32_t kKeyTile = 32;    // BK: keys staged in shared memory at a time, fewer for wide heads
+
+uint32_t pattern_kind(PatternKind k) {
+  switch (k) {
+    case PatternKind::kSliding: return 1;
+    case PatternKind::kChunked: return 2;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+Status supports_attention(const Node& node, const Model&) {
+  const auto kind = node.fb_op->params_as_AttentionParams()->kind_type();
+  if (kind != fb::AttentionKind::Dense && kind != fb::AttentionKind::SlidingWindow &&
+      kind != fb::AttentionKind::ChunkedLocal) {
+    return Unsupported(node.label() + ": attention kind " + fb::EnumNameAttentionKind(kind) +
+                       " has no Vulkan shader yet (the Vulkan backend runs Dense, SlidingWindow and ChunkedLocal)");
+  }
+  return Status::Ok();
+}
+
+Status lower_attention(const Node& node, Lowering& low) {
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  auto pattern = AttentionPattern::from(*p, node.label());
+  if (!pattern.ok()) return pattern.status();
+  const int heads = p->heads(), dh = p->head_dim();
+  const int64_t inner = int64_t(heads) * dh;
+  // The same slots as the CPU path's KvStore: every position for dense, a ring for the windowed kinds.
+  const int64_t slots = cpu::KvStore::slots(pattern.value(), low.max_tokens);
+  auto state = low.state(uint64_t(slots) * uint64_t(2 * inner) * sizeof(float), "attention state");  // [slots, 2*inner]
+  if (!state.ok()) return state.status();
+
+  uint32_t key_tile = kKeyTile;
+  while (key_tile > 1 && 2ull * key_tile * uint64_t(dh) * sizeof(float) > low.ctx.limits().max_compute_shared_memory_size) {
+    key_tile /= 2;
+  }
+  DispatchSpec a;
+  a.where = where(node);
+  a.node = node.index;
+  a.shader = "attention";
+  a.spec = {kQueryRows, uint32_t(dh), key_tile, pattern_kind(pattern.value().kind)};
+  a.local_size = {kQueryRows, 1, 1};
+  a.shared_bytes = uint32_t(std::min<uint64_t>(2ull * key_tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
+  a.args[0] = heads;
+  a.args[1] = int32_t(std::min<int64_t>(pattern.value().window, INT32_MAX));
+  a.args[2] = int32_t(std::max<int64_t>(1, std::min<int64_t>(pattern.value().chunk, INT32_MAX)));
+  a.args[3] = int32_t(std::min<int64_t>(pattern.value().chunks_before, INT32_MAX));
+  a.args[4] = int32_t(slots);
+  a.args[5] = float_bits(p->scale());
+  a.groups = [heads](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(heads), 1}; };
+  const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
+  a.bindings = {qkv, {state.value(), 0, 0, "attention state"}, low.values[node.outputs[0]]};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(a)));
+
+  DispatchSpec kv;
+  kv.where = where(node);
+  kv.node = node.index;
+  kv.shader = "kv_append";
+  kv.local_size = {256, 1, 1};
+  kv.args[0] = int32_t(inner);
+  kv.args[1] = int32_t(slots);
+  kv.groups = [inner](int64_t n) { return stride_groups(n * 2 * inner, 256); };
+  kv.bindings = {qkv, {state.value(), 0, 0, "attention state"}};
+  return low.program.add(std::move(kv));
+}
+
+}  // namespace tern::vk

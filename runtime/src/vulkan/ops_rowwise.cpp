@@ -1,0 +1,143 @@
+// Lowering of the elementwise and row-wise ops: embedding, position, layer norm, activation, add, log-softmax.
+#include <cmath>
+
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+constexpr uint32_t kElementwiseGroup = 256;  // local_size_x of the grid-stride shaders
+
+int64_t width(const Lowering& low, int value) { return low.model.values()[value].width; }
+
+DispatchSpec elementwise(const Node& node, const char* shader, int64_t d) {
+  DispatchSpec s;
+  s.where = where(node);
+  s.node = node.index;
+  s.shader = shader;
+  s.local_size = {kElementwiseGroup, 1, 1};
+  s.args[0] = int32_t(d);
+  s.groups = [d](int64_t n) { return stride_groups(n * d, kElementwiseGroup); };
+  return s;
+}
+
+// A row-reduction workgroup: a power of two, no wider than the row needs or the device allows.
+uint32_t row_group(const Lowering& low, int64_t d) {
+  const DeviceLimits& l = low.ctx.limits();
+  const uint32_t cap = std::min<uint32_t>({256u, l.max_compute_work_group_invocations, l.max_compute_work_group_size[0]});
+  uint32_t wg = 32;
+  while (wg < cap && int64_t(wg) < d) wg *= 2;
+  while (wg > cap) wg /= 2;
+  return std::max(wg, 1u);
+}
+
+DispatchSpec per_row(const Node& node, const Lowering& low, const char* shader, int64_t d) {
+  DispatchSpec s;
+  s.where = where(node);
+  s.node = node.index;
+  s.shader = shader;
+  const uint32_t wg = row_group(low, d);
+  s.spec = {wg};
+  s.local_size = {wg, 1, 1};
+  s.shared_bytes = wg * sizeof(float);
+  s.args[0] = int32_t(d);
+  s.groups = [](int64_t n) { return stride_groups(n, 1); };
+  return s;
+}
+
+// x's 12 leading significant bits (x in [0, 1)), exactly representable in float.
+float top_bits(double x, int bits) {
+  if (x <= 0.0) return 0.0f;
+  int e = 0;
+  std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1)
+  return float(std::ldexp(std::floor(std::ldexp(x, bits - e)), e - bits));
+}
+
+}  // namespace
+
+Status lower_embedding(const Node& node, Lowering& low) {
+  const int64_t d = width(low, node.outputs[0]);
+  auto table = low.weight(node.weights[0]);  // [V, d]
+  if (!table.ok()) return table.status();
+  DispatchSpec s = elementwise(node, "embedding", d);
+  s.bindings = {low.values[node.inputs[0]], {table.value(), 0, 0, "table"}, low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status supports_position(const Node& node, const Model&) {
+  if (node.fb_op->params_as_PositionParams()->kind() == fb::PositionKind::AXIAL) {
+    return Unsupported(node.label() + ": position kind AXIAL has no Vulkan shader yet");
+  }
+  return f32_weights_only(node);
+}
+
+Status lower_position(const Node& node, Lowering& low) {
+  const auto* p = node.fb_op->params_as_PositionParams();
+  const int64_t d = width(low, node.outputs[0]);
+  const bool learned = p->kind() == fb::PositionKind::LEARNED;
+  if (learned && low.max_tokens > p->max_positions()) {
+    return InvalidArgument("max_tokens " + std::to_string(low.max_tokens) + " exceeds the model's " +
+                           std::to_string(p->max_positions()) + " learned positions");
+  }
+  Result<Slice> table = Status(TERN_DEVICE_ERROR, "");
+  if (learned) {
+    table = low.weight(node.weights[0]);  // [P, d]
+  } else {
+    // [d/2, 3, 4]: per frequency f_k (in turns) and digit weight W = 4096^w, frac(W f_k) as four parts of 12
+    // significant bits (shaders/position.comp says why).
+    std::vector<float> turns(static_cast<size_t>(d / 2 * 12));
+    for (int64_t k = 0; k < d / 2; ++k) {
+      const double f = std::pow(10000.0, -double(2 * k) / double(d)) / (2.0 * M_PI);
+      for (int w = 0; w < 3; ++w) {
+        double rest = std::fmod(f * std::pow(4096.0, w), 1.0);
+        for (int part = 0; part < 4; ++part) {
+          const float top = top_bits(rest, 12);
+          turns[size_t(k * 12 + w * 4 + part)] = top;
+          rest -= double(top);
+        }
+      }
+    }
+    table = low.constant(std::move(turns), "sinusoid frequencies");
+  }
+  if (!table.ok()) return table.status();
+  DispatchSpec s = elementwise(node, "position", d);
+  s.spec = {learned ? 1u : 0u};
+  s.bindings = {low.values[node.inputs[0]], {table.value(), 0, 0, "position table"}, low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status lower_layer_norm(const Node& node, Lowering& low) {
+  const int64_t d = width(low, node.outputs[0]);
+  auto gamma = low.weight(node.weights[0]);  // [d]
+  if (!gamma.ok()) return gamma.status();
+  const bool has_beta = node.weights.size() > 1 && node.weights[1];
+  auto beta = has_beta ? low.weight(node.weights[1]) : gamma;  // [d]; gamma stands in, unread, when absent
+  if (!beta.ok()) return beta.status();
+  DispatchSpec s = per_row(node, low, "layer_norm", d);
+  s.args[1] = float_bits(node.fb_op->params_as_LayerNormParams()->eps());
+  s.args[2] = has_beta ? 1 : 0;
+  s.bindings = {low.values[node.inputs[0]], {gamma.value(), 0, 0, "gamma"}, {beta.value(), 0, 0, "beta"},
+                low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status lower_activation(const Node& node, Lowering& low) {
+  DispatchSpec s = elementwise(node, "activation", width(low, node.outputs[0]));
+  s.spec = {uint32_t(node.fb_op->params_as_ActivationParams()->kind())};  // 0 RELU, 1 GELU_ERF, 2 GELU_TANH
+  s.bindings = {low.values[node.inputs[0]], low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status lower_add(const Node& node, Lowering& low) {
+  DispatchSpec s = elementwise(node, "add", width(low, node.outputs[0]));
+  s.bindings = {low.values[node.inputs[0]], low.values[node.inputs[1]], low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status lower_log_softmax(const Node& node, Lowering& low) {
+  DispatchSpec s = per_row(node, low, "log_softmax", width(low, node.outputs[0]));
+  s.bindings = {low.values[node.inputs[0]], low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+}  // namespace tern::vk

@@ -1,0 +1,83 @@
+// A session's whole forward pass as one command buffer, recorded once at session creation and replayed for every
+// call. What changes between calls (n and pos0, the ids, the workgroup counts for n tokens) lives in host-visible
+// buffers the shaders and vkCmdDispatchIndirect read, so nothing is re-recorded.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vulkan/limits.h"
+#include "vulkan/memory.h"
+#include "vulkan/pipelines.h"
+
+namespace tern::vk {
+
+using Groups = std::array<uint32_t, 3>;
+// Workgroup counts of a dispatch for a call of n tokens.
+using GroupsFn = std::function<Groups(int64_t n)>;
+
+// A range the shader sees at one binding.
+struct Binding {
+  Slice slice;
+  uint64_t offset = 0;  // bytes into the slice
+  uint64_t bytes = 0;   // 0: to the end of the slice
+  const char* what = "";
+};
+
+struct DispatchSpec {
+  std::string where;                 // the op, for messages
+  int node = -1;                     // the op's index, for per-op times
+  const char* shader = "";
+  std::vector<uint32_t> spec;        // specialization constants
+  std::array<uint32_t, 3> local_size{1, 1, 1};  // as the spec constants make it
+  uint32_t shared_bytes = 0;
+  std::vector<Binding> bindings;     // bindings 1..; binding 0 is the call (n, pos0)
+  std::array<int32_t, kMaxArgs> args{};
+  GroupsFn groups;
+};
+
+class Program {
+ public:
+  Program(const Context& ctx, Memory& memory, PipelineCache& pipelines, int64_t max_batch);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Checks the dispatch against the device's limits for calls of up to max_batch tokens, then appends it.
+  Status add(DispatchSpec spec);
+  // Allocates descriptor sets and the per-call buffers, and records the command buffer.
+  Status finish();
+  // Runs the recorded program for a call of n tokens after pos0 held ones, and waits for it. With op_ns (per node)
+  // and a device with timestamps, adds each op's device time to it.
+  Status run(int64_t n, int64_t pos0, uint64_t* op_ns);
+
+ private:
+  struct Dispatch {
+    Pipeline pipeline;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    Push push;
+    std::vector<VkDescriptorBufferInfo> buffers;  // bindings 1..
+    GroupsFn groups;
+    int node = -1;
+  };
+
+  const Context& ctx_;
+  Memory& memory_;
+  PipelineCache& pipelines_;
+  int64_t max_batch_;
+  std::vector<Dispatch> dispatches_;
+  Slice call_;      // host: uint32 n, pos0
+  Slice indirect_;  // host: [dispatches, 3] uint32 workgroup counts
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool timestamps_ = VK_NULL_HANDLE;  // [dispatches + 1]: before the first dispatch and after each
+};
+
+// Runs `record` in a one-time command buffer and waits (weight uploads at session creation).
+Status run_once(const Context& ctx, const std::function<void(VkCommandBuffer)>& record);
+
+}  // namespace tern::vk

@@ -1,0 +1,35 @@
+#version 450
+// LINEAR: y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS), y [n, out]. arg: in, out.
+// Tiled GEMM: a TILE x TILE workgroup computes a TILE x TILE block of y (workgroup x: output columns, y: tokens),
+// staging TILE-wide slices of x and W in shared memory. Shared memory: 2 * TILE * TILE floats.
+#include "common/interface.glsl"
+layout(local_size_x_id = 0, local_size_y_id = 0) in;
+layout(constant_id = 0) const uint TILE = 16;
+layout(constant_id = 1) const bool HAS_BIAS = false;
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 2) readonly buffer W { float w[]; };
+layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 4) writeonly buffer Out { float y[]; };
+shared float xs[TILE * TILE];  // [token][k]
+shared float ws[TILE * TILE];  // [output][k]
+
+void main() {
+  uint in_dim = uint(pc.arg[0]), out_dim = uint(pc.arg[1]);
+  uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
+  uint row = gl_WorkGroupID.y * TILE + ly;   // token
+  uint col = gl_WorkGroupID.x * TILE + lx;   // output feature
+  uint wrow = gl_WorkGroupID.x * TILE + ly;  // the W row this invocation stages
+  float acc = 0.0;
+  for (uint k0 = 0; k0 < in_dim; k0 += TILE) {
+    uint k = k0 + lx;
+    xs[ly * TILE + lx] = (row < call.n && k < in_dim) ? x[pc.off[1] + row * in_dim + k] : 0.0;
+    ws[ly * TILE + lx] = (wrow < out_dim && k < in_dim) ? w[pc.off[2] + wrow * in_dim + k] : 0.0;
+    barrier();
+    for (uint kk = 0; kk < TILE; ++kk) acc += xs[ly * TILE + kk] * ws[lx * TILE + kk];
+    barrier();
+  }
+  if (row < call.n && col < out_dim) {
+    if (HAS_BIAS) acc += bias[pc.off[3] + col];
+    y[pc.off[4] + row * out_dim + col] = acc;
+  }
+}
