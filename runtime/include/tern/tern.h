@@ -36,6 +36,8 @@ typedef struct {
                                  * state; weights mapped from the file are not counted): creation fails with
                                  * TERN_OUT_OF_MEMORY and the planner's numbers when the plan does not fit. Without a
                                  * budget, a plan larger than the machine's physical memory fails the same way. */
+  int64_t row_block_rows;       /* 0: each chain of row-wise ops picks its block (256..1024 rows, see
+                                 * core/row_chains.h); otherwise every chain runs in blocks of this many rows */
 } tern_session_options;
 
 /* What a session needs, from the planner, before any run. */
@@ -46,6 +48,8 @@ typedef struct {
   uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
   uint64_t state_bytes;          /* streaming state: KV caches, memories */
   uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take */
+  int64_t row_chains;            /* chains of row-wise ops run in row blocks (their inner values need block rows) */
+  int64_t row_block_rows;        /* the largest block those chains use, in rows */
 } tern_memory_plan;
 
 typedef struct {

@@ -5,7 +5,8 @@
 
 namespace tern {
 
-ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows) {
+ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                     const std::vector<RowChain>& chains) {
   const auto& values = model.values();
   const auto& nodes = model.nodes();
   const size_t nv = values.size();
@@ -15,12 +16,21 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
     for (int v : node.outputs) first[v] = node.index;
     for (int v : node.inputs) last[v] = std::max(last[v], node.index);
   }
+  std::vector<int64_t> value_rows(nv, rows);
+  for (const RowChain& chain : chains) {
+    if (rows <= chain.block_rows) continue;  // one block: the chain's ops run one after another, as without it
+    for (int v : chain.blocked) value_rows[v] = std::min(rows, chain.block_rows);
+    for (int v : chain.full) {
+      if (first[v] >= chain.first_op) first[v] = chain.first_op;
+      last[v] = std::max(last[v], chain.last_op);
+    }
+  }
   std::vector<uint64_t> size(nv, 0);
   std::vector<int> order;
   for (size_t v = 0; v < nv; ++v) {
     if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0) continue;
     if (last[v] < first[v]) last[v] = first[v];  // written but never read: still needs a place
-    uint64_t bytes = uint64_t(rows) * uint64_t(values[v].width) * dtype_size(values[v].dtype);
+    uint64_t bytes = uint64_t(value_rows[v]) * uint64_t(values[v].width) * dtype_size(values[v].dtype);
     size[v] = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     order.push_back(int(v));
   }
@@ -46,6 +56,23 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
     placed.push_back(v);
   }
   return plan;
+}
+
+std::vector<RowChain> choose_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                                        const std::vector<RowChain>& candidates) {
+  std::vector<RowChain> chosen;
+  uint64_t best = plan_arena(model, run_op, rows, chosen).bytes;
+  for (const RowChain& chain : candidates) {
+    if (rows <= chain.block_rows) continue;
+    chosen.push_back(chain);
+    const uint64_t bytes = plan_arena(model, run_op, rows, chosen).bytes;
+    if (bytes < best) {
+      best = bytes;
+    } else {
+      chosen.pop_back();
+    }
+  }
+  return chosen;
 }
 
 }  // namespace tern
