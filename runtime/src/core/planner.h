@@ -27,8 +27,9 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
 
 // The candidates worth running in blocks for calls of `rows` tokens. Blocking a chain shrinks its inner values but
 // keeps its full-size inputs and outputs alive across the whole chain (an input read by the last block, an output
-// written by the first), so in a narrow model it can cost more than it saves: each candidate, in node order, is kept
-// only if it makes the arena smaller. Chains of one block (rows <= block_rows) are never kept.
+// written by the first), so in a narrow model it can cost more than it saves: a candidate is kept when the most
+// bytes alive at any of its ops is smaller run in blocks than in one pass. Chains of one block (rows <= block_rows)
+// are never kept.
 std::vector<RowChain> choose_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t rows,
                                         const std::vector<RowChain>& candidates);
 

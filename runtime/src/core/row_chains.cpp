@@ -56,6 +56,26 @@ std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool
         chain.full.push_back(v);
       }
     }
+    // Outputs that can take the rows of an input read for the last time at or before the op writing them.
+    std::vector<bool> hosting(chain.full.size(), false);
+    for (int y : chain.full) {
+      const int p = values[y].producer;
+      if (p < chain.first_op || y == model.output_value()) continue;
+      const fb::OpCode code = nodes[p].code;
+      const bool elementwise = code == fb::OpCode::ADD || code == fb::OpCode::ACTIVATION;
+      for (size_t h = 0; h < chain.full.size(); ++h) {
+        const int x = chain.full[h];
+        if (hosting[h] || x == model.input_value() || x == model.output_value() || values[x].producer >= chain.first_op ||
+            values[x].width != values[y].width || values[x].dtype != values[y].dtype) {
+          continue;
+        }
+        if (last_reader[x] < p || (last_reader[x] == p && elementwise)) {
+          hosting[h] = true;
+          chain.in_place.push_back({x, y});
+          break;
+        }
+      }
+    }
     if (!chain.blocked.empty()) {
       chain.block_rows = kMaxBlockRows;
       while (chain.block_rows > kMinBlockRows && uint64_t(chain.block_rows) * blocked_row_bytes > kRowBlockBytes) {

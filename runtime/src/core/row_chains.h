@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -26,6 +27,10 @@ struct RowChain {
   int64_t block_rows = 0;       // rows per block
   std::vector<int> blocked;     // values made and read only inside the chain: [block_rows, width] each
   std::vector<int> full;        // the chain's other values (inputs from before, outputs read after): [n, width]
+  // (input, output) pairs of full values where the output takes the input's rows: the input is read for the last
+  // time at or before the op writing the output (an elementwise op when at it), so row r is read before it is
+  // overwritten in every block. In a residual stream y = x + f(x) this keeps one [n, d] buffer instead of two.
+  std::vector<std::pair<int, int>> in_place;
 };
 
 // Maximal chains among the ops with run_op[i] true that have at least one blocked value, in node order. The
