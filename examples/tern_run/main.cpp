@@ -216,7 +216,9 @@ int run_ids(tern::SessionHandle& session, const Options& opt) {
 }
 
 int print_plan(tern::SessionHandle& session, const std::string& list) {
-  std::printf("%10s %14s %14s %14s %14s %16s\n", "n", "weights", "packed", "arena", "state", "dense n x n");
+  // row chains / block rows: row-wise op chains run in blocks of that many rows (their inner values need only that).
+  std::printf("%10s %14s %14s %14s %14s %16s %10s %10s\n", "n", "weights", "packed", "arena", "state", "dense n x n",
+              "row chains", "block rows");
   size_t pos = 0;
   while (pos <= list.size()) {
     size_t comma = list.find(',', pos);
@@ -225,9 +227,11 @@ int print_plan(tern::SessionHandle& session, const std::string& list) {
     long long n = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || n < 1) return fail("--plan: '" + item + "' is not a positive integer", 2);
     tern_memory_plan p = session.plan(n);
-    std::printf("%10lld %14llu %14llu %14llu %14llu %16llu\n", n, static_cast<unsigned long long>(p.weight_bytes),
-                static_cast<unsigned long long>(p.packed_weight_bytes), static_cast<unsigned long long>(p.arena_bytes),
-                static_cast<unsigned long long>(p.state_bytes), static_cast<unsigned long long>(p.dense_attention_bytes));
+    std::printf("%10lld %14llu %14llu %14llu %14llu %16llu %10lld %10lld\n", n,
+                static_cast<unsigned long long>(p.weight_bytes), static_cast<unsigned long long>(p.packed_weight_bytes),
+                static_cast<unsigned long long>(p.arena_bytes), static_cast<unsigned long long>(p.state_bytes),
+                static_cast<unsigned long long>(p.dense_attention_bytes), static_cast<long long>(p.row_chains),
+                static_cast<long long>(p.row_block_rows));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }

@@ -31,18 +31,20 @@ int32_t add_constant(OpGraph& g, const std::string& name, std::vector<int64_t> s
   return r.value();
 }
 
-tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens, int64_t max_batch) {
-  return make_session_on(TERN_BACKEND_CPU, model, threads, max_tokens, max_batch);
+tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens, int64_t max_batch,
+                           int64_t row_block_rows) {
+  return make_session_on(TERN_BACKEND_CPU, model, threads, max_tokens, max_batch, row_block_rows);
 }
 
 tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens,
-                              int64_t max_batch) {
+                              int64_t max_batch, int64_t row_block_rows) {
   tern_session_options so;
   tern_session_options_init(&so);
   so.backend = backend;
   so.threads = threads;
   so.max_tokens = max_tokens;
   so.max_batch = max_batch;
+  so.row_block_rows = row_block_rows;
   tern_session* s = nullptr;
   INFO(tern_last_error());
   REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);

@@ -24,10 +24,12 @@ OpGraph start_graph(int64_t rows, int64_t d, uint32_t seed);
 // A constant F32 tensor holding `data`.
 int32_t add_constant(OpGraph& g, const std::string& name, std::vector<int64_t> shape, std::vector<float> data);
 // A session on `model` (0 keeps an option's default); fails the test with the library's message otherwise.
-tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens = 0, int64_t max_batch = 0);
+// row_block_rows: the session option (0: each row-wise chain picks its own block).
+tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens = 0, int64_t max_batch = 0,
+                           int64_t row_block_rows = 0);
 // The same on a chosen backend (threads only matter on the CPU).
 tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens = 0,
-                              int64_t max_batch = 0);
+                              int64_t max_batch = 0, int64_t row_block_rows = 0);
 // Marks `output` as the model output, writes the model under the scratch dir and loads it.
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context);
 // Marks `output` as the model output, writes the model and checks that loading it fails with TERN_INVALID_MODEL and

@@ -8,7 +8,10 @@ with tern-bench (load, session creation, one warm-up and --reps timed forwards, 
 
 Usage (from the repository root, after building):
     /usr/bin/python3 tools/bench/reformer_enwik8.py [--work /tmp/reformer-enwik8] [--n 65536] [--threads 2]
-        [--reps 1] [--plan 4096,16384,65536] [--config CONFIG.json]
+        [--reps 1] [--plan 4096,16384,65536] [--config CONFIG.json] [--one-forward]
+
+--one-forward runs --n random bytes through `tern-run --ids` instead: a single forward (no warm-up), its wall time,
+and the process's peak RSS; on a busy 2-core machine that halves the run.
 """
 
 import argparse
@@ -119,6 +122,7 @@ def main():
     ap.add_argument("--threads", default="2")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--plan", default="4096,16384,65536")
+    ap.add_argument("--one-forward", action="store_true", help="one forward with tern-run --ids (see above)")
     args = ap.parse_args()
     config = ENWIK8
     if args.config:
@@ -134,6 +138,14 @@ def main():
     seconds = run([os.path.join(args.build, "converter", "tern-convert"), ckpt, "-o", model])
     print(f"converted in {seconds:.1f} s", flush=True)
     run([os.path.join(args.build, "examples", "tern-run"), model, "--plan", args.plan, "--max-tokens", str(args.n)])
+    if args.one_forward:
+        data = os.path.join(args.work, f"random{args.n}.json")
+        with open(data, "w") as f:
+            json.dump(np.random.default_rng(0).integers(0, 256, args.n).tolist(), f)
+        seconds = run([os.path.join(args.build, "examples", "tern-run"), model, "--ids", data, "--threads", args.threads,
+                       "--max-tokens", str(args.n)])
+        print(f"one forward of {args.n} tokens (with load and session creation): {seconds:.1f} s", flush=True)
+        return
     run([os.path.join(args.build, "examples", "tern-bench"), model, "-p", str(args.n), "-n", "0", "-r", str(args.reps),
          "-t", args.threads, "--profile"])
 

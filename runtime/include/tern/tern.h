@@ -42,6 +42,8 @@ typedef struct {
                                  * budget, a plan larger than the machine's physical memory fails the same way. */
   int device;           /* Vulkan device. 0: the best one (discrete GPU > integrated > virtual > CPU implementation);
                          * N >= 1: the loader's device N-1 (what vulkaninfo lists as GPU N-1). Ignored on the CPU. */
+  int64_t row_block_rows;       /* 0: each chain of row-wise ops picks its block (256..1024 rows, see
+                                 * core/row_chains.h); otherwise every chain runs in blocks of this many rows */
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */
@@ -60,6 +62,8 @@ typedef struct {
   uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
   uint64_t state_bytes;          /* streaming state: KV caches, memories */
   uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take */
+  int64_t row_chains;            /* chains of row-wise ops run in row blocks (their inner values need block rows) */
+  int64_t row_block_rows;        /* the largest block those chains use, in rows */
 } tern_memory_plan;
 
 typedef struct {

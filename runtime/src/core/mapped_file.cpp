@@ -33,6 +33,16 @@ std::unique_ptr<MappedFile> MappedFile::borrow(const void* data, size_t size) {
   return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(data), size, false));
 }
 
+void MappedFile::release(const void* p, size_t size) const {
+  if (!owned_ || size == 0) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + size;
+  const uintptr_t first = (b + uintptr_t(page) - 1) / uintptr_t(page) * uintptr_t(page), last = e / uintptr_t(page) * uintptr_t(page);
+  // Neighbouring tensors may share the edge pages: only whole pages inside the range go.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (owned_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -20,6 +20,9 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Drops the whole pages inside [p, p + size) from memory when the bytes are a file mapping (a read later faults
+  // them back in from the file, so nothing is lost); does nothing for borrowed memory, which has no file behind it.
+  void release(const void* p, size_t size) const;
 
  private:
   MappedFile(const uint8_t* data, size_t size, bool owned) : data_(data), size_(size), owned_(owned) {}

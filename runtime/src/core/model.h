@@ -66,6 +66,9 @@ class Model {
   int64_t vocab_size() const { return vocab_size_; }
   int64_t max_context() const { return max_context_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Drops a tensor's pages of a file-mapped model from memory, for weights a backend has copied into its own
+  // packed form; reading the tensor later still works (the pages come back from the file).
+  void release_pages(const TensorInfo& t) const { file_->release(t.data, size_t(t.size)); }
   std::string architecture() const;
   std::string description() const;
   // The size-prefixed FlatBuffer (graph and tensor descriptions, not the weights), as verified.

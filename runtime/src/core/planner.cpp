@@ -5,7 +5,8 @@
 
 namespace tern {
 
-ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows) {
+ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                     const std::vector<RowChain>& chains) {
   const auto& values = model.values();
   const auto& nodes = model.nodes();
   const size_t nv = values.size();
@@ -15,12 +16,29 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
     for (int v : node.outputs) first[v] = node.index;
     for (int v : node.inputs) last[v] = std::max(last[v], node.index);
   }
+  std::vector<int64_t> value_rows(nv, rows);
+  std::vector<int> host(nv);  // per value: the value whose place it takes (itself unless a chain runs it in place)
+  std::iota(host.begin(), host.end(), 0);
+  for (const RowChain& chain : chains) {
+    if (rows <= chain.block_rows) continue;  // one block: the chain's ops run one after another, as without it
+    for (int v : chain.blocked) value_rows[v] = std::min(rows, chain.block_rows);
+    for (int v : chain.full) {
+      if (first[v] >= chain.first_op) first[v] = chain.first_op;
+      last[v] = std::max(last[v], chain.last_op);
+    }
+    for (auto [x, y] : chain.in_place) host[y] = host[x];  // x's host is final: chains come in node order
+  }
+  // A host's place lasts until the last of its guests is dead.
+  for (size_t v = 0; v < nv; ++v) {
+    if (host[v] == int(v) || first[v] < 0) continue;
+    last[host[v]] = std::max(last[host[v]], std::max(last[v], first[v]));
+  }
   std::vector<uint64_t> size(nv, 0);
   std::vector<int> order;
   for (size_t v = 0; v < nv; ++v) {
-    if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0) continue;
+    if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0 || host[v] != int(v)) continue;
     if (last[v] < first[v]) last[v] = first[v];  // written but never read: still needs a place
-    uint64_t bytes = uint64_t(rows) * uint64_t(values[v].width) * dtype_size(values[v].dtype);
+    uint64_t bytes = uint64_t(value_rows[v]) * uint64_t(values[v].width) * dtype_size(values[v].dtype);
     size[v] = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     order.push_back(int(v));
   }
@@ -45,7 +63,57 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
     plan.bytes = std::max(plan.bytes, offset + size[v]);
     placed.push_back(v);
   }
+  for (size_t v = 0; v < nv; ++v) {
+    if (host[v] != int(v) && first[v] >= 0) plan.offsets[v] = plan.offsets[host[v]];
+  }
   return plan;
+}
+
+std::vector<RowChain> choose_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                                        const std::vector<RowChain>& candidates) {
+  const auto& values = model.values();
+  const size_t nv = values.size();
+  std::vector<int> first(nv, -1), last(nv, -1);
+  for (const Node& node : model.nodes()) {
+    if (!run_op[node.index]) continue;
+    for (int v : node.outputs) first[v] = node.index;
+    for (int v : node.inputs) last[v] = std::max(last[v], node.index);
+  }
+  auto bytes = [&](int v, int64_t r) { return uint64_t(r) * uint64_t(values[v].width) * dtype_size(values[v].dtype); };
+  auto in_arena = [&](int v) { return v != model.input_value() && v != model.output_value() && first[v] >= 0; };
+  std::vector<RowChain> chosen;
+  std::vector<int8_t> role(nv, 0);  // for the chain being judged: 1 blocked, 2 full, 3 full in an input's place
+  for (const RowChain& chain : candidates) {
+    if (rows <= chain.block_rows) continue;
+    for (int v : chain.blocked) role[v] = 1;
+    for (int v : chain.full) role[v] = 2;
+    for (auto [x, y] : chain.in_place) role[y] = 3;
+    // The most bytes alive at any op of the chain, run in one pass and run in blocks. Values the chain does not
+    // touch count the same in both; the rest of the model is not affected, so the chain is judged on its own.
+    uint64_t whole = 0, blocked = 0;
+    for (int k = chain.first_op; k <= chain.last_op; ++k) {
+      if (!run_op[k]) continue;
+      uint64_t w = 0, b = 0;
+      for (size_t v = 0; v < nv; ++v) {
+        if (!in_arena(int(v))) continue;
+        const bool live = first[v] <= k && k <= std::max(last[v], first[v]);
+        if (live) w += bytes(int(v), rows);
+        if (role[v] == 2) {
+          b += bytes(int(v), rows);  // alive across the whole chain
+        } else if (role[v] == 3) {
+          continue;  // counted with its host
+        } else if (live) {
+          b += bytes(int(v), role[v] == 1 ? std::min(rows, chain.block_rows) : rows);
+        }
+      }
+      whole = std::max(whole, w);
+      blocked = std::max(blocked, b);
+    }
+    for (int v : chain.blocked) role[v] = 0;
+    for (int v : chain.full) role[v] = 0;
+    if (blocked < whole) chosen.push_back(chain);
+  }
+  return chosen;
 }
 
 }  // namespace tern

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/row_chains.h"
 
 namespace tern {
 
@@ -17,7 +18,19 @@ struct ArenaPlan {
 constexpr uint64_t kArenaAlignment = 64;
 
 // Plans for calls of `rows` tokens, running the ops where run_op[i] is true. The model's input and output
-// values live in caller memory and are not placed.
-ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows);
+// values live in caller memory and are not placed. `chains` (from find_row_chains with the same run_op) run block
+// by block: their blocked values take min(rows, block_rows) rows and keep their own lifetimes, since each block
+// rewrites them before reading; every other value a chain touches is alive across the whole chain, because a later
+// block still reads (or an earlier one already wrote) its rows.
+ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                     const std::vector<RowChain>& chains = {});
+
+// The candidates worth running in blocks for calls of `rows` tokens. Blocking a chain shrinks its inner values but
+// keeps its full-size inputs and outputs alive across the whole chain (an input read by the last block, an output
+// written by the first), so in a narrow model it can cost more than it saves: a candidate is kept when the most
+// bytes alive at any of its ops is smaller run in blocks than in one pass. Chains of one block (rows <= block_rows)
+// are never kept.
+std::vector<RowChain> choose_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                                        const std::vector<RowChain>& candidates);
 
 }  // namespace tern

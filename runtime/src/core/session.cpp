@@ -74,6 +74,7 @@ Status Session::build(const tern_session_options& options) {
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
+  if (options.row_block_rows < 0) return InvalidArgument("row_block_rows must not be negative");
   // cpuinfo under-reports cores on some virtual machines; the OS count is the one to trust.
   threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   max_tokens_ = options.max_tokens > 0 ? options.max_tokens : model_.max_context();
@@ -87,7 +88,8 @@ Status Session::build(const tern_session_options& options) {
   // the allocator (or the OOM killer). Weights are packed by the kernels, so the exact total is checked again below.
   const auto& all_nodes = model_.nodes();
   tern_memory_plan estimate{};
-  estimate.arena_bytes = plan_arena(model_, std::vector<bool>(all_nodes.size(), true), max_batch_).bytes;
+  const std::vector<bool> all_ops(all_nodes.size(), true);
+  estimate.arena_bytes = plan_arena(model_, all_ops, max_batch_, pick_row_chains(all_ops, options.row_block_rows)).bytes;
   for (const Node& node : all_nodes) {
     const OpDef* def = find_op(node.code);
     if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_));
@@ -111,6 +113,21 @@ Status Session::build(const tern_session_options& options) {
     scratch = std::max(scratch, kernel.value()->scratch_bytes());
     kernels_.push_back(std::move(kernel).value());
   }
+  // Weights only XNNPACK reads (from its packed copy, made above) leave memory: their pages of the mapped file are
+  // dropped before the arena is touched, so the weights are not resident twice. A weight any other kernel reads
+  // (a tied embedding, LSH rotations, the reference kernels of a test) stays, or comes back from the file if read.
+  const auto& tensors = model_.tensors();
+  std::vector<int8_t> packed_only(tensors.size(), -1);  // per tensor: -1 unused, 1 only packing kernels use it, 0 not
+  for (const Node& node : nodes) {
+    for (const TensorInfo* t : node.weights) {
+      if (!t) continue;
+      int8_t& p = packed_only[size_t(t - tensors.data())];
+      p = p != 0 && kernels_[node.index]->weights_packed() ? 1 : 0;
+    }
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (packed_only[t] == 1) model_.release_pages(tensors[t]);
+  }
   // A call without logits runs only the ops that feed the state. When the op writing the output is one of them, it
   // writes into output_sink_ instead of the caller's absent logits.
   const int output_producer = model_.values()[model_.output_value()].producer;
@@ -122,7 +139,10 @@ Status Session::build(const tern_session_options& options) {
   run_for_state_ = ops_feeding(model_, stateful);
 
   profile_.assign(nodes.size(), {0, 0});
-  arena_plan_ = plan_arena(model_, run_all_, max_batch_);
+  chains_ = pick_row_chains(run_all_, options.row_block_rows);
+  chain_at_.assign(nodes.size(), -1);
+  for (size_t c = 0; c < chains_.size(); ++c) chain_at_[size_t(chains_[c].first_op)] = int(c);
+  arena_plan_ = plan_arena(model_, run_all_, max_batch_, chains_);
   tern_memory_plan exact{};
   for (const auto& k : kernels_) {
     exact.packed_weight_bytes += k->packed_weight_bytes();
@@ -146,6 +166,7 @@ Status Session::build(const tern_session_options& options) {
   for (size_t v = 0; v < value_ptrs_.size(); ++v) {
     if (arena_plan_.offsets[v] >= 0) value_ptrs_[v] = aligned + arena_plan_.offsets[v];
   }
+  block_ptrs_ = value_ptrs_;
   return Status::Ok();
 }
 
@@ -213,14 +234,16 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   ctx.ids = ids;
   ctx.values = &value_ptrs_;
   ctx.scratch = scratch_.data();
-  for (const Node& node : model_.nodes()) {
-    if (!run[node.index]) continue;
-    const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    Status st = kernels_[node.index]->run(ctx);
-    if (profiling_) {
-      auto& [calls, ns] = profile_[node.index];
-      ++calls;
-      ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  const int n_ops = int(model_.nodes().size());
+  for (int i = 0; i < n_ops; ++i) {
+    if (!run[size_t(i)]) continue;
+    Status st;
+    const int c = chain_at_[size_t(i)];
+    if (c >= 0 && n > chains_[size_t(c)].block_rows) {
+      st = run_chain(chains_[size_t(c)], ctx, run);
+      i = chains_[size_t(c)].last_op;
+    } else {
+      st = run_op(ctx, i, true);  // a chain of one block is the same as its ops run one after another
     }
     if (!st.ok()) {
       // A half-applied call would leave some caches ahead of others: forget the sequence.
@@ -230,6 +253,47 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   }
   value_ptrs_[model_.output_value()] = nullptr;
   position_ += n;
+  return Status::Ok();
+}
+
+std::vector<RowChain> Session::pick_row_chains(const std::vector<bool>& run, int64_t block_rows) const {
+  std::vector<RowChain> candidates = find_row_chains(model_, run, block_rows);
+  // A block size set by the caller runs every chain in blocks (tests check the blocked path on small models).
+  if (block_rows > 0) return candidates;
+  return choose_row_chains(model_, run, max_batch_, candidates);
+}
+
+Status Session::run_op(const RunContext& ctx, int index, bool count_call) {
+  const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  Status st = kernels_[size_t(index)]->run(ctx);
+  if (profiling_) {
+    auto& [calls, ns] = profile_[size_t(index)];
+    if (count_call) ++calls;
+    ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  }
+  return st;
+}
+
+Status Session::run_chain(const RowChain& chain, const RunContext& ctx, const std::vector<bool>& run) {
+  const auto& values = model_.values();
+  RunContext block = ctx;
+  block.values = &block_ptrs_;
+  // Blocked values sit at their own [block_rows, width] place for every block; they were sized for it.
+  for (int v : chain.blocked) block_ptrs_[size_t(v)] = value_ptrs_[size_t(v)];
+  for (int64_t row0 = 0; row0 < ctx.n; row0 += chain.block_rows) {
+    block.n = std::min(chain.block_rows, ctx.n - row0);
+    block.pos0 = ctx.pos0 + row0;
+    block.ids = ctx.ids + row0;
+    for (int v : chain.full) {  // rows [row0, row0 + block.n) of a full-size value
+      auto* base = static_cast<uint8_t*>(value_ptrs_[size_t(v)]);  // null: an output no op run now writes
+      const uint64_t row_bytes = uint64_t(values[size_t(v)].width) * dtype_size(values[size_t(v)].dtype);
+      block_ptrs_[size_t(v)] = base ? base + uint64_t(row0) * row_bytes : nullptr;
+    }
+    for (int i = chain.first_op; i <= chain.last_op; ++i) {
+      if (!run[size_t(i)]) continue;
+      TERN_RETURN_IF_ERROR(run_op(block, i, row0 == 0));
+    }
+  }
   return Status::Ok();
 }
 
@@ -253,7 +317,12 @@ tern_memory_plan Session::plan(int64_t n) const {
     scratch = std::max(scratch, k->scratch_bytes_for(n));
   }
   if (device_) p.packed_weight_bytes = device_->weight_bytes();
-  p.arena_bytes = plan_arena(model_, run_all_, n).bytes + scratch;
+  p.arena_bytes = plan_arena(model_, run_all_, n, chains_).bytes + scratch;
+  for (const RowChain& chain : chains_) {
+    if (n <= chain.block_rows) continue;  // one block: runs as before, nothing is saved
+    ++p.row_chains;
+    p.row_block_rows = std::max(p.row_block_rows, chain.block_rows);
+  }
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
     if (def->state_bytes) p.state_bytes += def->state_bytes(node, n);

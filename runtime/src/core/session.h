@@ -10,6 +10,7 @@
 #include "core/device_runner.h"
 #include "core/model.h"
 #include "core/planner.h"
+#include "core/row_chains.h"
 #include "ops/op.h"
 
 namespace tern {
@@ -49,6 +50,11 @@ class Session {
   Status build(const tern_session_options& options);
   // Tries the Vulkan backend; false with *st ok when `auto` should go on with the CPU.
   bool build_device(const tern_session_options& options, Status* st);
+  Status run_op(const RunContext& ctx, int index, bool count_call);
+  // The row-wise chains (core/row_chains.h) of the ops in `run` that shrink the arena for max_batch_ rows.
+  std::vector<RowChain> pick_row_chains(const std::vector<bool>& run, int64_t block_rows) const;
+  // Runs chains_[c] on the call's n rows, block by block (ops not in `run` skipped).
+  Status run_chain(const RowChain& chain, const RunContext& ctx, const std::vector<bool>& run);
 
   const Model& model_;
   pthreadpool_t pool_ = nullptr;
@@ -60,6 +66,9 @@ class Session {
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
   std::vector<bool> run_all_;         // every op
   std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
+  std::vector<RowChain> chains_;      // row-wise chains of run_all_, run block by block (core/row_chains.h)
+  std::vector<int> chain_at_;         // per node: index in chains_ of the chain starting there, -1 if none
+  std::vector<void*> block_ptrs_;     // per value: its rows for the block being run (run_chain)
   ArenaPlan arena_plan_;              // for max_batch rows
   std::vector<float> arena_;          // arena_plan_.bytes, allocated once
   std::vector<float> scratch_;        // largest per-call scratch of any kernel

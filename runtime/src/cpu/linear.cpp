@@ -34,6 +34,7 @@ class LinearKernel : public CpuKernel {
     return Status::Ok();
   }
   uint64_t packed_weight_bytes() const override { return uint64_t(in_ + 1) * uint64_t(out_) * sizeof(float); }
+  bool weights_packed() const override { return true; }  // W and b live in XNNPACK's copy; run() reads neither
 
  private:
   const Node& node_;

@@ -138,6 +138,6 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
 }
 
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
-                                   validate, cpu::make_attention, state_bytes, dense_bytes};
+                                   validate, cpu::make_attention, state_bytes, dense_bytes, false};
 
 }  // namespace tern

@@ -50,6 +50,9 @@ class CpuKernel {
   virtual void save_state(int64_t /*position*/, uint8_t* /*out*/) const {}
   virtual void load_state(int64_t /*position*/, const uint8_t* /*in*/) {}
   virtual uint64_t packed_weight_bytes() const { return 0; }  // backend-owned weight copies
+  // True if the kernel copied every weight it uses into its own packed form at creation and never reads the model's
+  // copies again: the session may then drop those pages of the mapped file from memory (Model::release_pages).
+  virtual bool weights_packed() const { return false; }
   virtual uint64_t scratch_bytes() const { return 0; }        // all threads together
   // Scratch a call of n tokens needs (for the planner); kernels whose scratch grows with n override it.
   virtual uint64_t scratch_bytes_for(int64_t /*n*/) const { return scratch_bytes(); }
@@ -69,6 +72,9 @@ struct OpDef {
   uint64_t (*state_bytes)(const Node& node, int64_t n);
   // Bytes a dense implementation would materialise for n tokens (scores), 0 if none.
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
+  // Row i of every output depends only on row i of the inputs (and the weights), and the op holds no state: the
+  // session may run it on any block of rows (core/row_chains.h).
+  bool row_wise;
 };
 
 const OpDef* find_op(fb::OpCode code);

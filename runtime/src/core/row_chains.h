@@ -1,0 +1,40 @@
+// Row-block execution. A chain is a run of consecutive row-wise ops (OpDef::row_wise: layer norm, linear, activation,
+// add, concat, log-softmax — row i of each output needs only row i of the inputs). The session runs a chain block by
+// block: every op of the chain on rows [0, b), then every op on [b, 2b), ... A value made inside a chain and read
+// only inside it then needs [block_rows, width] of arena instead of [n, width]; in a transformer these are the
+// feed-forward's [n, 4*d] activations and the normalised inputs of the projections. Values the chain reads from
+// before it, or that ops after it read, keep full size.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/model.h"
+
+namespace tern {
+
+// Per-block scratch a chain aims at: block_rows = the largest power of two with block_rows * (bytes of one row of
+// all its blocked values) <= this, clamped to [kMinBlockRows, kMaxBlockRows]. Large enough that a linear's GEMM
+// keeps its speed, small enough that the blocked values stay a few MiB.
+constexpr uint64_t kRowBlockBytes = uint64_t(32) << 20;
+constexpr int64_t kMinBlockRows = 256;
+constexpr int64_t kMaxBlockRows = 1024;
+
+struct RowChain {
+  int first_op = 0;             // node index of the first op
+  int last_op = 0;              // node index of the last op (inclusive); ops in between not run are skipped
+  int64_t block_rows = 0;       // rows per block
+  std::vector<int> blocked;     // values made and read only inside the chain: [block_rows, width] each
+  std::vector<int> full;        // the chain's other values (inputs from before, outputs read after): [n, width]
+  // (input, output) pairs of full values where the output takes the input's rows: the input is read for the last
+  // time at or before the op writing the output (an elementwise op when at it), so row r is read before it is
+  // overwritten in every block. In a residual stream y = x + f(x) this keeps one [n, d] buffer instead of two.
+  std::vector<std::pair<int, int>> in_place;
+};
+
+// Maximal chains among the ops with run_op[i] true that have at least one blocked value, in node order. The
+// model's input and output values are never blocked. block_rows > 0 sets every chain's block (tests, tuning).
+std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t block_rows = 0);
+
+}  // namespace tern

@@ -1,0 +1,204 @@
+// LSH attention vs dense attention, one layer each with the same heads and head_dim: the attention op's time
+// (measured, per thread count) and its bytes (the planner's) for n in {4k, 16k, 64k}. A benchmark that prints
+// numbers, not a test.
+//
+//   build/tools/bench/lsh_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]
+//
+// Each model is ids -> EMBEDDING (random rows: the attention's input, [n, 2*H*dh] for LSH's shared qk | v, [n,
+// 3*H*dh] for dense q | k | v) -> ATTENTION -> output [n, H*dh]. The LSH layer has google/reformer-enwik8's LSH
+// settings (chunk 256, one chunk before, 4 hashing rounds, 512 buckets); heads and head_dim are small so that
+// dense attention at 64k tokens finishes in minutes.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "cli.h"
+#include "graph_builder.h"
+#include "tern/tern.h"
+#include "writer.h"
+
+using namespace tern;
+
+namespace {
+
+constexpr int64_t kHeads = 2, kHeadDim = 32, kInner = kHeads * kHeadDim, kRows = 1024;
+constexpr int32_t kChunk = 256, kChunksBefore = 1, kHashes = 4, kBuckets = 512;
+
+convert::TensorFill random_fill(uint32_t seed, float lo, float hi) {
+  return [=](uint8_t* dst, size_t size) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    float* f = reinterpret_cast<float*>(dst);
+    for (size_t i = 0; i < size / sizeof(float); ++i) f[i] = dist(rng);
+    return Status::Ok();
+  };
+}
+
+int64_t input_width(bool lsh) { return (lsh ? 2 : 3) * kInner; }
+
+bool write_model(bool lsh, const std::string& path, std::string* error) {
+  convert::GraphBuilder g;
+  const int32_t ids = g.add_value("ids", fb::DType::I32, 1).value();
+  (void)g.add_input(ids);
+  const int32_t table = g.add_tensor("rows", fb::DType::F32, {kRows, input_width(lsh)}, random_fill(1, -1.0f, 1.0f)).value();
+  const int32_t x = g.add_value("x", fb::DType::F32, input_width(lsh)).value();
+  (void)g.add_op(fb::OpCode::EMBEDDING, "rows", {ids}, {x}, {table}, convert::params::Embedding{});
+  convert::params::Attention attn;
+  attn.heads = int32_t(kHeads);
+  attn.head_dim = int32_t(kHeadDim);
+  attn.scale = float(1.0 / std::sqrt(double(kHeadDim)));
+  std::vector<int32_t> weights;
+  if (lsh) {
+    convert::params::Lsh k;
+    k.chunk = kChunk;
+    k.chunks_before = kChunksBefore;
+    k.hashes = kHashes;
+    k.buckets = {kBuckets};
+    k.pad_to = kChunk;
+    k.pad_above = kChunk;
+    attn.kind = k;
+    weights.push_back(g.add_tensor("rotations", fb::DType::F32, {kHeads, kHeadDim, kHashes, kBuckets / 2},
+                                   random_fill(2, -1.5f, 1.5f))
+                          .value());
+  } else {
+    attn.kind = convert::params::DenseAttention{};
+  }
+  const int32_t y = g.add_value("y", fb::DType::F32, kInner).value();
+  auto added = g.add_op(fb::OpCode::ATTENTION, "attention", {x}, {y}, weights, attn);
+  if (!added.ok()) {
+    *error = added.status().message();
+    return false;
+  }
+  (void)g.add_output(y);
+  g.metadata().architecture = "bench";
+  g.metadata().vocab_kind = fb::VocabKind::EXTERNAL;
+  g.metadata().vocab_size = kInner;
+  convert::WriteOptions wo;
+  wo.quiet = true;
+  const Status st = convert::write_model(g, path, wo);
+  if (!st.ok()) *error = st.message();
+  return st.ok();
+}
+
+std::vector<int64_t> parse_list(const std::string& list) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    const size_t comma = list.find(',', pos);
+    out.push_back(std::stoll(list.substr(pos, comma - pos)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", bytes / double(1 << 20));
+  return buf;
+}
+
+struct Row {
+  double seconds = 0;     // the attention op alone (session profile), median of the timed runs
+  tern_memory_plan plan{};
+};
+
+// One session of `threads` on the model; a warm-up and 3 timed runs below 16k tokens, one run from 16k on.
+bool measure(tern_model* model, int64_t n, int threads, Row* row) {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = threads;
+  so.max_tokens = n;
+  so.max_batch = n;
+  tern_session* s = nullptr;
+  if (tern_session_create(model, &so, &s) != TERN_OK) return false;
+  std::vector<int32_t> ids(size_t(n), 0);
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7919) % kRows);
+  std::vector<float> out(size_t(n * kInner));
+  const int reps = n < 16384 ? 3 : 1;
+  std::vector<double> times;
+  for (int r = 0; r < reps + (n < 16384 ? 1 : 0); ++r) {
+    tern_session_set_profiling(s, 1);
+    if (tern_session_forward(s, ids.data(), n, out.data()) != TERN_OK) {
+      std::fprintf(stderr, "lsh_bench: %s\n", tern_session_last_error(s));
+      tern_session_free(s);
+      return false;
+    }
+    tern_op_profile prof[2];
+    size_t count = 0;
+    tern_session_get_profile(s, prof, 2, &count);
+    if (r > 0 || n >= 16384) times.push_back(double(prof[1].total_ns) * 1e-9);  // op 1: the attention
+  }
+  std::sort(times.begin(), times.end());
+  row->seconds = times[times.size() / 2];
+  tern_session_plan(s, n, &row->plan);
+  tern_session_free(s);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cli::Args args(argc, argv, {"--threads", "--lengths", "--skip-dense-above"}, {"-h", "--help"});
+  if (args.has("-h") || args.has("--help")) {
+    std::puts("usage: lsh_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]");
+    return 0;
+  }
+  const std::vector<int64_t> thread_counts = parse_list(args.get("--threads", "1,2"));
+  const std::vector<int64_t> lengths = parse_list(args.get("--lengths", "4096,16384,65536"));
+  const int64_t skip_dense = args.get_int("--skip-dense-above", int64_t(1) << 31, 1, int64_t(1) << 31);
+  if (!args.ok()) {
+    std::fprintf(stderr, "lsh_bench: %s\n", args.error().c_str());
+    return 2;
+  }
+  tern_model* models[2] = {nullptr, nullptr};  // dense, lsh
+  for (int lsh = 0; lsh < 2; ++lsh) {
+    const std::string path = "/tmp/tern-lsh-bench-" + std::to_string(getpid()) + (lsh ? "-lsh" : "-dense") + ".tern";
+    std::string error;
+    if (!write_model(lsh != 0, path, &error) || tern_model_load(path.c_str(), &models[lsh]) != TERN_OK) {
+      std::fprintf(stderr, "lsh_bench: %s\n", error.empty() ? tern_last_error() : error.c_str());
+      return 1;
+    }
+    std::remove(path.c_str());  // the mapping keeps the file
+  }
+  std::printf("one attention layer: %lld heads x %lld, causal; LSH: chunk %d, %d chunk before, %d hashes, %d buckets\n",
+              (long long)kHeads, (long long)kHeadDim, kChunk, kChunksBefore, kHashes, kBuckets);
+  std::printf("time: the attention op alone (median of 3 after a warm-up below 16k tokens, one run from 16k)\n");
+  std::printf("scratch: the planner's arena less the op's input [n, %lld] (dense) or [n, %lld] (LSH)\n\n",
+              (long long)input_width(false), (long long)input_width(true));
+  std::printf("| n | threads | dense s | LSH s | dense / LSH | dense scratch MiB | LSH scratch MiB | LSH scratch B/token | n x n scores MiB |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int64_t n : lengths) {
+    for (int64_t threads : thread_counts) {
+      Row dense, lsh;
+      const bool run_dense = n <= skip_dense;
+      if ((run_dense && !measure(models[0], n, int(threads), &dense)) || !measure(models[1], n, int(threads), &lsh)) {
+        std::fprintf(stderr, "lsh_bench: %s\n", tern_last_error());
+        return 1;
+      }
+      const auto scratch = [n](const Row& r, bool is_lsh) {
+        return double(r.plan.arena_bytes) - double(n * input_width(is_lsh)) * sizeof(float);
+      };
+      const double lsh_scratch = scratch(lsh, true);
+      char dense_s[32] = "skipped", ratio[32] = "", dense_mib[32] = "";
+      if (run_dense) {
+        std::snprintf(dense_s, sizeof dense_s, "%.3f", dense.seconds);
+        std::snprintf(ratio, sizeof ratio, "%.1fx", dense.seconds / lsh.seconds);
+        std::snprintf(dense_mib, sizeof dense_mib, "%s", mib(scratch(dense, false)).c_str());
+      }
+      std::printf("| %lld | %lld | %s | %.3f | %s | %s | %s | %.0f | %s |\n", (long long)n, (long long)threads, dense_s,
+                  lsh.seconds, ratio, dense_mib, mib(lsh_scratch).c_str(), lsh_scratch / double(n),
+                  mib(double(lsh.plan.dense_attention_bytes)).c_str());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\npeak memory: %s\n", cli::format_bytes(cli::peak_rss_bytes()).c_str());
+  tern_model_free(models[1]);
+  tern_model_free(models[0]);
+  return 0;
+}
