@@ -91,8 +91,16 @@ struct Compressive {
   int32_t rate = 1;
   fb::Compression compression = fb::Compression::CONV;
 };
-using AttentionKind =
-    std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed, AdaptiveSpan, RelativeXL, Lsh, Compressive>;
+// Routing attention (schema/tern.fbs, runtime/src/ops/routing.h): the ATTENTION op reads qkv and takes one weight,
+// centroids [H - local_heads, clusters, dh].
+struct Routing {
+  int32_t clusters = 1;
+  int32_t window = 1;
+  int32_t local_heads = 0;
+  int32_t local_chunk = 1;
+};
+using AttentionKind = std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed, AdaptiveSpan, RelativeXL,
+                                   Lsh, Compressive, Routing>;
 struct Attention {
   static constexpr fb::OpParams kType = fb::OpParams::AttentionParams;
   int32_t heads = 0;

@@ -41,6 +41,9 @@ std::pair<fb::AttentionKind, flatbuffers::Offset<void>> build_attention_kind(fla
         } else if constexpr (std::is_same_v<K, params::Compressive>) {
           return {fb::AttentionKind::Compressive,
                   fb::CreateCompressive(fbb, k.mem_len, k.cmem_len, k.rate, k.compression).Union()};
+        } else if constexpr (std::is_same_v<K, params::Routing>) {
+          return {fb::AttentionKind::Routing,
+                  fb::CreateRouting(fbb, k.clusters, k.window, k.local_heads, k.local_chunk).Union()};
         } else if constexpr (std::is_same_v<K, params::RelativeXL>) {
           return {fb::AttentionKind::RelativeXL,
                   fb::CreateRelativeXL(fbb, k.mem_len, k.clamp_len, k.same_length, k.norm_eps).Union()};

@@ -68,4 +68,17 @@ tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name,
   return model;
 }
 
+void expect_load_rejected(OpGraph& g, int32_t output, const std::string& name, const std::string& message) {
+  REQUIRE(g.graph.add_output(output).ok());
+  g.graph.metadata().architecture = "op-test";
+  g.graph.metadata().vocab_kind = fb::VocabKind::EXTERNAL;
+  g.graph.metadata().vocab_size = g.graph.values()[output].width;
+  const std::string path = scratch_dir("op_graph_" + name) + "/model.tern";
+  REQUIRE(convert::write_model(g.graph, path, {true}).ok());
+  tern_model* model = nullptr;
+  CHECK(tern_model_load(path.c_str(), &model) == TERN_INVALID_MODEL);
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains(message));
+  CHECK(model == nullptr);
+}
+
 }  // namespace tern::test

@@ -30,5 +30,8 @@ tern_session* make_session_on(tern_backend backend, const tern_model* model, int
                               int64_t max_batch = 0);
 // Marks `output` as the model output, writes the model under the scratch dir and loads it.
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context);
+// Marks `output` as the model output, writes the model and checks that loading it fails with TERN_INVALID_MODEL and
+// a message containing `message`.
+void expect_load_rejected(OpGraph& g, int32_t output, const std::string& name, const std::string& message);
 
 }  // namespace tern::test

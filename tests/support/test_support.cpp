@@ -38,6 +38,13 @@ double relative_error(const float* a, const float* ref, size_t n) {
   return std::sqrt(diff / norm);
 }
 
+std::vector<int32_t> random_ids(int64_t n, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& id : ids) id = int32_t(rng() % uint32_t(rows));
+  return ids;
+}
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

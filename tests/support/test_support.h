@@ -15,6 +15,8 @@ std::string scratch_dir(const std::string& name);
 double relative_error(const float* a, const float* ref, size_t n);
 // Uniform floats in [lo, hi), deterministic in seed.
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// n random token ids in [0, rows).
+std::vector<int32_t> random_ids(int64_t n, int64_t rows, uint32_t seed);
 std::string read_file(const std::string& path);
 // Whether a Vulkan device can run this library's shaders here; *why says what is missing when not.
 bool vulkan_device(std::string* why);

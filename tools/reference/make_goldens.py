@@ -237,7 +237,46 @@ CASES = [
             ],
         },
     },
+    {
+        "name": "routing_only",
+        "n": 400,
+        "dtype": "F32",
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 512,
+            "attention": {"kind": "routing", "clusters": 6, "window": 48},
+        },
+    },
+    {
+        "name": "routing_mixed",
+        "n": 700,
+        "dtype": "F32",
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 64,
+            "num_layers": 3,
+            "num_heads": 4,
+            "max_position_embeddings": 1024,
+            "attention": [
+                # two local heads (chunks of 32 and the one before) next to two routing heads
+                {"kind": "routing", "clusters": 8, "window": 64, "local_heads": 2, "local_chunk": 32},
+                {"kind": "sliding", "window": 32},
+                # a window longer than the sequence: every cluster holds every position
+                {"kind": "routing", "clusters": 3, "window": 1024, "local_heads": 1, "local_chunk": 100},
+            ],
+        },
+    },
 ]
+
+# Smallest gap allowed between the last score a routing cluster keeps and the first it drops: float32 rounding in
+# the runtime moves scores by ~1e-5, so a closer cut could pick a different member there. A case whose draw has a
+# closer cut is redrawn with the next seed of its own sequence (seed + 1000 * attempt).
+MIN_ROUTING_GAP = 1e-3
 
 
 def random_weights(model, rng, qk_std=0.3):
@@ -253,6 +292,9 @@ def random_weights(model, rng, qk_std=0.3):
             a = rng.normal(0.0, 0.5, shape)
         elif name == "pos_embed.weight":
             a = rng.normal(0.0, 0.3, shape)
+        elif name.endswith("attn.centroids"):  # google-research's init: unit-variance rows, layer-normalised
+            a = rng.normal(0.0, 1.0, shape)
+            a = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-6)
         elif name.endswith(("attn.q.weight", "attn.k.weight")):
             a = rng.normal(0.0, qk_std, shape)  # sharper attention
         else:
@@ -274,6 +316,8 @@ def attention_entropy(model, ids):
     ents, uniform = [], []
 
     def hook(mod, inp, out):
+        if mod.spec["kind"] == "routing":  # no [n, n] visibility: its clusters depend on the inputs
+            return
         x = inp[0]
         q, k = mod.split_heads(mod.q(x)), mod.split_heads(mod.k(x))
         H, n, dh = q.shape
@@ -286,21 +330,47 @@ def attention_entropy(model, ids):
     logits_for(model, ids)
     for h in hooks:
         h.remove()
+    if not ents:
+        return float("nan"), float("nan")
     return float(np.mean(ents)), float(np.mean(uniform))
+
+
+def routing_gap(model, stored, ids):
+    """Smallest top-w cut gap of the routing layers (inf when the model has none) for weights `stored`."""
+    routing = [layer.attn for layer in model.layers if layer.attn.spec["kind"] == "routing"]
+    if not routing:
+        return float("inf")
+    model.load_state(stored)
+    for attn in routing:
+        attn.gaps = []
+    logits_for(model, ids)
+    gaps = [g for attn in routing for g in attn.gaps]
+    for attn in routing:
+        del attn.gaps
+    return min(gaps) if gaps else float("inf")
+
+
+def draw(case, model, seed):
+    """Weights (float64, and as stored) and ids of one case; routing cases are redrawn until every cut is clear."""
+    np_dtype = {"F32": np.float32, "F16": np.float16}[case["dtype"]]
+    for attempt in range(50):
+        rng = np.random.default_rng(seed + 1000 * attempt)
+        weights = random_weights(model, rng, case.get("qk_std", 0.3))
+        stored = {k: v.astype(np_dtype) for k, v in weights.items()}
+        ids = rng.integers(0, case["config"]["vocab_size"], size=case["n"]).tolist()
+        assert len(set(ids)) > 1
+        gap = routing_gap(model, stored, ids)
+        if gap >= MIN_ROUTING_GAP:
+            return stored, ids, seed + 1000 * attempt, gap
+    raise RuntimeError(f"{case['name']}: no draw with routing cuts at least {MIN_ROUTING_GAP} apart")
 
 
 def make_case(case, out_root, seed):
     name = case["name"]
-    rng = np.random.default_rng(seed)
     cfg = case["config"]
     model = ReferenceModel(cfg).double().eval()
-
-    np_dtype = {"F32": np.float32, "F16": np.float16}[case["dtype"]]
-    weights = random_weights(model, rng, case.get("qk_std", 0.3))
-    stored = {k: v.astype(np_dtype) for k, v in weights.items()}
+    stored, ids, seed, gap = draw(case, model, seed)
     vocab = cfg["vocab_size"]
-    ids = rng.integers(0, vocab, size=case["n"]).tolist()
-    assert len(set(ids)) > 1
 
     d = os.path.join(out_root, name)
     if os.path.isdir(d):
@@ -332,7 +402,8 @@ def make_case(case, out_root, seed):
     att, att_uniform = attention_entropy(model, ids)
     print(f"{name:30s} n={case['n']:5d} dtype={case['dtype']} shards={shards} "
           f"logit std {logits.std():.2f}, mean entropy {ent:.2f} nats (uniform {np.log(vocab):.2f}), "
-          f"attention entropy {att:.2f} (uniform {att_uniform:.2f}), {size / 1024:.0f} KiB")
+          f"attention entropy {att:.2f} (uniform {att_uniform:.2f}), {size / 1024:.0f} KiB"
+          + (f", closest routing cut {gap:.2e}" if gap != float("inf") else ""))
 
 
 def main():

@@ -84,6 +84,8 @@ ATTENTION_PARAMS = {
     "strided": {"stride": (1, None)},
     "fixed": {"block": (1, None), "summary": (1, None)},
     "compressive": {"mem_len": (1, None), "cmem_len": (1, None), "rate": (1, None)},  # tools/reference/compressive.py
+    # routing heads h >= local_heads; local heads h < local_heads see their chunk and the one before
+    "routing": {"clusters": (1, None), "window": (1, None), "local_heads": (0, 0), "local_chunk": (1, 1)},
 }
 MAX_ATTENTION_PARAM = 2 ** 31 - 1  # the converter stores them as int32
 SPLIT_KINDS = ("strided", "fixed")  # kinds with a "heads": "merged" | "split" layout
@@ -97,6 +99,8 @@ def normalize_attention(a, num_heads, where="attention"):
     kind = a.setdefault("kind", "dense")
     if kind not in ATTENTION_PARAMS:
         raise ValueError(f"{where}: unknown kind {kind!r}")
+    if kind == "routing" and a.get("local_heads") and "local_chunk" not in a:
+        raise ValueError(f"{where}.local_chunk is missing (local_heads > 0)")
     for key, (minimum, default) in ATTENTION_PARAMS[kind].items():
         if key not in a:
             if default is None:
@@ -116,6 +120,8 @@ def normalize_attention(a, num_heads, where="attention"):
 
         if a.setdefault("compression", "conv") not in COMPRESSIONS:
             raise ValueError(f"{where}.compression must be one of {COMPRESSIONS}, got {a['compression']!r}")
+    if kind == "routing" and a["local_heads"] >= num_heads:
+        raise ValueError(f"{where}.local_heads ({a['local_heads']}) must leave at least one of {num_heads} heads routing")
     if kind == "fixed" and a["summary"] > a["block"]:
         raise ValueError(f"{where}.summary ({a['summary']}) exceeds block ({a['block']})")
     return a
@@ -218,6 +224,57 @@ def masked_attention(q, k, v, spec):
     return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
+ROUTING_NORM_EPS = 1e-6  # layer norm without gain of queries and keys, as google-research's routing_transformer
+ROUTING_COUNT_EPS = 1e-2  # outputs are divided by (number of clusters the query joined + this)
+
+
+def top_window(scores, w):
+    """Positions of the w largest scores, ties to the lower position, returned in position order."""
+    order = torch.sort(scores, descending=True, stable=True).indices[:w]
+    return torch.sort(order).values
+
+
+def routing_attention(q, k, v, spec, centroids, gaps=None):
+    """Routing attention (Roy et al. 2020) of one sequence. q, k, v: [H, n, dh]; centroids [H - L, K, dh].
+
+    Heads h < L = local_heads: chunked local attention (own chunk of local_chunk and the one before).
+    Routing head h >= L, written out per cluster c:
+      q^ = LN(q), k^ = LN(k)                      no gain or bias, eps ROUTING_NORM_EPS
+      Q_c = top-w positions of q^ . mu_c,  K_c = top-w positions of k^ . mu_c   (w = min(window, n))
+      query i in Q_c attends the keys j in K_c with j <= i: softmax(q^_i . k^_j * dh^-0.5) v_j
+      (no such key: the cluster adds zero for that query)
+      out_i = sum over the clusters c with i in Q_c / (their count + ROUTING_COUNT_EPS)
+    If `gaps` is a list, the smallest score gap across each top-w cut is appended to it (for golden robustness).
+    """
+    H, n, dh = q.shape
+    L = spec["local_heads"]
+    out = torch.zeros_like(v)
+    if L:
+        local = {"kind": "chunked", "chunk": spec["local_chunk"], "chunks_before": 1}
+        out[:L] = masked_attention(q[:L], k[:L], v[:L], local)
+    w = min(spec["window"], n)
+    qn = F.layer_norm(q[L:], (dh,), eps=ROUTING_NORM_EPS)
+    kn = F.layer_norm(k[L:], (dh,), eps=ROUTING_NORM_EPS)
+    for r in range(H - L):
+        total = torch.zeros(n, dh, dtype=v.dtype)
+        count = torch.zeros(n, dtype=v.dtype)
+        for c in range(centroids.shape[1]):
+            sq, sk = qn[r] @ centroids[r, c], kn[r] @ centroids[r, c]
+            qi, ki = top_window(sq, w), top_window(sk, w)
+            if gaps is not None and w < n:
+                for s in (sq, sk):
+                    top = torch.sort(s, descending=True).values
+                    gaps.append(float(top[w - 1] - top[w]))
+            scores = (qn[r][qi] @ kn[r][ki].t()) * dh ** -0.5
+            visible = ki[None, :] <= qi[:, None]
+            p = torch.softmax(scores.masked_fill(~visible, float("-inf")), -1)
+            p = torch.nan_to_num(p, nan=0.0)  # a query with no visible key in this cluster
+            total[qi] += p @ v[L + r][ki]
+            count[qi] += 1
+        out[L + r] = total / (count + ROUTING_COUNT_EPS)[:, None]
+    return out
+
+
 # kind -> function(q, k, v, spec) computing attention on head-split tensors. Dense keeps its own
 # function (a plain causal mask); it gives the same result as masked_attention with a dense spec.
 ATTENTION_KINDS = {
@@ -239,6 +296,9 @@ class Attention(nn.Module):
         self.k = nn.Linear(d, d, bias=bias)
         self.v = nn.Linear(d, d, bias=bias)
         self.out = nn.Linear(d, d, bias=bias)
+        if spec["kind"] == "routing":  # trained k-means centroids of the routing heads
+            dh = d // num_heads
+            self.centroids = nn.Parameter(torch.zeros(num_heads - spec["local_heads"], spec["clusters"], dh))
         if spec["kind"] == "compressive":  # memories kept between calls (compressive.py)
             self.memory = None
             if spec["compression"] == "conv":
@@ -257,7 +317,12 @@ class Attention(nn.Module):
         q = self.split_heads(self.q(x))
         k = self.split_heads(self.k(x))
         v = self.split_heads(self.v(x))
-        o = self.fn(q, k, v, self.spec)
+        if self.spec["kind"] == "routing":
+            if q.dim() != 3:
+                raise ValueError("routing attention runs one sequence at a time")
+            o = routing_attention(q, k, v, self.spec, self.centroids, getattr(self, "gaps", None))
+        else:
+            o = self.fn(q, k, v, self.spec)
         o = o.transpose(-3, -2).reshape(x.shape)  # heads concatenated
         return self.out(o)
 

@@ -31,8 +31,27 @@ struct ReferenceConfig {
 // One layer's attention object: {"kind": ..., kind-specific keys}; the table is in converter/reference-family.md.
 Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads) {
   CONVERT_TRY(std::string kind,
-              a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed", "compressive"}, std::string("dense")));
+              a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed", "compressive", "routing"},
+                       std::string("dense")));
   if (kind == "dense") return params::AttentionKind{params::DenseAttention{}};
+  if (kind == "routing") {
+    CONVERT_TRY(const int64_t clusters, a.positive_int("clusters"));
+    CONVERT_TRY(const int64_t window, a.positive_int("window"));
+    CONVERT_TRY(const int64_t local_heads, a.integer("local_heads", 0, 0));
+    if (clusters > (1 << 16)) return a.field_error("clusters", "must be at most 65536, got " + std::to_string(clusters));
+    if (window > (1 << 24)) return a.field_error("window", "must be at most 2^24, got " + std::to_string(window));
+    if (local_heads >= heads) {
+      return a.field_error("local_heads", std::to_string(local_heads) + " leaves no routing head of " +
+                                              std::to_string(heads));
+    }
+    int64_t local_chunk = 1;
+    if (local_heads > 0) {
+      CONVERT_TRY(local_chunk, a.positive_int("local_chunk"));
+      if (local_chunk > (1 << 24)) return a.field_error("local_chunk", "must be at most 2^24");
+    }
+    return params::AttentionKind{
+        params::Routing{int32_t(clusters), int32_t(window), int32_t(local_heads), int32_t(local_chunk)}};
+  }
   if (kind == "compressive") {
     params::Compressive c;
     CONVERT_TRY(const int64_t mem_len, a.positive_int("mem_len"));
@@ -201,6 +220,11 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
                                       {d}));
   }
   CONVERT_TRY(auto out_w, linear_weights(src, p + "attn.out", d, d, r.linear_bias));
+  // A routing layer's trained centroids, one set per routing head.
+  int32_t centroids = -1;
+  if (const auto* routing = std::get_if<params::Routing>(&r.attention[size_t(i)])) {
+    CONVERT_TRY(centroids, src.add(p + "attn.centroids", {r.heads - routing->local_heads, routing->clusters, head_dim}));
+  }
   CONVERT_TRY(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
   CONVERT_TRY(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
   CONVERT_TRY(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
@@ -221,7 +245,9 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
     CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {qkv_w, qkv_b, conv[0], conv[1]}, d, attn));
   } else {
     CONVERT_TRY(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
-    CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, {}, d, attn));
+    std::vector<int32_t> attn_weights;
+    if (centroids >= 0) attn_weights = {centroids};
+    CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, attn_weights, d, attn));
   }
   CONVERT_TRY(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
   CONVERT_TRY(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));

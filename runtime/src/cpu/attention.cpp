@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/fast_math.h"
 #include "cpu/kernels.h"
 #include "cpu/kv_store.h"
 #include "cpu/parallel.h"
@@ -54,33 +55,21 @@ struct KeySource {
   }
 };
 
-// q . k with eight partial sums: a plain loop with one accumulator cannot be vectorised without reassociation.
-inline float dot(const float* q, const float* k, int dh) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int c = 0;
-  for (; c + 8 <= dh; c += 8)
-    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
-  float sum = 0.0f;
-  for (; c < dh; ++c) sum += q[c] * k[c];
-  for (float p : part) sum += p;
-  return sum;
-}
-
 // Online-softmax update of one query row with `count` scores s[] for the keys whose values are values[].
 void accumulate_row(const float* s, const float* const* values, int64_t count, int dh, float* m, float* l, float* acc) {
   float block_max = -INFINITY;
   for (int64_t k = 0; k < count; ++k) block_max = std::max(block_max, s[k]);
   const float m_new = std::max(*m, block_max);
-  const float correction = std::exp(*m - m_new);  // 0 on a row's first keys (m = -inf)
+  const float correction = *m == -INFINITY ? 0.0f : exp_approx(*m - m_new);  // 0 on a row's first keys
   if (correction != 1.0f) {
     for (int c = 0; c < dh; ++c) acc[c] *= correction;
   }
+  float p[kKeyBlock];  // count <= kKeyBlock; exponentials first, so that loop vectorises
   float sum = 0.0f;
+  for (int64_t k = 0; k < count; ++k) sum += (p[k] = exp_approx(s[k] - m_new));
   for (int64_t k = 0; k < count; ++k) {
-    const float p = std::exp(s[k] - m_new);
-    sum += p;
     const float* v = values[k];
-    for (int c = 0; c < dh; ++c) acc[c] += p * v[c];
+    for (int c = 0; c < dh; ++c) acc[c] += p[k] * v[c];
   }
   *l = *l * correction + sum;
   *m = m_new;
@@ -109,7 +98,35 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     t.m[r] = -INFINITY;
     t.l[r] = 0.0f;
   }
-  // Scattered keys (strided's every l-th, fixed's summaries), row by row, in batches of kKeyBlock.
+  // Fixed's summaries below the block's first local run are the same for every row: tile them like a contiguous run.
+  int64_t shared_below = 0;
+  if (a.pattern->kind == PatternKind::kFixed && a.pattern->has_scattered(h)) {
+    shared_below = a.pattern->local_lo(h, pos0 + r0);  // local_lo never decreases with i
+    int64_t width = 0;
+    auto flush = [&] {
+      for (int64_t r = 0; r < rows; ++r) {
+        float scores[kKeyBlock] = {};
+        const float* q = t.q + r * dh;
+        for (int c = 0; c < dh; ++c) {
+          const float qc = q[c];
+          const float* ktc = t.kt + c * kKeyBlock;
+          for (int64_t k = 0; k < kKeyBlock; ++k) scores[k] += qc * ktc[k];
+        }
+        accumulate_row(scores, vp, width, dh, &t.m[r], &t.l[r], t.acc + r * dh);
+      }
+      width = 0;
+    };
+    a.pattern->scattered(h, pos0 + r0, shared_below, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        const float* k = a.src.key(h, j, dh);
+        for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + width] = k[c];
+        vp[width] = a.src.value(h, j, dh);
+        if (++width == kKeyBlock) flush();
+      }
+    });
+    if (width > 0) flush();
+  }
+  // Other scattered keys (strided's every l-th, the rest of fixed's summaries), row by row, in batches of kKeyBlock.
   if (a.pattern->has_scattered(h)) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = pos0 + r0 + r;
@@ -120,7 +137,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
+        for (int64_t j = std::max(begin, shared_below); j < end; ++j) {
           kp[count] = a.src.key(h, j, dh);
           vp[count] = a.src.value(h, j, dh);
           if (++count == kKeyBlock) flush();
@@ -244,6 +261,7 @@ Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model&
   if (p->kind_type() == fb::AttentionKind::RelativeXL) return make_relative_xl_attention(node, model, cfg);
   if (p->kind_type() == fb::AttentionKind::Compressive) return make_compressive_attention(node, model, cfg);
   if (p->kind_type() == fb::AttentionKind::Lsh) return make_lsh_attention(node, model, cfg);
+  if (p->kind_type() == fb::AttentionKind::Routing) return make_routing_attention(node, model, cfg);
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) *

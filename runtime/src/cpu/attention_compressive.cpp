@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/fast_math.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/xnn_linear.h"
@@ -24,17 +25,6 @@ constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kKeyBlock = 64;
 
 int64_t tile_floats(int dh) { return 2 * kQueryBlock * dh + kKeyBlock + 2 * kQueryBlock; }
-
-inline float dot(const float* q, const float* k, int dh) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int c = 0;
-  for (; c + 8 <= dh; c += 8)
-    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
-  float sum = 0.0f;
-  for (; c < dh; ++c) sum += q[c] * k[c];
-  for (float p : part) sum += p;
-  return sum;
-}
 
 // One head, query rows [r0, r1): row r sees keys [0, P + r] of kv [P + n, 2*inner].
 void attend_block(const float* kv, const float* q, int64_t P, int64_t inner, int dh, int h, float scale, int64_t r0,

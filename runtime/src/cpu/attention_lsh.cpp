@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/fast_math.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "ops/lsh.h"
@@ -23,30 +24,6 @@ constexpr int64_t kDims = 64;        // value columns per register block
 
 // Keys a tile holds: the window, rounded up to whole register blocks.
 int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kKeys * kKeys; }
-
-// q · k with eight partial sums, so that the loop vectorises.
-inline float dot(const float* q, const float* k, int dh) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int c = 0;
-  for (; c + 8 <= dh; c += 8)
-    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * k[c + l];
-  float sum = 0.0f;
-  for (; c < dh; ++c) sum += q[c] * k[c];
-  for (float p : part) sum += p;
-  return sum;
-}
-
-// Calls fn(slot, item) for item in [0, items), each slot (one per thread) pulling items in turn.
-template <typename F>
-void run_slots(pthreadpool_t pool, int threads, int64_t items, const F& fn) {
-  if (items <= 0) return;
-  const int slots = int(std::min<int64_t>(std::max(1, threads), items));
-  std::atomic<int64_t> next{0};
-  parallel_for(pool, size_t(slots), 1, [&](size_t b, size_t e) {
-    for (size_t slot = b; slot < e; ++slot)
-      for (int64_t item; (item = next.fetch_add(1)) < items;) fn(int(slot), item);
-  });
-}
 
 // Sizes of one call's scratch, in 4-byte words.
 struct Layout {

@@ -21,6 +21,8 @@ Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model&
 Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 // ATTENTION of kind Lsh (cpu/attention_lsh.cpp).
 Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ATTENTION of kind Routing (cpu/attention_routing.cpp).
+Result<std::unique_ptr<CpuKernel>> make_routing_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 // ATTENTION of kind RelativeXL (cpu/attention_relative_xl.cpp).
 Result<std::unique_ptr<CpuKernel>> make_relative_xl_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 // ATTENTION of kind Compressive (cpu/attention_compressive.cpp).

@@ -3,7 +3,10 @@
 
 #include <pthreadpool.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace tern::cpu {
 
@@ -22,6 +25,18 @@ void parallel_for(pthreadpool_t pool, size_t range, size_t tile, const F& fn) { 
     (*c->fn)(begin, begin + count);
   };
   pthreadpool_parallelize_1d_tile_1d(pool, task, &ctx, range, tile, PTHREADPOOL_FLAG_DISABLE_DENORMALS);
+}
+
+// Calls fn(slot, item) for item in [0, items), each slot (one per thread) pulling items in turn.
+template <typename F>
+void run_slots(pthreadpool_t pool, int threads, int64_t items, const F& fn) {
+  if (items <= 0) return;
+  const int slots = int(std::min<int64_t>(std::max(1, threads), items));
+  std::atomic<int64_t> next{0};
+  parallel_for(pool, size_t(slots), 1, [&](size_t b, size_t e) {
+    for (size_t slot = b; slot < e; ++slot)
+      for (int64_t item; (item = next.fetch_add(1)) < items;) fn(int(slot), item);
+  });
 }
 
 }  // namespace tern::cpu

@@ -4,6 +4,7 @@
 // Kind RelativeXL (ops/relative_xl.h) reads the layer input h [n, d] instead, and keeps a memory of layer inputs.
 // Kind Compressive (ops/compressive.h) reads its attention input a [n, d] and keeps a memory and a compressed memory.
 // Kind Lsh (ops/lsh.h) reads qk | v [n, 2*H*dh], has one weight (rotations), keeps no state and runs whole sequences.
+// Kind Routing (ops/routing.h) reads qkv, has one weight (centroids), keeps no state and runs whole sequences.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "ops/op.h"
 #include "ops/reference.h"
 #include "ops/relative_xl.h"
+#include "ops/routing.h"
 
 namespace tern {
 namespace {
@@ -49,7 +51,11 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
     TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 2 * inner));
     return expect_width(node, values, true, 0, inner);
   }
-  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
+  if (p->kind_type() == fb::AttentionKind::Routing) {
+    // Routing Transformer (ops/routing.h): qkv as the windowed kinds; weight: centroids.
+    auto routing = RoutingAttention::from(node);
+    if (!routing.ok()) return routing.status();
+  } else if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
     if (node.weights.size() > 2) return InvalidModel(node.label() + ": kind AdaptiveSpan takes at most 2 weights");
     auto span = AdaptiveSpan::from(node);
     if (!span.ok()) return span.status();
@@ -75,6 +81,7 @@ uint64_t state_bytes(const Node& node, int64_t n) {
     return uint64_t(c.state_rows(n)) * uint64_t(c.d) * sizeof(float);
   }
   if (p->kind_type() == fb::AttentionKind::Lsh) return 0;  // whole sequences only: nothing carries over
+  if (p->kind_type() == fb::AttentionKind::Routing) return 0;
   if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) {
     // Each head keeps its own reach: one key and one value per kept position, summed over the heads.
     auto span = AdaptiveSpan::from(node);

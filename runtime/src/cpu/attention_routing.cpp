@@ -1,0 +1,227 @@
+// ATTENTION of kind Routing on the CPU (semantics: ops/routing.h). One head at a time, each phase spread over the
+// threads:
+//   local head:   per chunk, gather the chunk's and the previous chunk's keys and attend each query of the chunk;
+//   routing head: 1. per position, the normalised query and key;
+//                 2. per cluster, its w queries and w keys (ops/routing.h's routing_scores / routing_top, so the
+//                    reference kernel picks the same members), then every member query attends the cluster's keys at
+//                    positions <= its own, into the cluster's output rows;
+//                 3. the cluster outputs summed at their query positions (one thread: clusters share positions),
+//                    then each row divided by its cluster count + count_eps.
+// Scratch: the normalised queries and keys [n, dh] each, the cluster outputs [K, w, dh], the member lists and per
+// thread one tile (scores [n], sort order [n], a transposed key block and a value block). Nothing is n x n.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "cpu/fast_math.h"
+#include "cpu/kernels.h"
+#include "cpu/parallel.h"
+#include "ops/routing.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr int64_t kRowBlock = 64;  // positions per work item when normalising
+
+// Sizes of one call's scratch, in 4-byte words.
+struct Layout {
+  int64_t n = 0, w = 0, tile_keys = 0;
+  int64_t normalised = 0, counts = 0, members = 0, outputs = 0, tile = 0;
+  Layout(const RoutingAttention& a, int64_t n_tokens) : n(n_tokens), w(a.members(n_tokens)) {
+    const int64_t dh = a.head_dim;
+    // A tile holds a cluster's keys or a local chunk's window (its chunk and the one before).
+    tile_keys = std::max(w, a.local_heads > 0 ? std::min(n, 2 * a.local_chunk) : int64_t(0));
+    normalised = 2 * n * dh;
+    counts = n;
+    members = 2 * a.clusters * w;
+    outputs = a.clusters * w * dh;
+    tile = 2 * n + 2 * tile_keys * dh + tile_keys;  // scores, order, kt [dh, keys], values [keys, dh], row scores
+  }
+  int64_t total(int threads) const { return normalised + counts + members + outputs + tile * std::max(threads, 1); }
+};
+
+// One thread's working memory.
+struct Tile {
+  float* scores;   // [n]
+  int32_t* order;  // [n]
+  float* kt;       // [dh, tile_keys]: column t is key t of the block
+  float* values;   // [tile_keys, dh]
+  float* s;        // [tile_keys], one query's scores, then their exponentials
+};
+
+class RoutingKernel : public CpuKernel {
+ public:
+  RoutingKernel(const Node& node, const RoutingAttention& spec, const KernelConfig& cfg)
+      : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch) {}
+
+  Status run(const RunContext& ctx) override {
+    if (ctx.pos0 != 0) {
+      return Unsupported(node_.label() + ": routing attention clusters the whole sequence at once, so it cannot "
+                         "continue one: appending after " + std::to_string(ctx.pos0) + " tokens is not supported; run "
+                         "the whole sequence in one forward call (models with routing layers do not stream)");
+    }
+    if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
+    lay_ = Layout(a_, ctx.n);
+    qn_ = ctx.scratch;
+    kn_ = qn_ + lay_.n * a_.head_dim;
+    counts_ = kn_ + lay_.n * a_.head_dim;
+    q_members_ = reinterpret_cast<int32_t*>(counts_ + lay_.counts);
+    k_members_ = q_members_ + a_.clusters * lay_.w;
+    outputs_ = reinterpret_cast<float*>(k_members_ + a_.clusters * lay_.w);
+    tiles_ = outputs_ + lay_.outputs;
+    qkv_ = ctx.in(node_, 0);
+    out_ = ctx.out(node_, 0);
+    slots_ = std::min(std::max(ctx.threads, 1), std::max(threads_, 1));  // the tiles the scratch holds
+    for (int h = 0; h < a_.local_heads; ++h) run_local_head(ctx, h);
+    for (int h = a_.local_heads; h < a_.heads; ++h) run_routing_head(ctx, h);
+    return Status::Ok();
+  }
+
+  uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
+  // Linear in n: the normalised queries and keys and the per-thread score rows; the rest depends on K and w only.
+  uint64_t scratch_bytes_for(int64_t n) const override { return uint64_t(Layout(a_, n).total(threads_)) * 4; }
+
+ private:
+  int64_t inner() const { return int64_t(a_.heads) * a_.head_dim; }
+  const float* query(int h, int64_t i) const { return qkv_ + i * 3 * inner() + int64_t(h) * a_.head_dim; }
+  const float* key(int h, int64_t j) const { return qkv_ + j * 3 * inner() + inner() + int64_t(h) * a_.head_dim; }
+  const float* value(int h, int64_t j) const { return qkv_ + j * 3 * inner() + 2 * inner() + int64_t(h) * a_.head_dim; }
+  float* out_row(int h, int64_t i) const { return out_ + i * inner() + int64_t(h) * a_.head_dim; }
+
+  Tile tile(int slot) const {
+    const int64_t dh = a_.head_dim, K = lay_.tile_keys;
+    Tile t;
+    t.scores = tiles_ + int64_t(slot) * lay_.tile;
+    t.order = reinterpret_cast<int32_t*>(t.scores + lay_.n);
+    t.kt = reinterpret_cast<float*>(t.order + lay_.n);
+    t.values = t.kt + dh * K;
+    t.s = t.values + K * dh;
+    return t;
+  }
+
+  // Block `t` of keys (positions pos[0..count), ascending) into the tile: keys transposed, values as rows.
+  void load_block(const Tile& t, int64_t count, const int32_t* pos, int h, const float* keys_or_null) const {
+    const int dh = a_.head_dim;
+    const int64_t K = lay_.tile_keys;
+    for (int64_t b = 0; b < count; ++b) {
+      const float* k = keys_or_null ? keys_or_null + int64_t(pos[b]) * dh : key(h, pos[b]);
+      for (int c = 0; c < dh; ++c) t.kt[c * K + b] = k[c];
+      std::memcpy(t.values + b * dh, value(h, pos[b]), size_t(dh) * sizeof(float));
+    }
+  }
+
+  // Softmax of query q over the first `visible` keys of the tile, into o [dh]; zeros when none is visible.
+  void attend(const Tile& t, const float* q, int64_t visible, float* o) const {
+    const int dh = a_.head_dim;
+    const int64_t K = lay_.tile_keys;
+    std::fill(o, o + dh, 0.0f);
+    if (visible == 0) return;
+    std::fill(t.s, t.s + visible, 0.0f);
+    for (int c = 0; c < dh; ++c) {  // scores across keys, so the inner loop vectorises
+      const float qc = q[c] * a_.scale;
+      const float* row = t.kt + c * K;
+      for (int64_t b = 0; b < visible; ++b) t.s[b] += qc * row[b];
+    }
+    float m = t.s[0];
+    for (int64_t b = 1; b < visible; ++b) m = std::max(m, t.s[b]);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < visible; ++b) sum += (t.s[b] = exp_approx(t.s[b] - m));
+    const float inv = 1.0f / sum;
+    for (int64_t b = 0; b < visible; ++b) {
+      const float p = t.s[b] * inv;
+      const float* v = t.values + b * dh;
+      for (int c = 0; c < dh; ++c) o[c] += p * v[c];
+    }
+  }
+
+  void run_local_head(const RunContext& ctx, int h) {
+    const int64_t n = lay_.n, C = a_.local_chunk, chunks = (n + C - 1) / C;
+    run_slots(ctx.pool, slots_, chunks, [&](int slot, int64_t chunk) {
+      Tile t = tile(slot);
+      const int64_t lo = std::max<int64_t>(0, (chunk - 1) * C), q0 = chunk * C, q1 = std::min(n, q0 + C);
+      for (int64_t j = lo; j < q1; ++j) t.order[j - lo] = int32_t(j);
+      load_block(t, q1 - lo, t.order, h, nullptr);
+      for (int64_t i = q0; i < q1; ++i) attend(t, query(h, i), i - lo + 1, out_row(h, i));
+    });
+  }
+
+  void run_routing_head(const RunContext& ctx, int h) {
+    const int dh = a_.head_dim;
+    const int64_t n = lay_.n, w = lay_.w;
+    const int r = h - a_.local_heads;
+    // 1. Normalised queries and keys.
+    run_slots(ctx.pool, slots_, (n + kRowBlock - 1) / kRowBlock, [&](int, int64_t item) {
+      for (int64_t i = item * kRowBlock; i < std::min(n, (item + 1) * kRowBlock); ++i) {
+        routing_normalize(query(h, i), dh, a_.norm_eps, qn_ + i * dh);
+        routing_normalize(key(h, i), dh, a_.norm_eps, kn_ + i * dh);
+      }
+    });
+    // 2. Members and outputs of each cluster.
+    run_slots(ctx.pool, slots_, a_.clusters, [&](int slot, int64_t c) {
+      Tile t = tile(slot);
+      const float* mu = a_.centroid(r, c);
+      int32_t* qm = q_members_ + c * w;
+      int32_t* km = k_members_ + c * w;
+      routing_scores(qn_, n, dh, mu, t.scores);
+      routing_top(t.scores, n, w, t.order, qm);
+      routing_scores(kn_, n, dh, mu, t.scores);
+      routing_top(t.scores, n, w, t.order, km);
+      load_block(t, w, km, h, kn_);
+      int64_t visible = 0;  // keys at positions <= the query's: a prefix, as both lists ascend
+      for (int64_t m = 0; m < w; ++m) {
+        while (visible < w && km[visible] <= qm[m]) ++visible;
+        attend(t, qn_ + int64_t(qm[m]) * dh, visible, outputs_ + (c * w + m) * dh);
+      }
+    });
+    // 3. Sum at the query positions, then divide by count + count_eps.
+    for (int64_t i = 0; i < n; ++i) std::fill(out_row(h, i), out_row(h, i) + dh, 0.0f);
+    std::fill(counts_, counts_ + n, 0.0f);
+    for (int64_t c = 0; c < a_.clusters; ++c) {
+      for (int64_t m = 0; m < w; ++m) {
+        const int32_t i = q_members_[c * w + m];
+        const float* o = outputs_ + (c * w + m) * dh;
+        float* dst = out_row(h, i);
+        for (int d = 0; d < dh; ++d) dst[d] += o[d];
+        counts_[i] += 1.0f;
+      }
+    }
+    parallel_for(ctx.pool, size_t(n), size_t(kRowBlock), [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) {
+        const float inv = 1.0f / (counts_[i] + a_.count_eps);
+        float* dst = out_row(h, int64_t(i));
+        for (int d = 0; d < dh; ++d) dst[d] *= inv;
+      }
+    });
+  }
+
+  const Node& node_;
+  RoutingAttention a_;
+  int threads_ = 1;
+  int64_t max_batch_ = 0;
+  Layout lay_{a_, 0};
+  const float* qkv_ = nullptr;  // [n, 3*inner]
+  float* out_ = nullptr;        // [n, inner]
+  int slots_ = 1;
+  float* qn_ = nullptr;            // [n, dh], normalised queries of the head
+  float* kn_ = nullptr;            // [n, dh], normalised keys
+  float* counts_ = nullptr;        // [n], clusters each query joined
+  int32_t* q_members_ = nullptr;   // [K, w], positions ascending
+  int32_t* k_members_ = nullptr;   // [K, w]
+  float* outputs_ = nullptr;       // [K, w, dh], one row per member query
+  float* tiles_ = nullptr;         // per thread
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CpuKernel>> make_routing_attention(const Node& node, const Model&, const KernelConfig& cfg) {
+  auto spec = RoutingAttention::from(node);
+  if (!spec.ok()) return spec.status();
+  const uint64_t bytes = uint64_t(Layout(spec.value(), cfg.max_batch).total(cfg.threads)) * 4;
+  if (bytes > (uint64_t(1) << 40)) {
+    return OutOfMemory(node.label() + ": routing scratch of " + std::to_string(bytes) + " bytes is too large");
+  }
+  return std::unique_ptr<CpuKernel>(new RoutingKernel(node, spec.value(), cfg));
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,316 @@
+// Routing attention (ops/routing.h): the CPU kernel against the reference kernel on random inputs (routing heads alone
+// and mixed with local heads, windows shorter and longer than the sequence, repeated rows so that scores tie), the
+// reference kernel against independent formulas for its two corner cases, whole-sequence-only streaming, the planner's
+// bytes, the loader's and the converter's checks, and the reference-family goldens of tools/reference/make_goldens.py.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cli.h"
+#include "convert.h"
+#include "npy.h"
+#include "op_graph.h"
+#include "ops/reference.h"
+#include "ops/routing.h"
+#include "test_support.h"
+#include "writer.h"
+
+using namespace tern;
+using tern::test::make_session;
+using tern::test::random_floats;
+using tern::test::random_ids;
+using tern::test::relative_error;
+
+namespace {
+
+constexpr double kOpTolerance = 1e-5;
+constexpr double kModelTolerance = 1e-4;
+
+struct RoutingCase {
+  int heads = 2, dh = 16;
+  convert::params::Routing kind;
+};
+
+// Centroids as the reference family draws them: unit-variance rows, layer-normalised.
+std::vector<float> random_centroids(const RoutingCase& c, uint32_t seed) {
+  const int64_t rows = int64_t(c.heads - c.kind.local_heads) * c.kind.clusters;
+  std::vector<float> mu = random_floats(size_t(rows * c.dh), seed, -1.7f, 1.7f);
+  for (int64_t r = 0; r < rows; ++r) routing_normalize(&mu[size_t(r * c.dh)], c.dh, 1e-6f, &mu[size_t(r * c.dh)]);
+  return mu;
+}
+
+RoutingAttention spec_for(const RoutingCase& c, float scale, const std::vector<float>& centroids) {
+  RoutingAttention a;
+  a.heads = c.heads;
+  a.head_dim = c.dh;
+  a.scale = scale;
+  a.clusters = c.kind.clusters;
+  a.window = c.kind.window;
+  a.local_heads = c.kind.local_heads;
+  a.local_chunk = c.kind.local_chunk;
+  a.centroids = centroids.data();
+  return a;
+}
+
+struct RoutingGraph {
+  test::OpGraph g;
+  std::vector<float> centroids;
+  int32_t y = -1;
+};
+
+// ids -> EMBEDDING (random q | k | v rows) -> ATTENTION(Routing) -> output.
+RoutingGraph build_routing_graph(const RoutingCase& c, int64_t rows, float scale, uint32_t seed) {
+  const int64_t inner = int64_t(c.heads) * c.dh;
+  RoutingGraph s{test::start_graph(rows, 3 * inner, seed), random_centroids(c, seed + 1), -1};
+  const int32_t mu = test::add_constant(s.g, "centroids", {c.heads - c.kind.local_heads, c.kind.clusters, c.dh}, s.centroids);
+  s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
+  convert::params::Attention p{c.heads, c.dh, scale, true, c.kind};
+  REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {mu}, p).ok());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("routing op: CPU kernel matches the reference kernel", "[attention][routing]") {
+  const std::vector<RoutingCase> cases = {
+      {4, 16, {5, 24, 0, 1}},    // routing heads only, clusters overlap and leave positions out
+      {3, 8, {7, 40, 1, 16}},    // one local head, chunks of 16
+      {2, 12, {3, 500, 1, 10}},  // window longer than every length: each cluster holds the whole sequence
+      {2, 16, {1, 8, 0, 1}},     // one small cluster: most positions get zeros
+  };
+  const int64_t rows = 97;  // fewer rows than tokens: repeated rows score alike, so ties are decided by position
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const RoutingCase& c = cases[ci];
+    const int64_t inner = int64_t(c.heads) * c.dh;
+    const float scale = 1.0f / std::sqrt(float(c.dh));
+    RoutingGraph rg = build_routing_graph(c, rows, scale, uint32_t(40 + ci));
+    tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_op" + std::to_string(ci), 0);
+    const RoutingAttention spec = spec_for(c, scale, rg.centroids);
+    for (int threads : {1, 2}) {
+      tern_session* s = make_session(model, threads, 400);
+      for (int64_t n : {int64_t(1), int64_t(7), int64_t(40), int64_t(100), int64_t(333)}) {
+        const std::vector<int32_t> ids = random_ids(n, rows, uint32_t(50 + ci + n));
+        std::vector<float> qkv(size_t(n * 3 * inner)), want(size_t(n * inner)), got(size_t(n * inner));
+        ref::embedding(rg.g.table.data(), 3 * inner, ids.data(), n, qkv.data());
+        ref::routing_attention(qkv.data(), n, spec, want.data());
+        INFO("case " << ci << ", threads " << threads << ", n " << n);
+        REQUIRE(tern_session_forward(s, ids.data(), n, got.data()) == TERN_OK);
+        CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
+      }
+      tern_session_free(s);
+    }
+    tern_model_free(model);
+  }
+}
+
+TEST_CASE("routing reference: local heads are chunked attention; one all-holding cluster is dense attention",
+          "[attention][routing]") {
+  const int heads = 3, dh = 8;
+  const int64_t n = 90, inner = heads * dh;
+  const float scale = 0.35f;
+  const std::vector<float> qkv = random_floats(size_t(n * 3 * inner), 12, -1.5f, 1.5f);
+  const RoutingCase c{heads, dh, {1, 1000, 1, 16}};
+  const std::vector<float> mu = random_centroids(c, 13);
+  std::vector<float> got(size_t(n * inner));
+  ref::routing_attention(qkv.data(), n, spec_for(c, scale, mu), got.data());
+
+  // Head 0 against the windowed kernel's chunked pattern (own chunk of 16 and the one before).
+  AttentionPattern chunked;
+  chunked.kind = PatternKind::kChunked;
+  chunked.heads = heads;
+  chunked.chunk = 16;
+  chunked.chunks_before = 1;
+  std::vector<float> local(size_t(n * inner));
+  ref::attention(qkv.data(), 3 * inner, qkv.data() + inner, qkv.data() + 2 * inner, 3 * inner, n, 0, heads, dh, scale,
+                 chunked, local.data());
+  // Heads 1-2: the single cluster holds every position, so each query attends all earlier keys with the normalised
+  // query and key, once: dense attention on normalised q and k, divided by 1 + count_eps.
+  std::vector<float> normalised = qkv;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int part = 0; part < 2; ++part) {
+      for (int h = 0; h < heads; ++h) {
+        float* x = &normalised[size_t(i * 3 * inner + part * inner + h * dh)];
+        routing_normalize(x, dh, 1e-6f, x);
+      }
+    }
+  }
+  AttentionPattern dense;
+  dense.heads = heads;
+  std::vector<float> full(size_t(n * inner));
+  ref::attention(normalised.data(), 3 * inner, normalised.data() + inner, qkv.data() + 2 * inner, 3 * inner, n, 0, heads,
+                 dh, scale, dense, full.data());
+  double worst_local = 0, worst_routing = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int d = 0; d < dh; ++d) {
+      worst_local = std::max(worst_local, double(std::fabs(got[size_t(i * inner + d)] - local[size_t(i * inner + d)])));
+      for (int h = 1; h < heads; ++h) {
+        const size_t at = size_t(i * inner + h * dh + d);
+        worst_routing = std::max(worst_routing, double(std::fabs(got[at] - full[at] / 1.01f)));
+      }
+    }
+  }
+  CHECK(worst_local < 1e-5);
+  CHECK(worst_routing < 1e-5);
+}
+
+TEST_CASE("routing reference: membership follows the centroids and the window", "[attention][routing]") {
+  const int heads = 2, dh = 16;
+  const int64_t n = 200, inner = heads * dh;
+  const std::vector<float> qkv = random_floats(size_t(n * 3 * inner), 21, -1.5f, 1.5f);
+  const RoutingCase c{heads, dh, {6, 30, 0, 1}};
+  std::vector<float> mu = random_centroids(c, 22);
+  std::vector<float> base(size_t(n * inner)), other(size_t(n * inner));
+  ref::routing_attention(qkv.data(), n, spec_for(c, 0.25f, mu), base.data());
+  for (float& m : mu) m = -m;  // opposite centroids pick other members
+  ref::routing_attention(qkv.data(), n, spec_for(c, 0.25f, mu), other.data());
+  CHECK(relative_error(other.data(), base.data(), other.size()) > 1e-2);
+  RoutingCase wider = c;
+  wider.kind.window = 60;
+  for (float& m : mu) m = -m;
+  ref::routing_attention(qkv.data(), n, spec_for(wider, 0.25f, mu), other.data());
+  CHECK(relative_error(other.data(), base.data(), other.size()) > 1e-2);
+  // With 6 clusters of 30 out of 200 positions, some positions join no cluster and get zeros.
+  int64_t zero_rows = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bool zero = true;
+    for (int d = 0; d < inner; ++d) zero = zero && base[size_t(i * inner + d)] == 0.0f;
+    zero_rows += zero;
+  }
+  CHECK(zero_rows > 0);
+  CHECK(zero_rows < n);
+}
+
+TEST_CASE("routing op: whole sequences only, appending is a clear error", "[attention][routing][streaming]") {
+  const RoutingCase c{2, 8, {3, 8, 1, 8}};
+  RoutingGraph rg = build_routing_graph(c, 50, 0.3f, 9);
+  tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_append", 0);
+  tern_session* s = make_session(model, 1, 64);
+  const std::vector<int32_t> ids = random_ids(40, 50, 10);
+  std::vector<float> out(size_t(40 * 16));
+  REQUIRE(tern_session_append(s, ids.data(), 30, out.data()) == TERN_OK);
+  CHECK(tern_session_append(s, ids.data() + 30, 1, out.data()) == TERN_UNSUPPORTED);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("cannot continue one"));
+  CHECK(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
+  tern_memory_plan plan{};
+  REQUIRE(tern_session_plan(s, 64, &plan) == TERN_OK);
+  CHECK(plan.state_bytes == 0);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
+TEST_CASE("routing op: the planner's bytes grow linearly with n, never as n x n", "[attention][routing][memory]") {
+  const RoutingCase c{4, 32, {64, 256, 2, 128}};  // 64 clusters of 256: about n / 64 members each at 16k
+  RoutingGraph rg = build_routing_graph(c, 50, 0.2f, 31);
+  tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_plan", 0);
+  tern_session* s = make_session(model, 2, 65536);
+  tern_memory_plan p4{}, p16{}, p64{};
+  REQUIRE(tern_session_plan(s, 4096, &p4) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 16384, &p16) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 65536, &p64) == TERN_OK);
+  INFO("arena " << p4.arena_bytes << ", " << p16.arena_bytes << ", " << p64.arena_bytes);
+  for (auto [small, large] : {std::pair{p4, p16}, std::pair{p16, p64}}) {
+    const double growth = double(large.arena_bytes) / double(small.arena_bytes);
+    CHECK(growth > 3.0);  // linear in n, plus the clusters' fixed [K, w] part
+    CHECK(growth < 4.01);
+    CHECK(large.dense_attention_bytes == 16 * small.dense_attention_bytes);
+    CHECK(large.state_bytes == 0);
+  }
+  CHECK(p64.arena_bytes * 100 < p64.dense_attention_bytes);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
+TEST_CASE("routing op: the loader checks its params and centroids", "[attention][routing]") {
+  struct Case {
+    std::string what;
+    convert::params::Routing kind;
+    std::vector<int64_t> mu_shape;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"centroid shape", {3, 8, 0, 1}, {2, 4, 8}, "expected [2, 3, 8]"},
+      {"local heads", {3, 8, 2, 4}, {1, 3, 8}, "local_heads 2 must be in [0, heads - 1]"},
+      {"clusters", {0, 8, 0, 1}, {2, 1, 8}, "routing clusters 0 must be in"},
+      {"window", {3, 0, 0, 1}, {2, 3, 8}, "routing window 0 must be in"},
+      {"local chunk", {3, 8, 1, 0}, {1, 3, 8}, "routing local_chunk 0 must be in"},
+  };
+  for (const Case& c : cases) {
+    test::OpGraph g = test::start_graph(10, 3 * 16, 5);
+    int64_t numel = 1;
+    for (int64_t d : c.mu_shape) numel *= d;
+    const int32_t mu = test::add_constant(g, "centroids", c.mu_shape, random_floats(size_t(numel), 6));
+    const int32_t y = g.graph.add_value("y", fb::DType::F32, 16).value();
+    convert::params::Attention p{2, 8, 0.35f, true, c.kind};
+    REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {mu}, p).ok());
+    INFO(c.what);
+    test::expect_load_rejected(g, y, "routing_bad", c.message);
+  }
+}
+
+TEST_CASE("routing goldens: one forward matches PyTorch", "[model][routing]") {
+  for (const char* name : {"routing_only", "routing_mixed"}) {
+    const std::string dir = test::source_path(std::string("tests/goldens/") + name);
+    std::vector<int32_t> ids;
+    npy::Array golden;
+    std::string error;
+    INFO(name << ": " << error);
+    REQUIRE(cli::read_ids_json(dir + "/ids.json", &ids, &error));
+    REQUIRE(npy::read_f32(dir + "/logits.npy", &golden, &error));
+    const std::string out = test::scratch_dir(std::string("golden_") + name) + "/model.tern";
+    convert::ConvertOptions opts;
+    opts.quiet = true;
+    const Status st = convert::convert_checkpoint(dir, out, opts);
+    INFO(st.message());
+    REQUIRE(st.ok());
+    tern_model* model = nullptr;
+    REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
+    const int64_t n = int64_t(ids.size());
+    for (int threads : {1, 2}) {
+      tern_session* s = make_session(model, threads);
+      std::vector<float> logits(golden.data.size());
+      INFO("threads " << threads << ": " << tern_session_last_error(s));
+      REQUIRE(tern_session_forward(s, ids.data(), n, logits.data()) == TERN_OK);
+      const double err = relative_error(logits.data(), golden.data.data(), logits.size());
+      INFO("relative error " << err);
+      CHECK(err <= kModelTolerance);
+      tern_session_free(s);
+    }
+    tern_model_free(model);
+  }
+}
+
+TEST_CASE("routing configs: malformed attention objects are conversion errors", "[converter][routing]") {
+  const std::string golden = test::source_path("tests/goldens/routing_only");
+  struct Case {
+    std::string attention;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {R"({"kind": "routing", "window": 48})", "clusters"},
+      {R"({"kind": "routing", "clusters": 6})", "window"},
+      {R"({"kind": "routing", "clusters": 6, "window": 48, "local_heads": 4, "local_chunk": 8})", "leaves no routing head"},
+      {R"({"kind": "routing", "clusters": 6, "window": 48, "local_heads": 1})", "local_chunk"},
+      {R"({"kind": "routing", "clusters": -2, "window": 48})", "clusters"},
+  };
+  for (const Case& c : cases) {
+    const std::string dir = test::scratch_dir("routing_bad_config");
+    std::ifstream in(golden + "/config.json");
+    std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = config.find("\"attention\"");
+    REQUIRE(at != std::string::npos);
+    const size_t end = config.find('}', at);
+    config = config.substr(0, at) + "\"attention\": " + c.attention + config.substr(end + 1);
+    std::ofstream(dir + "/config.json") << config;
+    std::filesystem::copy_file(golden + "/model.safetensors", dir + "/model.safetensors",
+                               std::filesystem::copy_options::overwrite_existing);
+    convert::ConvertOptions opts;
+    opts.quiet = true;
+    const Status st = convert::convert_checkpoint(dir, dir + "/model.tern", opts);
+    INFO(c.attention << " -> " << st.message());
+    CHECK_FALSE(st.ok());
+    CHECK_THAT(st.message(), Catch::Contains(c.message));
+    CHECK_FALSE(std::filesystem::exists(dir + "/model.tern"));
+  }
+}
