@@ -425,3 +425,32 @@ TEST_CASE("compressive goldens on Vulkan: segment by segment with both memories 
   }
   CHECK(tern::test::vulkan_validation_messages() == 0);
 }
+
+TEST_CASE("Vulkan relative XL: a layer too wide for the device's shared memory fails session creation by the limit",
+          "[vulkan][attention][transfo_xl]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  // memory_project stages a row of d floats in shared memory: d = 65536 needs 256 KiB, more than any device allows.
+  const int heads = 1, dh = 4;
+  const int64_t d = 65536, inner = heads * dh;
+  test::OpGraph g = test::start_graph(3, d, 40);
+  std::vector<int32_t> w = {test::add_constant(g, "qkv", {3 * inner, d}, random_floats(size_t(3 * inner * d), 41)),
+                            test::add_constant(g, "r_net", {inner, d}, random_floats(size_t(inner * d), 42)),
+                            test::add_constant(g, "r_w_bias", {heads, dh}, random_floats(size_t(inner), 43)),
+                            test::add_constant(g, "r_r_bias", {heads, dh}, random_floats(size_t(inner), 44))};
+  const int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
+  convert::params::Attention p{heads, dh, 0.5f, true, convert::params::RelativeXL{2, 0, false, 1e-5f}};
+  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, w, p).ok());
+  tern_model* model = test::finish_and_load(g, y, "vulkan_relative_xl_wide", 0);
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = TERN_BACKEND_VULKAN;
+  so.max_tokens = 8;
+  so.max_batch = 4;
+  tern_session* s = nullptr;
+  CHECK(tern_session_create(model, &so, &s) != TERN_OK);
+  CHECK(s == nullptr);
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("ATTENTION 'attn'") &&
+                                                 Catch::Contains("maxComputeSharedMemorySize"));
+  tern_model_free(model);
+  CHECK(tern::test::vulkan_validation_messages() == 0);
+}
