@@ -5,7 +5,7 @@
 //   memory_attention out = online-softmax attention of the call's queries over the visible rows (+ XL's r term)
 //   memory_update    the state from ctx: XL's last mem_len rows; Compressive's mem and compressed cmem
 // prefix, the rows held before a call, is a function of the tokens seen (shaders/common/memory_rows.glsl), so the
-// recorded command buffer replays unchanged. Scratch is [mem + max_batch] rows: nothing grows with n beyond a call.
+// recorded command buffer replays unchanged (pos0 is 32-bit there; sessions hold at most 2^31 tokens). Scratch is [mem + max_batch] rows: nothing grows with n beyond a call.
 // XL's r(p) = r_net pe(p) depends on the weights only: computed on the host at session creation, as on the CPU.
 #include <algorithm>
 #include <cmath>
