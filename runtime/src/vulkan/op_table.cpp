@@ -18,6 +18,8 @@ const VulkanOp kOps[] = {
     {fb::OpCode::ADD, supports_f32, lower_add},
     {fb::OpCode::LOG_SOFTMAX, supports_f32, lower_log_softmax},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention},
+    {fb::OpCode::ADAPTIVE_EMBEDDING, supports_f32, lower_adaptive_embedding},
+    {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_f32, lower_adaptive_log_softmax},
 };
 
 }  // namespace

@@ -76,6 +76,10 @@ Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
 Status lower_attention(const Node& node, Lowering& low);
+Status lower_relative_xl(const Node& node, Lowering& low);
+Status lower_compressive(const Node& node, Lowering& low);
+Status lower_adaptive_embedding(const Node& node, Lowering& low);
+Status lower_adaptive_log_softmax(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
 Status supports_attention(const Node& node, const Model& model);
 

@@ -80,6 +80,11 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   id_limit_ = INT64_MAX;
   for (const Node& node : nodes) {
     if (node.code == fb::OpCode::EMBEDDING) id_limit_ = std::min(id_limit_, node.weights[0]->shape[0]);
+    if (node.code == fb::OpCode::ADAPTIVE_EMBEDDING) {  // the vocabulary: the clusters' tables' rows together
+      int64_t rows = 0;
+      for (size_t w = 0; w < node.weights.size(); w += 2) rows += node.weights[w] ? node.weights[w]->shape[0] : 0;
+      id_limit_ = std::min(id_limit_, rows);
+    }
     TERN_RETURN_IF_ERROR(vk::find_vulkan_op(node.code)->lower(node, low));
   }
   TERN_RETURN_IF_ERROR(low.upload());

@@ -1,0 +1,154 @@
+// Lowering of ADAPTIVE_EMBEDDING (shaders/adaptive_embedding.comp) and ADAPTIVE_LOG_SOFTMAX
+// (shaders/adaptive_log_softmax.comp, three dispatches). A variable number of clusters does not fit a fixed set of
+// bindings, so each op's tensors are packed at session creation into one float table with an int header of
+// offsets (the layouts are in the shaders' comments), both uploaded with the weights.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/adaptive.h"
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+constexpr uint32_t kGroup = 256;
+
+// The packed tensors of one op: floats appended with their offsets noted in an int header.
+struct Packed {
+  std::vector<int32_t> hdr;
+  std::vector<float> data;
+  int32_t add(const float* p, int64_t count) {
+    if (!p) return -1;
+    const auto at = int32_t(data.size());
+    data.insert(data.end(), p, p + count);
+    return at;
+  }
+};
+
+Status check_size(const Node& node, const Packed& p) {
+  if (p.data.size() >= size_t(INT32_MAX)) {
+    return Unsupported(node.label() + ": more than 2^31 floats of weights; the Vulkan shader indexes them with 32 bits");
+  }
+  return Status::Ok();
+}
+
+// Uploads the header (ints, bit for bit) and the data.
+Status upload(Lowering& low, Packed& p, Slice* hdr, Slice* data, const char* what) {
+  std::vector<float> bits(p.hdr.size());
+  std::memcpy(bits.data(), p.hdr.data(), p.hdr.size() * sizeof(int32_t));
+  auto h = low.constant(std::move(bits), what);
+  if (!h.ok()) return h.status();
+  if (p.data.empty()) p.data.push_back(0.0f);
+  auto d = low.constant(std::move(p.data), what);
+  if (!d.ok()) return d.status();
+  *hdr = h.value();
+  *data = d.value();
+  return Status::Ok();
+}
+
+uint32_t row_group(const Lowering& low) {
+  const DeviceLimits& l = low.ctx.limits();
+  uint32_t wg = 256;
+  while (wg > 1 && (wg > l.max_compute_work_group_invocations || wg > l.max_compute_work_group_size[0])) wg /= 2;
+  return wg;
+}
+
+}  // namespace
+
+Status lower_adaptive_embedding(const Node& node, Lowering& low) {
+  auto spec = AdaptiveInput::from(node, low.model.values());
+  if (!spec.ok()) return spec.status();
+  const AdaptiveInput& a = spec.value();
+  const auto K = int32_t(a.clusters());
+  Packed p;
+  for (int64_t e : a.ends) p.hdr.push_back(int32_t(e));
+  for (int64_t di : a.dims) p.hdr.push_back(int32_t(di));
+  std::vector<int32_t> tables, projs;
+  for (int32_t i = 0; i < K; ++i) {
+    tables.push_back(p.add(a.tables[size_t(i)], (a.ends[size_t(i) + 1] - a.ends[size_t(i)]) * a.dims[size_t(i)]));
+    projs.push_back(p.add(a.projs[size_t(i)], a.d * a.dims[size_t(i)]));
+  }
+  p.hdr.insert(p.hdr.end(), tables.begin(), tables.end());
+  p.hdr.insert(p.hdr.end(), projs.begin(), projs.end());
+  TERN_RETURN_IF_ERROR(check_size(node, p));
+  Slice hdr, data;
+  TERN_RETURN_IF_ERROR(upload(low, p, &hdr, &data, "adaptive embedding tables"));
+  const int64_t d = a.d;
+  DispatchSpec s;
+  s.where = where(node);
+  s.shader = "adaptive_embedding";
+  s.local_size = {kGroup, 1, 1};
+  s.args[0] = int32_t(d);
+  s.args[1] = float_bits(a.scale);
+  s.args[2] = K;
+  s.groups = [d](int64_t n) { return stride_groups(n * d, kGroup); };
+  s.bindings = {low.values[node.inputs[0]], {hdr, 0, 0, "header"}, {data, 0, 0, "tables"}, low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
+  auto spec = AdaptiveSoftmax::from(node, low.model.values());
+  if (!spec.ok()) return spec.status();
+  const AdaptiveSoftmax& a = spec.value();
+  const auto K = int32_t(a.clusters());
+  const int64_t V = a.vocab(), T = a.tails(), d = a.d;
+  Packed p;
+  for (int64_t e : a.ends) p.hdr.push_back(int32_t(e));
+  for (int64_t di : a.dims) p.hdr.push_back(int32_t(di));
+  std::vector<int32_t> w, b, pr, px;
+  int32_t pxw = 0;
+  for (int32_t i = 0; i < K; ++i) {
+    const int64_t rows = a.ends[size_t(i) + 1] - a.ends[size_t(i)], di = a.dims[size_t(i)];
+    w.push_back(p.add(a.weights[size_t(i)], rows * di));
+    b.push_back(p.add(a.biases[size_t(i)], rows));
+    pr.push_back(p.add(a.projs[size_t(i)], d * di));
+    px.push_back(pxw);
+    pxw += int32_t(di);
+  }
+  px.push_back(pxw);
+  for (const auto* v : {&w, &b, &pr, &px}) p.hdr.insert(p.hdr.end(), v->begin(), v->end());
+  p.hdr.push_back(p.add(a.cluster_weight, T * a.dims[0]));
+  p.hdr.push_back(p.add(a.cluster_bias, T));
+  TERN_RETURN_IF_ERROR(check_size(node, p));
+  Slice hdr, data;
+  TERN_RETURN_IF_ERROR(upload(low, p, &hdr, &data, "adaptive softmax weights"));
+  // Scratch for a call: x proj_i of every cluster [max_batch, PXW] and the head's cluster columns [max_batch, T].
+  auto px_buf = low.memory.allocate(uint64_t(low.max_batch) * uint64_t(pxw) * sizeof(float), MemoryKind::kDevice,
+                                    "adaptive softmax projections");
+  if (!px_buf.ok()) return px_buf.status();
+  const int64_t hw = std::max<int64_t>(T, 1);
+  auto hc_buf = low.memory.allocate(uint64_t(low.max_batch) * uint64_t(hw) * sizeof(float), MemoryKind::kDevice,
+                                    "adaptive softmax cluster columns");
+  if (!hc_buf.ok()) return hc_buf.status();
+
+  const uint32_t wg = row_group(low);
+  for (int stage = 0; stage < 3; ++stage) {
+    DispatchSpec s;
+    s.where = where(node);
+    s.shader = "adaptive_log_softmax";
+    s.spec = {wg, uint32_t(stage)};
+    s.local_size = {wg, 1, 1};
+    s.shared_bytes = wg * sizeof(float);
+    s.args[0] = int32_t(d);
+    s.args[1] = int32_t(V);
+    s.args[2] = K;
+    s.args[3] = pxw;
+    if (stage == 0) {
+      s.groups = [pxw, wg](int64_t n) { return stride_groups(n * pxw, wg); };
+    } else if (stage == 1) {
+      s.groups = [V, T, wg](int64_t n) { return stride_groups(n * (V + T), wg); };
+    } else {
+      s.groups = [](int64_t n) { return stride_groups(n, 1); };
+    }
+    s.bindings = {{hdr, 0, 0, "header"},
+                  {data, 0, 0, "weights"},
+                  low.values[node.inputs[0]],
+                  {px_buf.value(), 0, 0, "projections"},
+                  {hc_buf.value(), 0, 0, "cluster columns"},
+                  low.values[node.outputs[0]]};
+    TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tern::vk

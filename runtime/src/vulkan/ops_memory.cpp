@@ -1,0 +1,220 @@
+// Lowering of ATTENTION with a memory: kinds RelativeXL (ops/relative_xl.h) and Compressive (ops/compressive.h).
+// Four dispatches a call, the memory kept on the device between calls in the op's state (the CPU kernel's bytes):
+//   memory_concat    ctx = [memory; h]                               ctx [prefix + n, d] (device scratch)
+//   memory_project   qkv = norm(ctx) W^T (+ b)                       qkv [prefix + n, 3*inner] (device scratch)
+//   memory_attention out = online-softmax attention of the call's queries over the visible rows (+ XL's r term)
+//   memory_update    the state from ctx: XL's last mem_len rows; Compressive's mem and compressed cmem
+// prefix, the rows held before a call, is a function of the tokens seen (shaders/common/memory_rows.glsl), so the
+// recorded command buffer replays unchanged (pos0 is 32-bit there; sessions hold at most 2^31 tokens). Scratch is [mem + max_batch] rows: nothing grows with n beyond a call.
+// XL's r(p) = r_net pe(p) depends on the weights only: computed on the host at session creation, as on the CPU.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/compressive.h"
+#include "ops/relative_xl.h"
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+constexpr uint32_t kGroup = 256;
+constexpr uint32_t kQueries = 64;  // local_size_x of memory_attention.comp
+
+struct MemoryOp {
+  int64_t d = 0, inner = 0, prefix_max = 0, state_rows = 0;
+  int heads = 1, head_dim = 1;
+  int32_t family = 0, mem_len = 0, cmem_len = 0, rate = 1;
+  Slice state, ctx, qkv;
+};
+
+void memory_args(DispatchSpec& s, const MemoryOp& m) {
+  s.args[12] = m.family;
+  s.args[13] = m.mem_len;
+  s.args[14] = m.cmem_len;
+  s.args[15] = m.rate;
+}
+
+uint32_t project_group(const Lowering& low) {
+  const DeviceLimits& l = low.ctx.limits();
+  uint32_t wg = 64;
+  while (wg > 1 && (wg > l.max_compute_work_group_invocations || wg > l.max_compute_work_group_size[0])) wg /= 2;
+  return wg;
+}
+
+Status too_large(const Node& node, int64_t rows, int64_t width) {
+  if (double(rows) * double(width) >= double(INT32_MAX)) {
+    return Unsupported(node.label() + ": a memory of " + std::to_string(rows) + " x " + std::to_string(width) +
+                       " floats; the Vulkan shaders index with 32 bits");
+  }
+  return Status::Ok();
+}
+
+// State and scratch, then memory_concat.
+Status begin(const Node& node, Lowering& low, MemoryOp& m) {
+  const int64_t rows = m.prefix_max + low.max_batch;
+  TERN_RETURN_IF_ERROR(too_large(node, rows, std::max(m.d, 3 * m.inner)));
+  auto state = low.state(uint64_t(std::max<int64_t>(m.state_rows, 1)) * uint64_t(m.d) * sizeof(float), "attention memory");
+  if (!state.ok()) return state.status();
+  if (m.state_rows == 0) low.state_bytes -= uint64_t(m.d) * sizeof(float);  // a placeholder, not state: mem_len 0
+  auto ctx = low.memory.allocate(uint64_t(rows) * uint64_t(m.d) * sizeof(float), MemoryKind::kDevice, "attention memory rows");
+  if (!ctx.ok()) return ctx.status();
+  auto qkv = low.memory.allocate(uint64_t(rows) * uint64_t(3 * m.inner) * sizeof(float), MemoryKind::kDevice,
+                                 "attention memory projections");
+  if (!qkv.ok()) return qkv.status();
+  m.state = state.value();
+  m.ctx = ctx.value();
+  m.qkv = qkv.value();
+  DispatchSpec s;
+  s.where = where(node);
+  s.shader = "memory_concat";
+  s.local_size = {kGroup, 1, 1};
+  s.args[0] = int32_t(m.d);
+  memory_args(s, m);
+  const int64_t d = m.d, pm = m.prefix_max;
+  s.groups = [d, pm](int64_t n) { return stride_groups((pm + n) * d, kGroup); };
+  s.bindings = {low.values[node.inputs[0]], {m.state, 0, 0, "attention memory"}, {m.ctx, 0, 0, "memory rows"}};
+  return low.program.add(std::move(s));
+}
+
+Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorInfo* w, const TensorInfo* bias,
+               const TensorInfo* gamma, const TensorInfo* beta, float eps) {
+  auto wt = low.weight(w);  // [3*inner, d]
+  if (!wt.ok()) return wt.status();
+  auto stand_in = [&](const TensorInfo* t) { return t ? low.weight(t) : wt; };  // unread when absent
+  auto b = stand_in(bias);
+  auto g = stand_in(gamma);
+  auto be = stand_in(beta);
+  for (const auto* r : {&b, &g, &be}) {
+    if (!r->ok()) return r->status();
+  }
+  const uint32_t wg = project_group(low);
+  DispatchSpec s;
+  s.where = where(node);
+  s.shader = "memory_project";
+  s.spec = {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u};
+  s.local_size = {wg, 1, 1};
+  s.shared_bytes = uint32_t(std::min<uint64_t>((uint64_t(m.d) + wg) * sizeof(float), UINT32_MAX));
+  s.args[0] = int32_t(3 * m.inner);
+  s.args[1] = float_bits(eps);
+  memory_args(s, m);
+  const int64_t pm = m.prefix_max;
+  s.groups = [pm](int64_t n) { return stride_groups(pm + n, 1); };
+  s.bindings = {{m.ctx, 0, 0, "memory rows"}, {wt.value(), 0, 0, "qkv weight"}, {b.value(), 0, 0, "qkv bias"},
+                {g.value(), 0, 0, "norm weight"}, {be.value(), 0, 0, "norm bias"}, {m.qkv, 0, 0, "memory projections"}};
+  return low.program.add(std::move(s));
+}
+
+Status attend(const Node& node, Lowering& low, const MemoryOp& m, bool xl, Slice uv, Slice r, float scale,
+              int64_t clamp_len, bool same_length) {
+  DispatchSpec s;
+  s.where = where(node);
+  s.shader = "memory_attention";
+  s.spec = {uint32_t(m.head_dim), xl ? 1u : 0u};
+  s.local_size = {kQueries, 1, 1};
+  s.args[0] = m.heads;
+  s.args[1] = float_bits(scale);
+  s.args[2] = int32_t(std::min<int64_t>(clamp_len, INT32_MAX));
+  s.args[3] = same_length ? 1 : 0;
+  memory_args(s, m);
+  const int heads = m.heads;
+  s.groups = [heads](int64_t n) { return Groups{uint32_t((n + kQueries - 1) / kQueries), uint32_t(heads), 1}; };
+  s.bindings = {{m.qkv, 0, 0, "memory projections"}, {uv, 0, 0, "r_w_bias | r_r_bias"}, {r, 0, 0, "position table"},
+                low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status update(const Node& node, Lowering& low, const MemoryOp& m, uint32_t mode, Slice conv_w, Slice conv_b, bool has_bias) {
+  DispatchSpec s;
+  s.where = where(node);
+  s.shader = "memory_update";
+  s.spec = {mode, has_bias ? 1u : 0u};
+  s.local_size = {kGroup, 1, 1};
+  s.args[0] = int32_t(m.d);
+  memory_args(s, m);
+  const int64_t count = m.state_rows * m.d;
+  s.groups = [count](int64_t) { return stride_groups(std::max<int64_t>(count, 1), kGroup); };
+  s.bindings = {{m.ctx, 0, 0, "memory rows"}, {conv_w, 0, 0, "conv weight"}, {conv_b, 0, 0, "conv bias"},
+                {m.state, 0, 0, "attention memory"}};
+  return low.program.add(std::move(s));
+}
+
+}  // namespace
+
+Status lower_relative_xl(const Node& node, Lowering& low) {
+  auto spec = RelativeXL::from(node);
+  if (!spec.ok()) return spec.status();
+  const RelativeXL& x = spec.value();
+  MemoryOp m;
+  m.d = x.d;
+  m.inner = x.inner();
+  m.heads = x.heads;
+  m.head_dim = x.head_dim;
+  m.family = 0;
+  m.mem_len = int32_t(x.mem_len);
+  m.prefix_max = x.mem_len;
+  m.state_rows = x.mem_len;  // [M, d]: RelativeXL::state_bytes()
+  TERN_RETURN_IF_ERROR(begin(node, low, m));
+  const auto& w = node.weights;
+  TERN_RETURN_IF_ERROR(project(node, low, m, w[0], nullptr, x.norm_weight ? w[4] : nullptr,
+                               x.norm_bias ? w[5] : nullptr, x.eps));
+  // r(p) for every position a call can read ([P, inner], in double as the reference), and r_w_bias | r_r_bias.
+  const int64_t P = x.position_rows(low.max_batch), inner = m.inner, d = x.d;
+  TERN_RETURN_IF_ERROR(too_large(node, P, inner));
+  std::vector<float> r(size_t(P * inner)), pe(static_cast<size_t>(d));
+  for (int64_t p = 0; p < P; ++p) {
+    x.position_encoding(p, pe.data());
+    for (int64_t o = 0; o < inner; ++o) {
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) s += double(pe[size_t(c)]) * double(x.r_net[o * d + c]);
+      r[size_t(p * inner + o)] = float(s);
+    }
+  }
+  auto r_table = low.constant(std::move(r), "relative position table");
+  if (!r_table.ok()) return r_table.status();
+  std::vector<float> uv(x.r_w_bias, x.r_w_bias + inner);
+  uv.insert(uv.end(), x.r_r_bias, x.r_r_bias + inner);
+  auto biases = low.constant(std::move(uv), "r_w_bias and r_r_bias");
+  if (!biases.ok()) return biases.status();
+  TERN_RETURN_IF_ERROR(attend(node, low, m, true, biases.value(), r_table.value(), x.scale, x.clamp_len, x.same_length));
+  if (x.mem_len == 0) return Status::Ok();
+  return update(node, low, m, 0, m.ctx, m.ctx, false);
+}
+
+Status lower_compressive(const Node& node, Lowering& low) {
+  auto spec = Compressive::from(node);
+  if (!spec.ok()) return spec.status();
+  const Compressive& c = spec.value();
+  MemoryOp m;
+  m.d = c.d;
+  m.inner = c.inner();
+  m.heads = c.heads;
+  m.head_dim = c.head_dim;
+  m.family = 1;
+  m.mem_len = int32_t(c.mem_len);
+  m.cmem_len = int32_t(c.cmem_len);
+  m.rate = int32_t(c.rate);
+  m.prefix_max = c.cmem_len + c.mem_capacity();
+  m.state_rows = c.cmem_len + c.mem_capacity();  // cmem [C, d] then mem [M + rate - 1, d], as the CPU kernel
+  TERN_RETURN_IF_ERROR(too_large(node, c.cmem_len, c.rate * c.d));
+  TERN_RETURN_IF_ERROR(begin(node, low, m));
+  const auto& w = node.weights;
+  TERN_RETURN_IF_ERROR(project(node, low, m, w[0], c.qkv_bias ? w[1] : nullptr, nullptr, nullptr, 0.0f));
+  TERN_RETURN_IF_ERROR(attend(node, low, m, false, m.qkv, m.qkv, c.scale, 0, false));
+  uint32_t mode = 1;
+  Slice conv_w = m.ctx, conv_b = m.ctx;  // unread stand-ins for the pools
+  if (c.compression == fb::Compression::CONV) {
+    auto cw = low.weight(w[2]);  // [d, rate*d]
+    if (!cw.ok()) return cw.status();
+    conv_w = conv_b = cw.value();
+    if (c.conv_bias) {
+      auto cb = low.weight(w[3]);  // [d]
+      if (!cb.ok()) return cb.status();
+      conv_b = cb.value();
+    }
+  } else {
+    mode = c.compression == fb::Compression::MEAN_POOL ? 2 : 3;
+  }
+  return update(node, low, m, mode, conv_w, conv_b, c.conv_bias != nullptr);
+}
+
+}  // namespace tern::vk
