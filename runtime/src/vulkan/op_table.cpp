@@ -18,6 +18,7 @@ const VulkanOp kOps[] = {
     {fb::OpCode::ADD, supports_f32, lower_add},
     {fb::OpCode::LOG_SOFTMAX, supports_f32, lower_log_softmax},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention},
+    {fb::OpCode::CONCAT, supports_f32, lower_concat},
 };
 
 }  // namespace

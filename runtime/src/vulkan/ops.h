@@ -76,6 +76,8 @@ Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
 Status lower_attention(const Node& node, Lowering& low);
+Status lower_lsh_attention(const Node& node, Lowering& low);  // ops_lsh.cpp
+Status lower_concat(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
 Status supports_attention(const Node& node, const Model& model);
 
