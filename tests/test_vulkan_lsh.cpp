@@ -153,6 +153,17 @@ TEST_CASE("vulkan: LSH attention runs whole sequences only; appending is a clear
   REQUIRE(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
   const std::vector<float> cpu = forward_on(TERN_BACKEND_CPU, model, ids, 16, 64);
   CHECK(relative_error(out.data(), cpu.data(), cpu.size()) <= kVulkanTolerance);
+  // No state; device memory (arena + LSH scratch) linear in max_tokens, never n x n.
+  tern_memory_plan m64{}, m1024{};
+  REQUIRE(tern_session_memory(s, &m64) == TERN_OK);
+  tern_session* big = make_session_on(TERN_BACKEND_VULKAN, model, 1, 1024);
+  REQUIRE(tern_session_memory(big, &m1024) == TERN_OK);
+  CHECK(m64.state_bytes == 0);
+  CHECK(m1024.state_bytes == 0);
+  INFO("arena " << m64.arena_bytes << " -> " << m1024.arena_bytes);
+  CHECK(m1024.arena_bytes > 8 * m64.arena_bytes);
+  CHECK(m1024.arena_bytes < 17 * m64.arena_bytes);
+  tern_session_free(big);
   tern_session_free(s);
   tern_model_free(model);
   CHECK(test::vulkan_validation_messages() == 0);

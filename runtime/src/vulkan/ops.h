@@ -37,6 +37,7 @@ class Lowering {
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
   uint64_t weight_bytes = 0, state_bytes = 0;
+  uint64_t scratch_bytes = 0;  // device scratch ops allocate for max_batch tokens (LSH), reported with the arena
 
  private:
   struct Pending {

@@ -63,7 +63,10 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
                        "sequence in one forward call (models with LSH layers do not stream)");
   });
 
-  auto scratch = [&](int64_t words, const char* what) { return low.memory.allocate(uint64_t(words) * 4, MemoryKind::kDevice, what); };
+  auto scratch = [&](int64_t words, const char* what) {
+    low.scratch_bytes += uint64_t(words) * 4;
+    return low.memory.allocate(uint64_t(words) * 4, MemoryKind::kDevice, what);
+  };
   auto keys = scratch(H * N * dh, "LSH keys");             // [H, n, dh]
   if (!keys.ok()) return keys.status();
   auto buckets = scratch(H * nh * N, "LSH buckets");       // [H, hashes, n]
