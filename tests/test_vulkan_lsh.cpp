@@ -135,7 +135,7 @@ TEST_CASE("vulkan: LSH attention matches the reference kernel and the CPU path",
   CHECK(test::vulkan_validation_messages() == 0);
 }
 
-TEST_CASE("vulkan: LSH attention runs whole sequences only; appending is a clear error", "[vulkan][attention][lsh][streaming]") {
+TEST_CASE("vulkan: LSH attention runs whole sequences only, and appending is a clear error", "[vulkan][attention][lsh][streaming]") {
   TERN_SKIP_WITHOUT_VULKAN();
   const LshCase c{2, 8, lsh_kind(8, 1, 0, 2, {4}, 8, 8), {}};
   auto g = test::start_graph(50, 32, 330);
