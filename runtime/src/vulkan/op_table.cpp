@@ -20,6 +20,7 @@ const VulkanOp kOps[] = {
     {fb::OpCode::ATTENTION, supports_attention, lower_attention},
     {fb::OpCode::ADAPTIVE_EMBEDDING, supports_f32, lower_adaptive_embedding},
     {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_f32, lower_adaptive_log_softmax},
+    {fb::OpCode::CONCAT, supports_f32, lower_concat},
 };
 
 }  // namespace

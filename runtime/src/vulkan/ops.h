@@ -37,6 +37,7 @@ class Lowering {
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
   uint64_t weight_bytes = 0, state_bytes = 0;
+  uint64_t scratch_bytes = 0;  // device scratch ops allocate for max_batch tokens (LSH), reported with the arena
 
  private:
   struct Pending {
@@ -80,6 +81,8 @@ Status lower_relative_xl(const Node& node, Lowering& low);
 Status lower_compressive(const Node& node, Lowering& low);
 Status lower_adaptive_embedding(const Node& node, Lowering& low);
 Status lower_adaptive_log_softmax(const Node& node, Lowering& low);
+Status lower_lsh_attention(const Node& node, Lowering& low);  // ops_lsh.cpp
+Status lower_concat(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
 Status supports_attention(const Node& node, const Model& model);
 

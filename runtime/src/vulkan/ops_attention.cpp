@@ -24,9 +24,9 @@ Status supports_attention(const Node& node, const Model&) {
   const auto kind = node.fb_op->params_as_AttentionParams()->kind_type();
   if (kind == fb::AttentionKind::RelativeXL || kind == fb::AttentionKind::Compressive) return f32_weights_only(node);
   if (kind != fb::AttentionKind::Dense && kind != fb::AttentionKind::SlidingWindow &&
-      kind != fb::AttentionKind::ChunkedLocal) {
+      kind != fb::AttentionKind::ChunkedLocal && kind != fb::AttentionKind::Lsh) {
     return Unsupported(node.label() + ": attention kind " + fb::EnumNameAttentionKind(kind) +
-                       " has no Vulkan shader yet (the Vulkan backend runs Dense, SlidingWindow, ChunkedLocal, RelativeXL and Compressive)");
+                       " has no Vulkan shader yet (the Vulkan backend runs Dense, SlidingWindow, ChunkedLocal, Lsh, RelativeXL and Compressive)");
   }
   return Status::Ok();
 }
@@ -35,6 +35,7 @@ Status lower_attention(const Node& node, Lowering& low) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   if (p->kind_type() == fb::AttentionKind::RelativeXL) return lower_relative_xl(node, low);  // ops_memory.cpp
   if (p->kind_type() == fb::AttentionKind::Compressive) return lower_compressive(node, low);
+  if (p->kind_type() == fb::AttentionKind::Lsh) return lower_lsh_attention(node, low);
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const int heads = p->heads(), dh = p->head_dim();

@@ -1,4 +1,4 @@
-// Lowering of the elementwise and row-wise ops: embedding, position, layer norm, activation, add, log-softmax.
+// Lowering of the elementwise and row-wise ops: embedding, position, layer norm, activation, add, concat, log-softmax.
 #include <cmath>
 
 #include "vulkan/ops.h"
@@ -64,15 +64,33 @@ Status lower_embedding(const Node& node, Lowering& low) {
   return low.program.add(std::move(s));
 }
 
-Status supports_position(const Node& node, const Model&) {
-  if (node.fb_op->params_as_PositionParams()->kind() == fb::PositionKind::AXIAL) {
-    return Unsupported(node.label() + ": position kind AXIAL has no Vulkan shader yet");
+Status supports_position(const Node& node, const Model&) { return f32_weights_only(node); }
+
+// AXIAL (Reformer): pe[p] = [rows[p / s1] | cols[p % s1]]; shaders/position_axial.comp.
+static Status lower_axial_position(const Node& node, Lowering& low) {
+  const auto* p = node.fb_op->params_as_PositionParams();
+  if (low.max_tokens > p->max_positions()) {
+    return InvalidArgument("max_tokens " + std::to_string(low.max_tokens) + " exceeds the model's " +
+                           std::to_string(p->max_positions()) + " axial positions");
   }
-  return f32_weights_only(node);
+  const TensorInfo* rows = node.weights[0];  // [s0, d0]
+  const TensorInfo* cols = node.weights[1];  // [s1, d1]
+  auto r = low.weight(rows);
+  if (!r.ok()) return r.status();
+  auto c = low.weight(cols);
+  if (!c.ok()) return c.status();
+  DispatchSpec s = elementwise(node, "position_axial", width(low, node.outputs[0]));
+  s.args[0] = int32_t(rows->shape[1]);
+  s.args[1] = int32_t(cols->shape[1]);
+  s.args[2] = int32_t(cols->shape[0]);
+  s.bindings = {low.values[node.inputs[0]], {r.value(), 0, 0, "axial rows"}, {c.value(), 0, 0, "axial cols"},
+                low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
 }
 
 Status lower_position(const Node& node, Lowering& low) {
   const auto* p = node.fb_op->params_as_PositionParams();
+  if (p->kind() == fb::PositionKind::AXIAL) return lower_axial_position(node, low);
   const int64_t d = width(low, node.outputs[0]);
   const bool learned = p->kind() == fb::PositionKind::LEARNED;
   if (learned && low.max_tokens > p->max_positions()) {
@@ -130,6 +148,15 @@ Status lower_activation(const Node& node, Lowering& low) {
 
 Status lower_add(const Node& node, Lowering& low) {
   DispatchSpec s = elementwise(node, "add", width(low, node.outputs[0]));
+  s.bindings = {low.values[node.inputs[0]], low.values[node.inputs[1]], low.values[node.outputs[0]]};
+  return low.program.add(std::move(s));
+}
+
+Status lower_concat(const Node& node, Lowering& low) {
+  const int64_t da = width(low, node.inputs[0]), db = width(low, node.inputs[1]);
+  DispatchSpec s = elementwise(node, "concat", da + db);
+  s.args[0] = int32_t(da);
+  s.args[1] = int32_t(db);
   s.bindings = {low.values[node.inputs[0]], low.values[node.inputs[1]], low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }

@@ -90,6 +90,7 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   TERN_RETURN_IF_ERROR(low.upload());
   weight_bytes_ = low.weight_bytes;
   state_bytes_ = low.state_bytes;
+  arena_bytes_ += low.scratch_bytes;
   return program_->finish();
 }
 

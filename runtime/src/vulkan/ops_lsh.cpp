@@ -1,0 +1,159 @@
+// Lowering of ATTENTION of kind Lsh (Reformer; semantics: ops/lsh.h) to four dispatches, as the CPU path's phases:
+//   lsh_hash     normalised keys, and the bucket of every (round, position) by the rotation matmul + argmax per factor;
+//   lsh_sort     per (round, head) a stable counting sort by bucket into the sorted axis (pads last);
+//   lsh_attend   per chunk of the sorted axis, each query against its circular window of neighbouring chunks, with
+//                HF's float32 log-sum-exp per round (or, for short calls, causal attention over the whole sequence);
+//   lsh_combine  the rounds combined by a softmax over their log-sum-exps, into the op's output.
+// Scratch, per op, for max_batch tokens: keys [H, n, dh], buckets [H, hashes, n], counts [H, hashes, buckets],
+// order [H, hashes * n_pad], outs [H, hashes, n, dh], lses [H, hashes, n]: linear in n, nothing n x n.
+// LSH keeps no state: a call that continues a sequence (pos0 > 0) is refused as on the CPU.
+#include <algorithm>
+#include <string>
+
+#include "ops/lsh.h"
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+constexpr uint32_t kQueryRows = 32;  // BQ: queries (invocations) per workgroup of lsh_attend
+constexpr uint32_t kKeyTile = 32;    // BK: window slots staged in shared memory at a time, fewer for wide heads
+constexpr uint32_t kSortGroup = 256;  // invocations of the one workgroup that sorts a (round, head)
+constexpr uint32_t kHashGroup = 64;   // local_size_x of lsh_hash
+// The CPU path sums the rotated columns with fused multiply-adds where the build contracts them (-march with FMA,
+// GCC/Clang's default contraction); lsh_hash does the same so both backends bucket a position alike.
+#if defined(__FMA__)
+constexpr bool kCpuUsesFma = true;
+#else
+constexpr bool kCpuUsesFma = false;
+#endif
+
+// The largest length a call of up to max_batch tokens is treated as (LshAttention::padded_length is at most this).
+int64_t padded_bound(const LshAttention& a, int64_t max_batch) {
+  return std::max(max_batch, (max_batch + a.pad_to - 1) / a.pad_to * a.pad_to);
+}
+
+void common_args(DispatchSpec& s, const LshAttention& a) {
+  s.args[0] = a.heads;
+  s.args[1] = int32_t(a.hashes);
+  s.args[2] = int32_t(a.chunk);
+  s.args[3] = int32_t(a.before);
+  s.args[4] = int32_t(a.after);
+  s.args[5] = int32_t(a.pad_to);
+  s.args[6] = int32_t(a.pad_above);
+}
+
+}  // namespace
+
+Status lower_lsh_attention(const Node& node, Lowering& low) {
+  auto spec = LshAttention::from(node);
+  if (!spec.ok()) return spec.status();
+  const LshAttention& a = spec.value();
+  const int64_t N = low.max_batch, H = a.heads, dh = a.head_dim, nh = a.hashes;
+  const int64_t n_pad = padded_bound(a, N);
+  if (n_pad * nh > INT32_MAX || a.buckets * nh * H > INT32_MAX || N * H * nh * dh > INT32_MAX) {
+    return Unsupported(where(node) + ": LSH attention for max_batch " + std::to_string(N) +
+                       " needs indices past 2^31; use a smaller max_batch on the Vulkan backend");
+  }
+  const std::string label = where(node);
+  low.program.add_check([label](int64_t, int64_t pos0) -> Status {
+    if (pos0 == 0) return Status::Ok();
+    return Unsupported(label + ": LSH attention buckets and sorts the whole sequence at once, so it cannot continue "
+                       "one: appending after " + std::to_string(pos0) + " tokens is not supported; run the whole "
+                       "sequence in one forward call (models with LSH layers do not stream)");
+  });
+
+  auto scratch = [&](int64_t words, const char* what) {
+    low.scratch_bytes += uint64_t(words) * 4;
+    return low.memory.allocate(uint64_t(words) * 4, MemoryKind::kDevice, what);
+  };
+  auto keys = scratch(H * N * dh, "LSH keys");             // [H, n, dh]
+  if (!keys.ok()) return keys.status();
+  auto buckets = scratch(H * nh * N, "LSH buckets");       // [H, hashes, n]
+  if (!buckets.ok()) return buckets.status();
+  auto counts = scratch(H * nh * a.buckets, "LSH bucket counts");  // [H, hashes, buckets]
+  if (!counts.ok()) return counts.status();
+  auto order = scratch(H * nh * n_pad, "LSH sorted order");  // [H, hashes * n_pad]
+  if (!order.ok()) return order.status();
+  auto outs = scratch(H * nh * N * dh, "LSH round outputs");  // [H, hashes, n, dh]
+  if (!outs.ok()) return outs.status();
+  auto lses = scratch(H * nh * N, "LSH round log-sum-exps");  // [H, hashes, n]
+  if (!lses.ok()) return lses.status();
+  std::vector<float> factor_table(a.factors.begin(), a.factors.end());  // each even, <= 2^24: exact as floats
+  auto factors = low.constant(std::move(factor_table), "LSH bucket factors");
+  if (!factors.ok()) return factors.status();
+  auto rotations = low.weight(node.weights[0]);  // [H, dh, hashes, rot_half]
+  if (!rotations.ok()) return rotations.status();
+
+  const Binding qkv = low.values[node.inputs[0]];  // [n, 2*inner]
+  const auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
+
+  DispatchSpec hash;
+  hash.where = label;
+  hash.shader = "lsh_hash";
+  hash.spec = {uint32_t(dh), kCpuUsesFma ? 1u : 0u};
+  hash.local_size = {kHashGroup, 1, 1};
+  common_args(hash, a);
+  hash.args[7] = int32_t(a.factors.size());
+  hash.args[8] = int32_t(a.rot_half);
+  hash.args[9] = float_bits(a.key_norm_eps);
+  hash.args[10] = float_bits(a.scale);
+  hash.groups = [H](int64_t n) { return stride_groups(n * H, kHashGroup); };
+  hash.bindings = {qkv, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"), bind(keys, "LSH keys"),
+                   bind(buckets, "LSH buckets")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
+
+  DispatchSpec sort;
+  sort.where = label;
+  sort.shader = "lsh_sort";
+  uint32_t sort_group = kSortGroup;
+  const DeviceLimits& limits = low.ctx.limits();
+  while (sort_group > 32 && (sort_group > limits.max_compute_work_group_invocations ||
+                             sort_group > limits.max_compute_work_group_size[0])) {
+    sort_group /= 2;
+  }
+  sort.spec = {sort_group};
+  sort.local_size = {sort_group, 1, 1};
+  sort.shared_bytes = 2 * sort_group * sizeof(uint32_t);
+  common_args(sort, a);
+  sort.args[7] = int32_t(a.buckets);
+  sort.groups = [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; };
+  sort.bindings = {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(sort)));
+
+  uint32_t key_tile = kKeyTile;
+  const auto tile_bytes = [dh](uint64_t bk) { return 2 * bk * uint64_t(dh) * sizeof(float) + bk * sizeof(uint32_t); };
+  while (key_tile > 1 && tile_bytes(key_tile) > limits.max_compute_shared_memory_size) key_tile /= 2;
+  DispatchSpec attend;
+  attend.where = label;
+  attend.shader = "lsh_attend";
+  attend.spec = {kQueryRows, uint32_t(dh), key_tile};
+  attend.local_size = {kQueryRows, 1, 1};
+  attend.shared_bytes = uint32_t(std::min<uint64_t>(tile_bytes(key_tile), UINT32_MAX));
+  common_args(attend, a);
+  attend.args[7] = float_bits(a.self_mask_value);
+  const LshAttention shape = a;
+  attend.groups = [shape, H](int64_t n) {
+    const int64_t blocks = shape.chunked(n)
+                               ? shape.hashes * shape.padded_length(n) / shape.chunk * ((shape.chunk + kQueryRows - 1) / kQueryRows)
+                               : (n + kQueryRows - 1) / kQueryRows;
+    Groups g = stride_groups(blocks, 1);
+    g[1] = uint32_t(H);
+    return g;
+  };
+  attend.bindings = {qkv, bind(keys, "LSH keys"), bind(order, "LSH sorted order"), bind(outs, "LSH round outputs"),
+                     bind(lses, "LSH round log-sum-exps")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(attend)));
+
+  DispatchSpec combine;
+  combine.where = label;
+  combine.shader = "lsh_combine";
+  combine.spec = {uint32_t(dh)};
+  combine.local_size = {256, 1, 1};
+  common_args(combine, a);
+  combine.groups = [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); };
+  combine.bindings = {bind(outs, "LSH round outputs"), bind(lses, "LSH round log-sum-exps"), low.values[node.outputs[0]]};
+  return low.program.add(std::move(combine));
+}
+
+}  // namespace tern::vk
