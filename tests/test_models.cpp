@@ -108,7 +108,7 @@ TEST_CASE("append without logits advances the state like append with logits", "[
 // The goldens whose every op and attention kind has a Vulkan shader.
 const char* const kVulkanGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "pre_untied_nobias_gelutanh",
                                       "tiny_f16", "sliding_w64", "chunked_c128", "strided_merged", "strided_split",
-                                      "fixed_merged", "fixed_split", "mixed_layers"};
+                                      "fixed_merged", "fixed_split", "mixed_layers", "routing_only", "routing_mixed"};
 
 TEST_CASE("reference family on Vulkan: full forward matches the PyTorch goldens and the CPU path", "[model][vulkan]") {
   TERN_SKIP_WITHOUT_VULKAN();

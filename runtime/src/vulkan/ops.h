@@ -33,10 +33,14 @@ class Lowering {
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
   Result<Slice> state(uint64_t bytes, const char* what);
+  // Device scratch of an op, valid within one call, counted in scratch_bytes (reported with the arena).
+  Result<Slice> scratch(uint64_t bytes, const char* what);
 
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
-  uint64_t weight_bytes = 0, state_bytes = 0;
+  uint64_t weight_bytes = 0, state_bytes = 0, scratch_bytes = 0;
+  // An op that runs whole sequences only (routing): appending after the first call is TERN_UNSUPPORTED, naming it.
+  std::string whole_sequence_op;
 
  private:
   struct Pending {
@@ -76,6 +80,7 @@ Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
 Status lower_attention(const Node& node, Lowering& low);
+Status lower_routing(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
 Status supports_attention(const Node& node, const Model& model);
 
