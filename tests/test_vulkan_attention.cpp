@@ -162,24 +162,31 @@ TEST_CASE("vulkan: a windowed kind's device state stays bounded by its ring", "[
 }
 
 TEST_CASE("vulkan: an attention kind without a shader fails creation by name; auto falls back", "[vulkan][attention]") {
-  // Adaptive span: q | k | v rows -> ATTENTION with key_pe [dh, max_span] and no span weight.
-  const int heads = 2, dh = 8, max_span = 16;
-  auto g = test::start_graph(64, 3 * heads * dh, 21);
+  // Reformer LSH: qk | v rows -> ATTENTION with rotations [heads, dh, hashes, buckets / 2].
+  const int heads = 2, dh = 8;
+  auto g = test::start_graph(64, 2 * heads * dh, 21);
   int32_t y = g.graph.add_value("y", fb::DType::F32, heads * dh).value();
-  const int32_t pe = test::add_constant(g, "key_pe", {dh, max_span}, random_floats(size_t(dh * max_span), 5));
+  const int32_t rot = test::add_constant(g, "rotations", {heads, dh, 1, 2}, random_floats(size_t(heads * dh * 2), 5));
+  convert::params::Lsh lsh;
+  lsh.chunk = 4;
+  lsh.chunks_before = 1;
+  lsh.hashes = 1;
+  lsh.buckets = {4};
+  lsh.pad_to = 4;
+  lsh.pad_above = 4;
   convert::params::Attention p;
   p.heads = heads;
   p.head_dim = dh;
   p.scale = 0.4f;
-  p.kind = convert::params::AdaptiveSpan{max_span, 4};
-  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {pe, -1}, p).ok());
-  tern_model* model = test::finish_and_load(g, y, "vk_attention_adaptive", 16);
+  p.kind = lsh;
+  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {rot}, p).ok());
+  tern_model* model = test::finish_and_load(g, y, "vk_attention_lsh", 16);
   tern_session_options so;
   tern_session_options_init(&so);
   so.backend = TERN_BACKEND_VULKAN;
   tern_session* s = nullptr;
   CHECK(tern_session_create(model, &so, &s) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("ATTENTION 'attn'") && Catch::Contains("AdaptiveSpan") &&
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("ATTENTION 'attn'") && Catch::Contains("Lsh") &&
                                                  Catch::Contains("no Vulkan shader"));
   so.backend = TERN_BACKEND_AUTO;
   REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);

@@ -81,6 +81,7 @@ Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
 Status lower_attention(const Node& node, Lowering& low);
 Status lower_routing(const Node& node, Lowering& low);
+Status lower_adaptive_span(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
 Status supports_attention(const Node& node, const Model& model);
 

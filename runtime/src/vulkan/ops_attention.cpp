@@ -27,10 +27,10 @@ Status supports_attention(const Node& node, const Model&) {
   const auto kind = node.fb_op->params_as_AttentionParams()->kind_type();
   if (kind != fb::AttentionKind::Dense && kind != fb::AttentionKind::SlidingWindow &&
       kind != fb::AttentionKind::ChunkedLocal && kind != fb::AttentionKind::Strided && kind != fb::AttentionKind::Fixed &&
-      kind != fb::AttentionKind::Routing) {
+      kind != fb::AttentionKind::Routing && kind != fb::AttentionKind::AdaptiveSpan) {
     return Unsupported(node.label() + ": attention kind " + fb::EnumNameAttentionKind(kind) +
                        " has no Vulkan shader yet (the Vulkan backend runs Dense, SlidingWindow, ChunkedLocal, Strided, "
-                       "Fixed and Routing)");
+                       "Fixed, AdaptiveSpan and Routing)");
   }
   return Status::Ok();
 }
@@ -38,6 +38,7 @@ Status supports_attention(const Node& node, const Model&) {
 Status lower_attention(const Node& node, Lowering& low) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   if (p->kind_type() == fb::AttentionKind::Routing) return lower_routing(node, low);  // ops_routing.cpp
+  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) return lower_adaptive_span(node, low);  // ops_adaptive_span.cpp
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const int heads = p->heads(), dh = p->head_dim();
