@@ -1,12 +1,13 @@
 #version 450
-// ATTENTION (dense, sliding window, chunked local): causal softmax attention with online softmax, so no [n, keys]
-// score buffer exists anywhere. A workgroup takes BQ query rows of one head; key tiles of BK keys (k and v,
-// [BK, HEAD_DIM] each) are staged in shared memory and each invocation folds the visible ones into its row's running
-// max m, sum l and accumulator acc.
+// ATTENTION (dense, sliding window, chunked local, strided, fixed): causal softmax attention with online softmax, so
+// no [n, keys] score buffer exists anywhere. A workgroup takes BQ query rows of one head; key tiles of BK keys (k and
+// v, [BK, HEAD_DIM] each) of the rows' contiguous runs are staged in shared memory and each invocation folds the
+// visible ones into its row's running max m, sum l and accumulator acc. Strided's every-stride-th key and fixed's
+// summaries below the run (O(n/stride) or O(summary*n/block) a row) are then read by each row on its own.
 //   qkv [n, 3*inner] (q | k | v, head h at columns h*HEAD_DIM of each), inner = heads * HEAD_DIM;
-//   state [slots, 2*inner] (k | v of past positions; position j in slot j % slots); out [n, inner].
+//   state [slots, 2*inner] (k | v of past positions, in slot state_slot(j)); out [n, inner].
 // Keys at positions >= pos0 come from qkv, older ones from the state (kv_append.comp writes it after this).
-// arg: heads, window, chunk, chunks_before, slots, scale (float bits).
+// arg: heads, window, chunk, chunks_before, ring, scale (float bits), stride, block, summary, split.
 #include "common/interface.glsl"
 #include "common/attention_pattern.glsl"
 layout(local_size_x_id = 0) in;
@@ -20,14 +21,35 @@ layout(std430, binding = 3) writeonly buffer Out { float y[]; };
 shared float ks[BK * HEAD_DIM];
 shared float vs[BK * HEAD_DIM];
 
+uint inner;
+uint h;
+int pos0;
+uint ring;
+int block, summary;
+
+float key_at(int j, uint c) {
+  if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * 3 * inner + inner + h * HEAD_DIM + c];
+  return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * inner + h * HEAD_DIM + c];
+}
+
+float value_at(int j, uint c) {
+  if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * 3 * inner + 2 * inner + h * HEAD_DIM + c];
+  return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * inner + inner + h * HEAD_DIM + c];
+}
+
 void main() {
   int heads = pc.arg[0], window = pc.arg[1], chunk = pc.arg[2], before = pc.arg[3];
-  uint slots = uint(pc.arg[4]);
+  ring = uint(pc.arg[4]);
   float scale = intBitsToFloat(pc.arg[5]);
-  uint inner = uint(heads) * HEAD_DIM;
-  uint h = gl_WorkGroupID.y;
+  int stride = pc.arg[6];
+  block = KIND == 4 ? pc.arg[7] : 0;
+  summary = pc.arg[8];
+  bool split = pc.arg[9] != 0;
+  inner = uint(heads) * HEAD_DIM;
+  h = gl_WorkGroupID.y;
+  bool second = split && int(h) >= heads / 2;
   uint n = call.n;
-  int pos0 = int(call.pos0);
+  pos0 = int(call.pos0);
   uint r0 = gl_WorkGroupID.x * BQ;
   uint r = r0 + gl_LocalInvocationID.x;
   bool live = r < n;
@@ -40,9 +62,9 @@ void main() {
     acc[c] = 0.0;
   }
   float m = -3.402823466e38, l = 0.0;
-  int my_lo = local_lo(KIND, i, window, chunk, before);
+  int my_lo = local_lo(KIND, i, window, chunk, before, stride, pc.arg[7], second);
   // The union of the block's runs: from the first row's start to the last row.
-  int first = local_lo(KIND, pos0 + int(r0), window, chunk, before);
+  int first = local_lo(KIND, pos0 + int(r0), window, chunk, before, stride, pc.arg[7], second);
   int last = pos0 + int(min(n, r0 + BQ)) - 1;
   for (int j0 = first; j0 <= last; j0 += int(BK)) {
     for (uint e = gl_LocalInvocationID.x; e < BK * HEAD_DIM; e += BQ) {
@@ -50,15 +72,8 @@ void main() {
       uint c = e % HEAD_DIM;
       float kv = 0.0, vv = 0.0;
       if (j <= last) {
-        if (j >= pos0) {
-          uint at = pc.off[1] + uint(j - pos0) * 3 * inner + h * HEAD_DIM + c;
-          kv = qkv[at + inner];
-          vv = qkv[at + 2 * inner];
-        } else {
-          uint at = pc.off[2] + (uint(j) % slots) * 2 * inner + h * HEAD_DIM + c;
-          kv = state[at];
-          vv = state[at + inner];
-        }
+        kv = key_at(j, c);
+        vv = value_at(j, c);
       }
       ks[e] = kv;
       vs[e] = vv;
@@ -90,6 +105,42 @@ void main() {
       }
     }
     barrier();
+  }
+  // The scattered keys below the run, ascending: strided's i - k*stride, fixed's last `summary` keys of each block.
+  if (live && (KIND == 3 || KIND == 4) && (!split || second)) {
+    int j = -1, step = 1, run_end = -1;
+    if (KIND == 3 && my_lo > 0) {
+      int last_below = i - ((i - (my_lo - 1) + stride - 1) / stride) * stride;  // largest i - k*stride < my_lo
+      if (last_below >= 0) {
+        j = last_below % stride;
+        step = stride;
+        run_end = last_below;
+      }
+    }
+    int next_block = 0;  // fixed: summaries of the block starting here come next
+    if (KIND == 4) {
+      j = block - summary;
+      run_end = min(block, my_lo) - 1;
+      next_block = block;
+    }
+    while (j >= 0 && j <= run_end && j < my_lo) {
+      float dot_qk = 0.0;
+      for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * key_at(j, c);
+      float m_new = max(m, dot_qk);
+      float correction = exp(m - m_new);
+      float p = exp(dot_qk - m_new);
+      l = l * correction + p;
+      for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * value_at(j, c);
+      m = m_new;
+      j += step;
+      if (KIND == 4 && j > run_end) {
+        // The next block's summaries, while they start below the run (no overflow: next_block <= my_lo here).
+        if (next_block > my_lo - block + summary) break;
+        j = next_block + block - summary;
+        run_end = (next_block >= my_lo - block ? my_lo : next_block + block) - 1;
+        next_block += block;
+      }
+    }
   }
   if (live) {
     float inv = 1.0 / l;  // every row sees at least itself

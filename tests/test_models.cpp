@@ -105,10 +105,10 @@ TEST_CASE("append without logits advances the state like append with logits", "[
   tern_model_free(g.model);
 }
 
-// The goldens whose every op and attention kind has a Vulkan shader (mixed_layers has a Fixed layer, the sparse
-// goldens Strided/Fixed: not on Vulkan yet).
-const char* const kVulkanGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu",
-                                      "pre_untied_nobias_gelutanh", "tiny_f16", "sliding_w64", "chunked_c128"};
+// The goldens whose every op and attention kind has a Vulkan shader.
+const char* const kVulkanGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "pre_untied_nobias_gelutanh",
+                                      "tiny_f16", "sliding_w64", "chunked_c128", "strided_merged", "strided_split",
+                                      "fixed_merged", "fixed_split", "mixed_layers", "routing_only", "routing_mixed"};
 
 TEST_CASE("reference family on Vulkan: full forward matches the PyTorch goldens and the CPU path", "[model][vulkan]") {
   TERN_SKIP_WITHOUT_VULKAN();
@@ -135,7 +135,8 @@ TEST_CASE("reference family on Vulkan: full forward matches the PyTorch goldens 
 
 TEST_CASE("reference family on Vulkan: streaming in segments keeps the state on the device", "[model][vulkan][streaming]") {
   TERN_SKIP_WITHOUT_VULKAN();
-  for (const char* name : {"pre_untied_nobias_gelutanh", "sliding_w64"}) {
+  for (const char* name : {"pre_untied_nobias_gelutanh", "sliding_w64", "strided_merged", "strided_split", "fixed_merged",
+                           "fixed_split", "mixed_layers"}) {
     Golden g = load_golden(name);
     const int64_t n = std::min<int64_t>(int64_t(g.ids.size()), 300), vocab = g.logits.shape[1];
     tern_session* s = make_session_on(TERN_BACKEND_VULKAN, g.model, 1, 0, 64);

@@ -1,4 +1,5 @@
-// Attention on the Vulkan backend for the kinds with a shader (dense, sliding window, chunked local): against the
+// Attention on the Vulkan backend for the kinds with a shader (dense, sliding window, chunked local, strided and fixed
+// with merged or split heads): against the
 // reference kernel and the CPU path, in one pass and streamed through the device state; the state's size against the
 // planner's; a kind without a shader fails session creation by name; limits are checked by name.
 #include <catch2/catch.hpp>
@@ -43,6 +44,24 @@ std::vector<Kind> vulkan_kinds() {
     p.chunk = c;
     p.chunks_before = b;
     out.push_back({"chunked C=" + std::to_string(c) + " before=" + std::to_string(b), p, convert::params::ChunkedLocal{c, b, 1}});
+  }
+  for (bool split : {false, true}) {
+    const std::string heads = split ? " split" : " merged";
+    for (int l : {1, 4, 9}) {
+      AttentionPattern p;
+      p.kind = PatternKind::kStrided;
+      p.stride = l;
+      p.split = split;
+      out.push_back({"strided l=" + std::to_string(l) + heads, p, convert::params::Strided{l, split}});
+    }
+    for (auto [b, c] : {std::pair{1, 1}, std::pair{8, 2}, std::pair{12, 12}, std::pair{5, 1}}) {
+      AttentionPattern p;
+      p.kind = PatternKind::kFixed;
+      p.block = b;
+      p.summary = c;
+      p.split = split;
+      out.push_back({"fixed B=" + std::to_string(b) + " c=" + std::to_string(c) + heads, p, convert::params::Fixed{b, c, split}});
+    }
   }
   return out;
 }
@@ -97,7 +116,9 @@ TEST_CASE("vulkan: attention kinds match CPU and reference, in one pass and stre
   TERN_SKIP_WITHOUT_VULKAN();
   const int64_t n = 70;
   for (const Kind& kind : vulkan_kinds()) {
-    for (auto [heads, dh] : {std::pair{2, 8}, std::pair{1, 64}}) {
+    // Split heads need an even count: a wide-head case with two heads for them.
+    const std::pair<int, int> wide = kind.pattern.split ? std::pair{2, 32} : std::pair{1, 64};
+    for (auto [heads, dh] : {std::pair{2, 8}, wide}) {
       AttentionModel m = attention_model(kind, heads, dh, n, "vk_attention");
       const int64_t inner = int64_t(heads) * dh;
       tern_session* gpu = test::make_session_on(TERN_BACKEND_VULKAN, m.model, 1, n);
@@ -136,26 +157,6 @@ TEST_CASE("vulkan: a windowed kind's device state stays bounded by its ring", "[
   REQUIRE(tern_session_plan(s, 100000, &plan) == TERN_OK);
   CHECK(mem.state_bytes == plan.state_bytes);
   CHECK(mem.state_bytes == 2u * 2u * 8u * 4u * sizeof(float));  // k and v, 2 heads x 8, window - 1 = 4 keys
-  tern_session_free(s);
-  tern_model_free(m.model);
-}
-
-TEST_CASE("vulkan: an attention kind without a shader fails creation by name; auto falls back", "[vulkan][attention]") {
-  AttentionPattern p;
-  Kind strided{"strided", p, convert::params::Strided{4, false}};
-  AttentionModel m = attention_model(strided, 2, 8, 16, "vk_attention_strided");
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.backend = TERN_BACKEND_VULKAN;
-  tern_session* s = nullptr;
-  CHECK(tern_session_create(m.model, &so, &s) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("ATTENTION 'attn'") && Catch::Contains("Strided") &&
-                                                 Catch::Contains("no Vulkan shader"));
-  so.backend = TERN_BACKEND_AUTO;
-  REQUIRE(tern_session_create(m.model, &so, &s) == TERN_OK);
-  tern_backend_info where{};
-  REQUIRE(tern_session_get_backend(s, &where) == TERN_OK);
-  CHECK(where.backend == TERN_BACKEND_CPU);
   tern_session_free(s);
   tern_model_free(m.model);
 }

@@ -83,6 +83,13 @@ Result<Slice> Lowering::state(uint64_t bytes, const char* what) {
   return slice.value();
 }
 
+Result<Slice> Lowering::scratch(uint64_t bytes, const char* what) {
+  auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
+  if (!slice.ok()) return slice.status();
+  scratch_bytes += bytes;
+  return slice.value();
+}
+
 Status Lowering::upload() {
   uint64_t total = 0;
   for (const Pending& p : pending_) total += p.bytes;

@@ -33,11 +33,15 @@ class Lowering {
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
   Result<Slice> state(uint64_t bytes, const char* what);
+  // Device scratch of an op, valid within one call, counted in scratch_bytes (reported with the arena).
+  Result<Slice> scratch(uint64_t bytes, const char* what);
 
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
   uint64_t weight_bytes = 0, state_bytes = 0;
-  uint64_t scratch_bytes = 0;  // device scratch ops allocate for max_batch tokens (LSH), reported with the arena
+  uint64_t scratch_bytes = 0;  // device scratch ops allocate for max_batch tokens, reported with the arena
+  // An op that runs whole sequences only (routing): appending after the first call is TERN_UNSUPPORTED, naming it.
+  std::string whole_sequence_op;
 
  private:
   struct Pending {
@@ -83,6 +87,8 @@ Status lower_adaptive_embedding(const Node& node, Lowering& low);
 Status lower_adaptive_log_softmax(const Node& node, Lowering& low);
 Status lower_lsh_attention(const Node& node, Lowering& low);  // ops_lsh.cpp
 Status lower_concat(const Node& node, Lowering& low);
+Status lower_routing(const Node& node, Lowering& low);
+Status lower_adaptive_span(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
 Status supports_attention(const Node& node, const Model& model);
 

@@ -1,4 +1,5 @@
-// Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local): shaders/attention.comp,
+// Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local, strided, fixed; merged or
+// split heads): shaders/attention.comp,
 // then shaders/kv_append.comp to keep what later calls can reach in the op's device state.
 #include "cpu/kv_store.h"
 #include "ops/attention_pattern.h"
@@ -14,6 +15,8 @@ uint32_t pattern_kind(PatternKind k) {
   switch (k) {
     case PatternKind::kSliding: return 1;
     case PatternKind::kChunked: return 2;
+    case PatternKind::kStrided: return 3;
+    case PatternKind::kFixed: return 4;
     default: return 0;
   }
 }
@@ -24,9 +27,10 @@ Status supports_attention(const Node& node, const Model&) {
   const auto kind = node.fb_op->params_as_AttentionParams()->kind_type();
   if (kind == fb::AttentionKind::RelativeXL || kind == fb::AttentionKind::Compressive) return f32_weights_only(node);
   if (kind != fb::AttentionKind::Dense && kind != fb::AttentionKind::SlidingWindow &&
-      kind != fb::AttentionKind::ChunkedLocal && kind != fb::AttentionKind::Lsh) {
+      kind != fb::AttentionKind::ChunkedLocal && kind != fb::AttentionKind::Strided && kind != fb::AttentionKind::Fixed &&
+      kind != fb::AttentionKind::Routing && kind != fb::AttentionKind::AdaptiveSpan && kind != fb::AttentionKind::Lsh) {
     return Unsupported(node.label() + ": attention kind " + fb::EnumNameAttentionKind(kind) +
-                       " has no Vulkan shader yet (the Vulkan backend runs Dense, SlidingWindow, ChunkedLocal, Lsh, RelativeXL and Compressive)");
+                       " has no Vulkan shader yet");
   }
   return Status::Ok();
 }
@@ -36,12 +40,19 @@ Status lower_attention(const Node& node, Lowering& low) {
   if (p->kind_type() == fb::AttentionKind::RelativeXL) return lower_relative_xl(node, low);  // ops_memory.cpp
   if (p->kind_type() == fb::AttentionKind::Compressive) return lower_compressive(node, low);
   if (p->kind_type() == fb::AttentionKind::Lsh) return lower_lsh_attention(node, low);
+  if (p->kind_type() == fb::AttentionKind::Routing) return lower_routing(node, low);  // ops_routing.cpp
+  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) return lower_adaptive_span(node, low);  // ops_adaptive_span.cpp
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const int heads = p->heads(), dh = p->head_dim();
   const int64_t inner = int64_t(heads) * dh;
-  // The same slots as the CPU path's KvStore: every position for dense, a ring for the windowed kinds.
-  const int64_t slots = cpu::KvStore::slots(pattern.value(), low.max_tokens);
+  // The same slots as the CPU path's KvStore: every position for dense and strided, a ring for the windowed kinds,
+  // a ring of the current block plus every block's summaries for fixed.
+  const AttentionPattern& pat = pattern.value();
+  const int64_t slots = cpu::KvStore::slots(pat, low.max_tokens);
+  const int64_t ring = pat.keeps_all_keys() ? slots : cpu::KvStore::ring_slots(pat, low.max_tokens);
+  const int32_t block = pat.kind == PatternKind::kFixed ? int32_t(std::min<int64_t>(pat.block, INT32_MAX)) : 0;
+  const int32_t summary = int32_t(std::min<int64_t>(pat.summary, INT32_MAX));
   auto state = low.state(uint64_t(slots) * uint64_t(2 * inner) * sizeof(float), "attention state");  // [slots, 2*inner]
   if (!state.ok()) return state.status();
 
@@ -53,15 +64,19 @@ Status lower_attention(const Node& node, Lowering& low) {
   a.where = where(node);
   a.node = node.index;
   a.shader = "attention";
-  a.spec = {kQueryRows, uint32_t(dh), key_tile, pattern_kind(pattern.value().kind)};
+  a.spec = {kQueryRows, uint32_t(dh), key_tile, pattern_kind(pat.kind)};
   a.local_size = {kQueryRows, 1, 1};
   a.shared_bytes = uint32_t(std::min<uint64_t>(2ull * key_tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
   a.args[0] = heads;
   a.args[1] = int32_t(std::min<int64_t>(pattern.value().window, INT32_MAX));
   a.args[2] = int32_t(std::max<int64_t>(1, std::min<int64_t>(pattern.value().chunk, INT32_MAX)));
   a.args[3] = int32_t(std::min<int64_t>(pattern.value().chunks_before, INT32_MAX));
-  a.args[4] = int32_t(slots);
+  a.args[4] = int32_t(ring);
   a.args[5] = float_bits(p->scale());
+  a.args[6] = int32_t(std::max<int64_t>(1, std::min<int64_t>(pat.stride, INT32_MAX)));
+  a.args[7] = std::max<int32_t>(1, block);
+  a.args[8] = summary;
+  a.args[9] = pat.split ? 1 : 0;
   a.groups = [heads](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(heads), 1}; };
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
   a.bindings = {qkv, {state.value(), 0, 0, "attention state"}, low.values[node.outputs[0]]};
@@ -73,7 +88,9 @@ Status lower_attention(const Node& node, Lowering& low) {
   kv.shader = "kv_append";
   kv.local_size = {256, 1, 1};
   kv.args[0] = int32_t(inner);
-  kv.args[1] = int32_t(slots);
+  kv.args[1] = int32_t(ring);
+  kv.args[2] = block;
+  kv.args[3] = summary;
   kv.groups = [inner](int64_t n) { return stride_groups(n * 2 * inner, 256); };
   kv.bindings = {qkv, {state.value(), 0, 0, "attention state"}};
   return low.program.add(std::move(kv));

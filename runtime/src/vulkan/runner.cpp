@@ -31,6 +31,7 @@ class VulkanRunner : public DeviceRunner {
   int64_t vocab_ = 0;
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
+  std::string whole_sequence_op_;  // an op that cannot continue a sequence (routing), or empty
 };
 
 Status check_ops(const Model& model) {
@@ -91,10 +92,16 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   weight_bytes_ = low.weight_bytes;
   state_bytes_ = low.state_bytes;
   arena_bytes_ += low.scratch_bytes;
+  whole_sequence_op_ = low.whole_sequence_op;
   return program_->finish();
 }
 
 Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, uint64_t* op_ns) {
+  if (pos0 != 0 && !whole_sequence_op_.empty()) {
+    return Unsupported(whole_sequence_op_ + ": routing attention clusters the whole sequence at once, so it cannot "
+                       "continue one: appending after " + std::to_string(pos0) + " tokens is not supported; run the "
+                       "whole sequence in one forward call (models with routing layers do not stream)");
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= id_limit_) {
       return InvalidArgument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(pos0 + i) +

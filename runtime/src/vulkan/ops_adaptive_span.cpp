@@ -1,0 +1,93 @@
+// Lowering of ATTENTION of kind AdaptiveSpan (semantics: ops/adaptive_span.h): shaders/adaptive_span.comp, then
+// shaders/span_append.comp to keep each head's reach of recent keys and values in the op's device state (one ring per
+// head, cap[h] = min(reach[h], max_tokens) slots: the CPU path's layout and bytes). The per-head numbers, the mask
+// m_h(d) and key_pe by distance are computed on the host at session creation, as the CPU path does, and uploaded once.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/adaptive_span.h"
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+float int_bits(int64_t v) {
+  const int32_t i = int32_t(v);
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+Status lower_adaptive_span(const Node& node, Lowering& low) {
+  auto parsed = AdaptiveSpan::from(node);
+  if (!parsed.ok()) return parsed.status();
+  const AdaptiveSpan& a = parsed.value();
+  const int heads = a.heads, dh = a.head_dim;
+  const int64_t L = a.max_span, inner = int64_t(heads) * dh;
+  for (const TensorInfo* w : node.weights) {
+    if (w && w->dtype != fb::DType::F32) return Unsupported(node.label() + ": adaptive span weights must be F32 on Vulkan");
+  }
+  // tables: [heads, 4] (reach, mask offset, ring offset, cap) as int bits, m_h(1..reach[h]) head after head, then
+  // pe [max_span, dh] by distance: row d-1 is key_pe[:, max_span - d].
+  int64_t mask_total = 0, slots = 0;
+  for (int64_t r : a.reach) mask_total += r;
+  std::vector<float> tables;
+  tables.reserve(size_t(4 * heads + mask_total + L * dh));
+  for (int h = 0; h < heads; ++h) {
+    const int64_t reach = a.reach[size_t(h)], cap = std::min(reach, low.max_tokens);
+    int64_t mask_offset = 0;
+    for (int g = 0; g < h; ++g) mask_offset += a.reach[size_t(g)];
+    if (reach > INT32_MAX || mask_offset > INT32_MAX || slots > INT32_MAX) {
+      return Unsupported(node.label() + ": adaptive span too large for the Vulkan shader's 32-bit indices");
+    }
+    tables.insert(tables.end(), {int_bits(reach), int_bits(mask_offset), int_bits(slots), int_bits(cap)});
+    slots += cap;
+  }
+  for (int h = 0; h < heads; ++h)
+    for (int64_t d = 1; d <= a.reach[size_t(h)]; ++d) tables.push_back(a.mask(h, d));
+  const int64_t pe_at = int64_t(tables.size());
+  for (int64_t d = 1; d <= L; ++d)
+    for (int c = 0; c < dh; ++c) tables.push_back(a.key_pe[int64_t(c) * L + (L - d)]);
+  if (int64_t(tables.size()) > INT32_MAX || slots * 2 * dh > INT32_MAX) {
+    return Unsupported(node.label() + ": adaptive span too large for the Vulkan shader's 32-bit indices");
+  }
+  auto table = low.constant(std::move(tables), "adaptive span tables");
+  if (!table.ok()) return table.status();
+  // [2, sum(cap), dh]: keys, then values. At least one float so that the binding is never empty.
+  auto state = low.state(std::max<uint64_t>(1, uint64_t(slots) * 2 * uint64_t(dh)) * sizeof(float), "attention state");
+  if (!state.ok()) return state.status();
+  if (slots == 0) low.state_bytes -= sizeof(float);  // the placeholder float is not state the CPU path counts
+
+  const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
+  const Binding tab{table.value(), 0, 0, "adaptive span tables"};
+  const Binding st{state.value(), 0, 0, "attention state"};
+  DispatchSpec d;
+  d.where = where(node);
+  d.shader = "adaptive_span";
+  d.spec = {uint32_t(dh)};
+  d.local_size = {64, 1, 1};
+  d.args[0] = heads;
+  d.args[1] = float_bits(node.fb_op->params_as_AttentionParams()->scale());
+  d.args[2] = float_bits(a.masked() ? float(kAdaptiveSpanEps) : 0.0f);
+  d.args[3] = int32_t(4 * heads);
+  d.args[4] = int32_t(pe_at);
+  d.args[5] = int32_t(slots);
+  d.groups = [heads](int64_t n) { return Groups{uint32_t((n + 63) / 64), uint32_t(heads), 1}; };
+  d.bindings = {qkv, st, tab, low.values[node.outputs[0]]};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(d)));
+
+  DispatchSpec kv;
+  kv.where = where(node);
+  kv.shader = "span_append";
+  kv.spec = {uint32_t(dh)};
+  kv.local_size = {256, 1, 1};
+  kv.args[0] = heads;
+  kv.args[1] = int32_t(slots);
+  kv.groups = [inner](int64_t n) { return stride_groups(n * inner, 256); };
+  kv.bindings = {qkv, st, tab};
+  return low.program.add(std::move(kv));
+}
+
+}  // namespace tern::vk

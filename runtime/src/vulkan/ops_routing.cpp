@@ -1,0 +1,163 @@
+// Lowering of ATTENTION of kind Routing (semantics: ops/routing.h) to dispatches, whole sequences only:
+//   local heads:   shaders/attention.comp as chunked local attention (own chunk and the one before);
+//   routing heads: routing_prep.comp    normalised queries and keys         xn      [Hr, 2, max_batch, dh]
+//                  routing_scores.comp  their scores against each centroid  scores  [Hr, 2, K, max_batch]
+//                  routing_select.comp  each cluster's top-w members         members [Hr, 2, K, max_w], slot_of [Hr, K, max_batch]
+//                  routing_attend.comp  member queries attend member keys    outputs [Hr, K, max_w, dh]
+//                  routing_combine.comp sum per position / (count + count_eps) into the op's output.
+// Hr = routing heads, K = clusters, max_w = min(window, max_batch). Scratch is linear in max_batch (K and w fixed by
+// the model); nothing is n x n. Every binding is checked against maxStorageBufferRange at session creation.
+#include <algorithm>
+
+#include "ops/routing.h"
+#include "vulkan/ops.h"
+
+namespace tern::vk {
+namespace {
+
+constexpr uint32_t kQueryRows = 32;  // BQ: member queries (invocations) per workgroup
+constexpr uint32_t kKeyTile = 32;    // BK: keys staged in shared memory at a time, fewer for wide heads
+
+uint32_t key_tile_for(const Lowering& low, int dh, uint64_t extra_bytes) {
+  uint32_t tile = kKeyTile;
+  while (tile > 1 && 2ull * tile * uint64_t(dh) * sizeof(float) + extra_bytes * tile >
+                         low.ctx.limits().max_compute_shared_memory_size) {
+    tile /= 2;
+  }
+  return tile;
+}
+
+uint32_t clamp32(int64_t v) { return uint32_t(std::min<int64_t>(std::max<int64_t>(v, 0), INT32_MAX)); }
+
+}  // namespace
+
+Status lower_routing(const Node& node, Lowering& low) {
+  auto spec = RoutingAttention::from(node);
+  if (!spec.ok()) return spec.status();
+  const RoutingAttention& a = spec.value();
+  const int heads = a.heads, dh = a.head_dim, local = a.local_heads, hr = a.routing_heads();
+  const int64_t K = a.clusters, batch = low.max_batch, max_w = std::min<int64_t>(a.window, batch);
+  const Binding qkv = low.values[node.inputs[0]];  // [n, 3*heads*dh]
+  const Binding out = low.values[node.outputs[0]];  // [n, heads*dh]
+  low.whole_sequence_op = node.label();
+
+  // Local heads: chunked local attention of chunk local_chunk with one chunk before, on heads [0, local).
+  if (local > 0) {
+    const uint32_t tile = key_tile_for(low, dh, 0);
+    auto unused = low.scratch(sizeof(float), "routing local heads (no state)");
+    if (!unused.ok()) return unused.status();
+    DispatchSpec d;
+    d.where = where(node);
+    d.shader = "attention";
+    d.spec = {kQueryRows, uint32_t(dh), tile, 2};
+    d.local_size = {kQueryRows, 1, 1};
+    d.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
+    d.args[0] = heads;
+    d.args[2] = int32_t(clamp32(a.local_chunk));
+    d.args[3] = 1;
+    d.args[4] = 1;  // ring: never read, every key is in this call
+    d.args[5] = float_bits(a.scale);
+    d.args[6] = 1;
+    d.args[7] = 1;
+    d.groups = [local](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(local), 1}; };
+    d.bindings = {qkv, {unused.value(), 0, 0, "routing local heads (no state)"}, out};
+    TERN_RETURN_IF_ERROR(low.program.add(std::move(d)));
+  }
+
+  // Routing heads.
+  auto mu = low.weight(node.weights[0]);  // [Hr, K, dh]
+  if (!mu.ok()) return mu.status();
+  const uint64_t f = sizeof(float);
+  auto xn = low.scratch(uint64_t(hr) * 2 * uint64_t(batch) * uint64_t(dh) * f, "routing normalised queries and keys");
+  if (!xn.ok()) return xn.status();
+  auto scores = low.scratch(uint64_t(hr) * 2 * uint64_t(K) * uint64_t(batch) * f, "routing cluster scores");
+  if (!scores.ok()) return scores.status();
+  auto members = low.scratch(uint64_t(hr) * 2 * uint64_t(K) * uint64_t(max_w) * f, "routing cluster members");
+  if (!members.ok()) return members.status();
+  auto slot_of = low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(batch) * f, "routing member slots");
+  if (!slot_of.ok()) return slot_of.status();
+  auto outputs = low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(max_w) * uint64_t(dh) * f, "routing cluster outputs");
+  if (!outputs.ok()) return outputs.status();
+  auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
+
+  DispatchSpec prep;
+  prep.where = where(node);
+  prep.shader = "routing_prep";
+  prep.spec = {uint32_t(dh)};
+  prep.local_size = {64, 1, 1};
+  prep.args[0] = heads;
+  prep.args[1] = local;
+  prep.args[2] = int32_t(batch);
+  prep.args[3] = float_bits(a.norm_eps);
+  prep.groups = [hr](int64_t n) { return stride_groups(n * hr * 2, 64); };
+  prep.bindings = {qkv, bind(xn, "routing normalised queries and keys")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(prep)));
+
+  DispatchSpec sc;
+  sc.where = where(node);
+  sc.shader = "routing_scores";
+  sc.spec = {uint32_t(dh)};
+  sc.local_size = {64, 1, 1};
+  sc.args[0] = hr;
+  sc.args[1] = int32_t(K);
+  sc.args[2] = int32_t(batch);
+  sc.groups = [hr, K](int64_t n) { return stride_groups(n * K * 2 * hr, 64); };
+  sc.bindings = {bind(xn, "routing normalised queries and keys"), {mu.value(), 0, 0, "routing centroids"},
+                 bind(scores, "routing cluster scores")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(sc)));
+
+  DispatchSpec sel;
+  sel.where = where(node);
+  sel.shader = "routing_select";
+  sel.local_size = {256, 1, 1};
+  sel.shared_bytes = 2 * 256 * 4;
+  sel.args[0] = hr;
+  sel.args[1] = int32_t(K);
+  sel.args[2] = int32_t(batch);
+  sel.args[3] = int32_t(clamp32(a.window));
+  sel.args[4] = int32_t(max_w);
+  sel.groups = [hr, K](int64_t) { return stride_groups(K * 2 * hr, 1); };
+  sel.bindings = {bind(scores, "routing cluster scores"), bind(members, "routing cluster members"),
+                  bind(slot_of, "routing member slots")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(sel)));
+
+  const uint32_t tile = key_tile_for(low, dh, sizeof(int32_t));
+  DispatchSpec att;
+  att.where = where(node);
+  att.shader = "routing_attend";
+  att.spec = {kQueryRows, uint32_t(dh), tile};
+  att.local_size = {kQueryRows, 1, 1};
+  att.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * f + tile * sizeof(int32_t), UINT32_MAX));
+  att.args[0] = heads;
+  att.args[1] = local;
+  att.args[2] = int32_t(K);
+  att.args[3] = int32_t(batch);
+  att.args[4] = int32_t(clamp32(a.window));
+  att.args[5] = int32_t(max_w);
+  att.args[6] = float_bits(a.scale);
+  const int64_t window = a.window;
+  att.groups = [hr, K, window](int64_t n) {
+    const int64_t w = std::min(window, n);
+    return Groups{uint32_t((w + kQueryRows - 1) / kQueryRows), uint32_t(std::min<int64_t>(K, UINT32_MAX)), uint32_t(hr)};
+  };
+  att.bindings = {bind(xn, "routing normalised queries and keys"), qkv, bind(members, "routing cluster members"),
+                  bind(outputs, "routing cluster outputs")};
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(att)));
+
+  DispatchSpec comb;
+  comb.where = where(node);
+  comb.shader = "routing_combine";
+  comb.spec = {uint32_t(dh)};
+  comb.local_size = {64, 1, 1};
+  comb.args[0] = heads;
+  comb.args[1] = local;
+  comb.args[2] = int32_t(K);
+  comb.args[3] = int32_t(batch);
+  comb.args[4] = int32_t(max_w);
+  comb.args[5] = float_bits(a.count_eps);
+  comb.groups = [hr, dh](int64_t n) { return stride_groups(n * hr * dh, 64); };
+  comb.bindings = {bind(slot_of, "routing member slots"), bind(outputs, "routing cluster outputs"), out};
+  return low.program.add(std::move(comb));
+}
+
+}  // namespace tern::vk

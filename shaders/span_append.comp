@@ -1,0 +1,28 @@
+#version 450
+// The streaming state of an AdaptiveSpan op after its call: head h keeps its last cap[h] keys and values, position j
+// in slot ring_offset[h] + j % cap[h] (adaptive_span.comp describes the layout). Positions a later one of the same
+// call would overwrite are skipped.
+// qkv [n, 3*inner]; state [2, sum(cap), HEAD_DIM]; tables as adaptive_span.comp. arg: heads, total slots sum(cap).
+#include "common/interface.glsl"
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint HEAD_DIM = 64;
+layout(std430, binding = 1) readonly buffer Qkv { float qkv[]; };
+layout(std430, binding = 2) writeonly buffer State { float state[]; };
+layout(std430, binding = 3) readonly buffer Tables { float tables[]; };
+
+void main() {
+  uint heads = uint(pc.arg[0]), total = uint(pc.arg[1]);
+  uint inner = heads * HEAD_DIM;
+  GRID_STRIDE(idx, call.n * inner, 256) {
+    uint r = idx / inner, col = idx % inner;
+    uint h = col / HEAD_DIM, c = col % HEAD_DIM;
+    uint info = pc.off[3] + h * 4;
+    uint ring_offset = uint(floatBitsToInt(tables[info + 2])), cap = uint(floatBitsToInt(tables[info + 3]));
+    uint j = call.pos0 + r;
+    if (cap == 0u || j + cap < call.pos0 + call.n) continue;
+    uint slot = ring_offset + j % cap;
+    uint src = pc.off[1] + r * 3 * inner + col;
+    state[pc.off[2] + slot * HEAD_DIM + c] = qkv[src + inner];
+    state[pc.off[2] + (total + slot) * HEAD_DIM + c] = qkv[src + 2 * inner];
+  }
+}
