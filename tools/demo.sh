@@ -13,3 +13,9 @@ echo
 "$build"/examples/tern-run out/kjv-byte.tern --prompt "And God said, " -n 300 --seed 7 --threads 1
 echo
 "$build"/examples/tern-run out/kjv-byte.tern --score "$model"/heldout.txt --threads 1
+# The same model on a Vulkan device when one exists (a GPU, or Mesa's lavapipe on the CPU, which is much slower:
+# a short generation). Without a loader or device the line says why and the demo ends here.
+echo
+if "$build"/examples/tern-run out/kjv-byte.tern --backend vulkan --prompt "And God said, " -n 40 --seed 7; then :; else
+  echo "(no Vulkan device: the demo ran on the CPU only)"
+fi
