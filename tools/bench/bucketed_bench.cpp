@@ -1,13 +1,14 @@
-// LSH attention vs dense attention, one layer each with the same heads and head_dim: the attention op's time
-// (measured, per thread count) and its bytes (the planner's) for n in {4k, 16k, 64k}. A benchmark that prints
-// numbers, not a test.
+// Bucketed attention (Reformer LSH, Routing Transformer k-means clusters) vs dense attention, one layer each with the
+// same heads and head_dim: the attention op's time (measured, per thread count) and its bytes (the planner's) for n in
+// {4k, 16k, 64k}. A benchmark that prints numbers, not a test.
 //
-//   build/tools/bench/lsh_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]
+//   build/tools/bench/bucketed_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]
 //
 // Each model is ids -> EMBEDDING (random rows: the attention's input, [n, 2*H*dh] for LSH's shared qk | v, [n,
-// 3*H*dh] for dense q | k | v) -> ATTENTION -> output [n, H*dh]. The LSH layer has google/reformer-enwik8's LSH
-// settings (chunk 256, one chunk before, 4 hashing rounds, 512 buckets); heads and head_dim are small so that
-// dense attention at 64k tokens finishes in minutes.
+// 3*H*dh] for q | k | v) -> ATTENTION -> output [n, H*dh]. The LSH layer has google/reformer-enwik8's LSH settings
+// (chunk 256, one chunk before, 4 hashing rounds, 512 buckets); the routing layer routes every head through 128
+// clusters of 256 members (random unit-variance centroids); heads and head_dim are small so that dense attention at
+// 64k tokens finishes in minutes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +29,10 @@ namespace {
 
 constexpr int64_t kHeads = 2, kHeadDim = 32, kInner = kHeads * kHeadDim, kRows = 1024;
 constexpr int32_t kChunk = 256, kChunksBefore = 1, kHashes = 4, kBuckets = 512;
+constexpr int32_t kClusters = 128, kWindow = 256;
+
+enum class Kind { kDense, kLsh, kRouting };
+const char* const kKindNames[] = {"dense", "LSH", "routing"};
 
 convert::TensorFill random_fill(uint32_t seed, float lo, float hi) {
   return [=](uint8_t* dst, size_t size) {
@@ -39,14 +44,15 @@ convert::TensorFill random_fill(uint32_t seed, float lo, float hi) {
   };
 }
 
-int64_t input_width(bool lsh) { return (lsh ? 2 : 3) * kInner; }
+int64_t input_width(Kind kind) { return (kind == Kind::kLsh ? 2 : 3) * kInner; }
 
-bool write_model(bool lsh, const std::string& path, std::string* error) {
+bool write_model(Kind kind, const std::string& path, std::string* error) {
+  const bool lsh = kind == Kind::kLsh;
   convert::GraphBuilder g;
   const int32_t ids = g.add_value("ids", fb::DType::I32, 1).value();
   (void)g.add_input(ids);
-  const int32_t table = g.add_tensor("rows", fb::DType::F32, {kRows, input_width(lsh)}, random_fill(1, -1.0f, 1.0f)).value();
-  const int32_t x = g.add_value("x", fb::DType::F32, input_width(lsh)).value();
+  const int32_t table = g.add_tensor("rows", fb::DType::F32, {kRows, input_width(kind)}, random_fill(1, -1.0f, 1.0f)).value();
+  const int32_t x = g.add_value("x", fb::DType::F32, input_width(kind)).value();
   (void)g.add_op(fb::OpCode::EMBEDDING, "rows", {ids}, {x}, {table}, convert::params::Embedding{});
   convert::params::Attention attn;
   attn.heads = int32_t(kHeads);
@@ -65,6 +71,10 @@ bool write_model(bool lsh, const std::string& path, std::string* error) {
     weights.push_back(g.add_tensor("rotations", fb::DType::F32, {kHeads, kHeadDim, kHashes, kBuckets / 2},
                                    random_fill(2, -1.5f, 1.5f))
                           .value());
+  } else if (kind == Kind::kRouting) {
+    attn.kind = convert::params::Routing{kClusters, kWindow, 0, 1};
+    weights.push_back(
+        g.add_tensor("centroids", fb::DType::F32, {kHeads, kClusters, kHeadDim}, random_fill(3, -1.7f, 1.7f)).value());
   } else {
     attn.kind = convert::params::DenseAttention{};
   }
@@ -125,7 +135,7 @@ bool measure(tern_model* model, int64_t n, int threads, Row* row) {
   for (int r = 0; r < reps + (n < 16384 ? 1 : 0); ++r) {
     tern_session_set_profiling(s, 1);
     if (tern_session_forward(s, ids.data(), n, out.data()) != TERN_OK) {
-      std::fprintf(stderr, "lsh_bench: %s\n", tern_session_last_error(s));
+      std::fprintf(stderr, "bucketed_bench: %s\n", tern_session_last_error(s));
       tern_session_free(s);
       return false;
     }
@@ -146,59 +156,65 @@ bool measure(tern_model* model, int64_t n, int threads, Row* row) {
 int main(int argc, char** argv) {
   cli::Args args(argc, argv, {"--threads", "--lengths", "--skip-dense-above"}, {"-h", "--help"});
   if (args.has("-h") || args.has("--help")) {
-    std::puts("usage: lsh_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]");
+    std::puts("usage: bucketed_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]");
     return 0;
   }
   const std::vector<int64_t> thread_counts = parse_list(args.get("--threads", "1,2"));
   const std::vector<int64_t> lengths = parse_list(args.get("--lengths", "4096,16384,65536"));
   const int64_t skip_dense = args.get_int("--skip-dense-above", int64_t(1) << 31, 1, int64_t(1) << 31);
   if (!args.ok()) {
-    std::fprintf(stderr, "lsh_bench: %s\n", args.error().c_str());
+    std::fprintf(stderr, "bucketed_bench: %s\n", args.error().c_str());
     return 2;
   }
-  tern_model* models[2] = {nullptr, nullptr};  // dense, lsh
-  for (int lsh = 0; lsh < 2; ++lsh) {
-    const std::string path = "/tmp/tern-lsh-bench-" + std::to_string(getpid()) + (lsh ? "-lsh" : "-dense") + ".tern";
+  tern_model* models[3] = {nullptr, nullptr, nullptr};  // by Kind
+  for (int k = 0; k < 3; ++k) {
+    const std::string path = "/tmp/tern-bucketed-bench-" + std::to_string(getpid()) + "-" + kKindNames[k] + ".tern";
     std::string error;
-    if (!write_model(lsh != 0, path, &error) || tern_model_load(path.c_str(), &models[lsh]) != TERN_OK) {
-      std::fprintf(stderr, "lsh_bench: %s\n", error.empty() ? tern_last_error() : error.c_str());
+    if (!write_model(Kind(k), path, &error) || tern_model_load(path.c_str(), &models[k]) != TERN_OK) {
+      std::fprintf(stderr, "bucketed_bench: %s\n", error.empty() ? tern_last_error() : error.c_str());
       return 1;
     }
     std::remove(path.c_str());  // the mapping keeps the file
   }
-  std::printf("one attention layer: %lld heads x %lld, causal; LSH: chunk %d, %d chunk before, %d hashes, %d buckets\n",
-              (long long)kHeads, (long long)kHeadDim, kChunk, kChunksBefore, kHashes, kBuckets);
+  std::printf("one attention layer: %lld heads x %lld, causal; LSH: chunk %d, %d chunk before, %d hashes, %d buckets; "
+              "routing: %d clusters of %d\n",
+              (long long)kHeads, (long long)kHeadDim, kChunk, kChunksBefore, kHashes, kBuckets, kClusters, kWindow);
   std::printf("time: the attention op alone (median of 3 after a warm-up below 16k tokens, one run from 16k)\n");
-  std::printf("scratch: the planner's arena less the op's input [n, %lld] (dense) or [n, %lld] (LSH)\n\n",
-              (long long)input_width(false), (long long)input_width(true));
-  std::printf("| n | threads | dense s | LSH s | dense / LSH | dense scratch MiB | LSH scratch MiB | LSH scratch B/token | n x n scores MiB |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("scratch: the planner's arena less the op's input [n, %lld] (dense, routing) or [n, %lld] (LSH)\n\n",
+              (long long)input_width(Kind::kDense), (long long)input_width(Kind::kLsh));
+  std::printf("| n | threads | dense s | LSH s | routing s | dense / LSH | dense / routing | dense scratch MiB | "
+              "LSH scratch MiB | routing scratch MiB | LSH B/token | routing B/token | n x n scores MiB |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int64_t n : lengths) {
     for (int64_t threads : thread_counts) {
-      Row dense, lsh;
+      Row rows[3];
       const bool run_dense = n <= skip_dense;
-      if ((run_dense && !measure(models[0], n, int(threads), &dense)) || !measure(models[1], n, int(threads), &lsh)) {
-        std::fprintf(stderr, "lsh_bench: %s\n", tern_last_error());
-        return 1;
+      for (int k = 0; k < 3; ++k) {
+        if (k == 0 && !run_dense) continue;
+        if (!measure(models[k], n, int(threads), &rows[k])) {
+          std::fprintf(stderr, "bucketed_bench: %s\n", tern_last_error());
+          return 1;
+        }
       }
-      const auto scratch = [n](const Row& r, bool is_lsh) {
-        return double(r.plan.arena_bytes) - double(n * input_width(is_lsh)) * sizeof(float);
+      const auto scratch = [n](const Row& r, Kind kind) {
+        return double(r.plan.arena_bytes) - double(n * input_width(kind)) * sizeof(float);
       };
-      const double lsh_scratch = scratch(lsh, true);
-      char dense_s[32] = "skipped", ratio[32] = "", dense_mib[32] = "";
+      const double lsh_scratch = scratch(rows[1], Kind::kLsh), routing_scratch = scratch(rows[2], Kind::kRouting);
+      char dense_s[32] = "skipped", lsh_ratio[32] = "", routing_ratio[32] = "", dense_mib[32] = "";
       if (run_dense) {
-        std::snprintf(dense_s, sizeof dense_s, "%.3f", dense.seconds);
-        std::snprintf(ratio, sizeof ratio, "%.1fx", dense.seconds / lsh.seconds);
-        std::snprintf(dense_mib, sizeof dense_mib, "%s", mib(scratch(dense, false)).c_str());
+        std::snprintf(dense_s, sizeof dense_s, "%.3f", rows[0].seconds);
+        std::snprintf(lsh_ratio, sizeof lsh_ratio, "%.1fx", rows[0].seconds / rows[1].seconds);
+        std::snprintf(routing_ratio, sizeof routing_ratio, "%.1fx", rows[0].seconds / rows[2].seconds);
+        std::snprintf(dense_mib, sizeof dense_mib, "%s", mib(scratch(rows[0], Kind::kDense)).c_str());
       }
-      std::printf("| %lld | %lld | %s | %.3f | %s | %s | %s | %.0f | %s |\n", (long long)n, (long long)threads, dense_s,
-                  lsh.seconds, ratio, dense_mib, mib(lsh_scratch).c_str(), lsh_scratch / double(n),
-                  mib(double(lsh.plan.dense_attention_bytes)).c_str());
+      std::printf("| %lld | %lld | %s | %.3f | %.3f | %s | %s | %s | %s | %s | %.0f | %.0f | %s |\n", (long long)n,
+                  (long long)threads, dense_s, rows[1].seconds, rows[2].seconds, lsh_ratio, routing_ratio, dense_mib,
+                  mib(lsh_scratch).c_str(), mib(routing_scratch).c_str(), lsh_scratch / double(n),
+                  routing_scratch / double(n), mib(double(rows[1].plan.dense_attention_bytes)).c_str());
       std::fflush(stdout);
     }
   }
   std::printf("\npeak memory: %s\n", cli::format_bytes(cli::peak_rss_bytes()).c_str());
-  tern_model_free(models[1]);
-  tern_model_free(models[0]);
+  for (tern_model* m : models) tern_model_free(m);
   return 0;
 }
