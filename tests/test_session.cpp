@@ -149,3 +149,17 @@ TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "
   run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model + " -o yaml 2>/dev/null", &st);
   CHECK(WEXITSTATUS(st) == 2);
 }
+
+TEST_CASE("tern-bench: a whole-sequence model measures prefill and reports generation as skipped", "[session][cli]") {
+  std::string model = test::scratch_dir("session_bench_routing") + "/model.tern";
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/routing_only"), model, opts).ok());
+  int st;
+  std::string out = run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model +
+                                    " -p 32 -n 4 -r 1 -o json 2>/dev/null",
+                                &st);
+  REQUIRE(st == 0);
+  CHECK_THAT(out, Catch::Contains("\"test\": \"pp32\", \"backend\": \"cpu\""));
+  CHECK_THAT(out, Catch::Contains("{\"test\": \"tg4\", \"threads\": 1, \"skipped\": \"the model runs whole sequences only"));
+}
