@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -68,8 +69,12 @@ Session::~Session() {
 }
 
 Status Session::build(const tern_session_options& options) {
-  if (options.backend != TERN_BACKEND_CPU && options.backend != TERN_BACKEND_AUTO && options.backend != TERN_BACKEND_VULKAN) {
-    return InvalidArgument("unknown backend " + std::to_string(int(options.backend)));
+  // The raw value: a caller (C, or a cast) may pass a number outside the enum, which C++ must not load as the enum.
+  int backend = 0;
+  static_assert(sizeof backend == sizeof options.backend, "tern_backend is an int-sized enum");
+  std::memcpy(&backend, &options.backend, sizeof backend);
+  if (backend != TERN_BACKEND_CPU && backend != TERN_BACKEND_AUTO && backend != TERN_BACKEND_VULKAN) {
+    return InvalidArgument("unknown backend " + std::to_string(backend));
   }
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
