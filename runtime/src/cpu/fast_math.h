@@ -22,8 +22,10 @@ inline float dot(const float* q, const float* k, int dh) {
   return sum;
 }
 
-inline float exp_approx(float x) {
-  x = std::min(std::max(x, -87.3f), 88.3f);
+inline float exp_approx(float x_in) {
+  // Clamped so that 2^n below stays a normal float; NaN takes the low end here (converting NaN to int is undefined)
+  // and is given back at the end, as std::exp would.
+  const float x = x_in >= -87.3f ? std::min(x_in, 88.3f) : -87.3f;
   // round(x / ln 2) by adding and removing 1.5 * 2^23 (std::floor would stop the loop from vectorising)
   const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
   const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 split in two for exactness, |r| <= ln2/2
@@ -32,7 +34,7 @@ inline float exp_approx(float x) {
   const int32_t bits = (int32_t(n) + 127) << 23;  // 2^n
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  return x_in == x_in ? p * scale : x_in;
 }
 
 inline float erf_approx(float x) {
