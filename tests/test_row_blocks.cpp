@@ -1,5 +1,7 @@
-// Row-block execution (core/row_chains.h): chains of row-wise ops run block by block give the results of one pass,
-// and the planner places their inner values in [block, width] instead of [n, width].
+// Row-block execution (core/row_chains.h): chains of row-wise ops, and of attention that runs in appends, run block by
+// block give the results of one pass, and the planner places their inner values in [block, width] instead of
+// [n, width]. Dense causal attention chains with the ops around it; routing attention needs the whole call and
+// splits the model into two chains.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
@@ -42,12 +44,15 @@ int32_t binary(test::OpGraph& g, fb::OpCode code, const std::string& name, int32
   return y;
 }
 
-// A pre-LN transformer block and head; the row-wise chains are
-//   1: ln1 -> fc1 [n,96] -> gelu [n,96] -> fc2 -> add -> qkv [n,72]       (blocked: ln1, fc1, gelu, fc2)
-//   2: out proj -> add -> concat [n,48] -> ln2 -> head [n,40] (the output)  (blocked: proj, z, concat, ln2)
-// with dense causal attention between them, which needs the whole sequence. In place: res1's output y takes the
-// rows of x, which res1 reads for the last time.
-tern_model* block_model(const std::string& name) {
+// A pre-LN transformer block and head. With routing attention, which needs the whole call, the chains are
+//   1: embedding -> ln1 -> fc1 [n,96] -> gelu [n,96] -> fc2 -> add -> qkv [n,72]  (blocked: ln1, fc1, gelu, fc2)
+//   2: out proj -> add -> concat [n,48] -> ln2 -> head [n,40] (the output)          (blocked: proj, z, concat, ln2)
+// and x, y, qkv and attn keep full size (in place: res1's output y takes the rows of x, which res1 reads for the
+// last time). Dense attention runs in appends over its KV cache, so the whole model is one chain and every value
+// but the output is blocked.
+enum class Attn { kDense, kRouting };
+
+tern_model* block_model(const std::string& name, Attn kind) {
   test::OpGraph g = test::start_graph(kRows, kD, 91);
   const int32_t x = g.x;  // [n, 24]
   const int32_t h1 = layer_norm(g, "ln1", x, kD, 92);
@@ -62,8 +67,14 @@ tern_model* block_model(const std::string& name) {
   p.heads = int32_t(kHeads);
   p.head_dim = int32_t(kHeadDim);
   p.scale = 0.3f;
-  p.kind = convert::params::DenseAttention{};
-  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {qkv}, {att}, {}, p).ok());
+  int32_t centroids = -1;
+  if (kind == Attn::kDense) {
+    p.kind = convert::params::DenseAttention{};
+  } else {
+    p.kind = convert::params::Routing{4, 16, 1, 8};  // 4 clusters of 16, one routing head and one local head
+    centroids = test::add_constant(g, "centroids", {1, 4, kHeadDim}, random_floats(size_t(4 * kHeadDim), 98, -1.f, 1.f));
+  }
+  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {qkv}, {att}, {centroids}, p).ok());
   const int32_t o = linear(g, "proj", att, kHeads * kHeadDim, kD, false, 99);
   const int32_t z = binary(g, fb::OpCode::ADD, "res2", y, o, kD);
   const int32_t cat = binary(g, fb::OpCode::CONCAT, "cat", y, z, 2 * kD);
@@ -89,7 +100,9 @@ std::vector<float> forward(tern_session* s, const std::vector<int32_t>& ids) {
 }  // namespace
 
 TEST_CASE("row blocks: chains run in blocks match one pass over all rows", "[session][rowblock]") {
-  tern_model* model = block_model("row_blocks");
+  const Attn kind = GENERATE(Attn::kDense, Attn::kRouting);
+  INFO((kind == Attn::kDense ? "dense attention (one chain through it)" : "routing attention (two chains)"));
+  tern_model* model = block_model(kind == Attn::kDense ? "row_blocks_dense" : "row_blocks_routing", kind);
   const int64_t one_block = int64_t(1) << 30;  // larger than any call: every chain runs as one block
   for (int threads : {1, 2}) {
     tern_session* whole = make_session(model, threads, 3000, 0, one_block);
@@ -111,7 +124,7 @@ TEST_CASE("row blocks: chains run in blocks match one pass over all rows", "[ses
 }
 
 TEST_CASE("row blocks: the planner gives chain-inner values block rows, so the arena shrinks", "[planner][rowblock]") {
-  tern_model* model = block_model("row_blocks_plan");
+  tern_model* model = block_model("row_blocks_plan", Attn::kRouting);
   tern_session* blocked = make_session(model, 1, 4096);
   tern_session* whole = make_session(model, 1, 4096, 0, int64_t(1) << 30);
   tern_memory_plan b16{}, b64{}, w64{}, small{};
@@ -140,7 +153,7 @@ TEST_CASE("row blocks: the planner gives chain-inner values block rows, so the a
 TEST_CASE("row blocks: weights dropped after packing are read back from the file", "[session][rowblock]") {
   // The first session packs the linears' weights and drops their pages of the mapping; the second packs them
   // again from the same mapping, which faults them back in from the file: both must give the same logits.
-  tern_model* model = block_model("row_blocks_release");
+  tern_model* model = block_model("row_blocks_release", Attn::kRouting);
   const std::vector<int32_t> ids = random_ids(300, 7);
   tern_session* first = make_session(model, 1, 400);
   const std::vector<float> a = forward(first, ids);
@@ -149,5 +162,25 @@ TEST_CASE("row blocks: weights dropped after packing are read back from the file
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   tern_session_free(second);
   tern_session_free(first);
+  tern_model_free(model);
+}
+
+TEST_CASE("row blocks: a model whose attention runs in appends is one chain, and its arena does not grow with n",
+          "[planner][rowblock]") {
+  tern_model* model = block_model("row_blocks_one_chain", Attn::kDense);
+  tern_session* s = make_session(model, 1, 65536);
+  tern_memory_plan p4{}, p16{}, p64{};
+  REQUIRE(tern_session_plan(s, 4096, &p4) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 16384, &p16) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 65536, &p64) == TERN_OK);
+  INFO("arena: " << p4.arena_bytes << " at 4k, " << p16.arena_bytes << " at 16k, " << p64.arena_bytes << " at 64k");
+  CHECK(p64.row_chains == 1);
+  // Every value but the caller's logits holds one block of rows: at most 1024 rows of the widest values together.
+  CHECK(p64.arena_bytes == p4.arena_bytes);
+  CHECK(p16.arena_bytes == p4.arena_bytes);
+  CHECK(p64.arena_bytes <= uint64_t(1024) * (2 * kFfn + 2 * kD + 3 * kHeads * kHeadDim) * sizeof(float) + (uint64_t(1) << 20));
+  // The KV cache (dense attention's definition) is what grows: K and V of every token.
+  CHECK(p64.state_bytes == 16 * p4.state_bytes);
+  tern_session_free(s);
   tern_model_free(model);
 }

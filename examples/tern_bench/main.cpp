@@ -25,6 +25,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   --profile              time every op during the warm runs; print them sorted by time (md output)
   --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
   --device N             Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
+  --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
+                         its own; a number at least the prefill length runs every op on the whole call at once)
   -h, --help             this text
 LIST is comma-separated, e.g. -p 512,2048 -t 1,2.
 )";
@@ -71,8 +73,8 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // Runs one test; returns false with a message on a runtime error.
-bool run_test(const tern_model* model, tern_backend backend, int device, int64_t vocab, int64_t context, int reps,
-              bool profile, Test* t, std::string* error) {
+bool run_test(const tern_model* model, tern_backend backend, int device, int64_t row_block_rows, int64_t vocab,
+              int64_t context, int reps, bool profile, Test* t, std::string* error) {
   const int64_t total = t->prefill > 0 ? t->prefill : t->depth + t->generate;
   if (context > 0 && total > context) {
     t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
@@ -82,6 +84,7 @@ bool run_test(const tern_model* model, tern_backend backend, int device, int64_t
   tern_session_options_init(&so);
   so.backend = backend;
   so.device = device;
+  so.row_block_rows = row_block_rows;
   so.threads = t->threads;
   so.max_tokens = total;
   so.max_batch = std::max<int64_t>(1, t->prefill > 0 ? t->prefill : std::max(t->depth, int64_t(1)));
@@ -245,7 +248,7 @@ int fail(const std::string& message, int code = 1) {
 int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
-                        "-o", "--output", "--backend", "--device"},
+                        "-o", "--output", "--backend", "--device", "--row-block-rows"},
                        {"-h", "--help", "--profile"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
@@ -274,6 +277,11 @@ int main(int argc, char** argv) {
   const std::string device_text = args.get("--device", "-1");
   long device = std::strtol(device_text.c_str(), &end, 10);
   if (device_text.empty() || *end != '\0' || device < -1 || device > 1000000) return fail("--device: expected a device number from 0", 2);
+  const std::string block_text = args.get("--row-block-rows", "0");
+  const long long row_block_rows = std::strtoll(block_text.c_str(), &end, 10);
+  if (block_text.empty() || *end != '\0' || row_block_rows < 0 || row_block_rows > (1LL << 40)) {
+    return fail("--row-block-rows: expected a number of rows (0: each chain picks its own)", 2);
+  }
 
   const std::string path = args.positional()[0];
   tern::cli::Timer load_timer;
@@ -308,7 +316,7 @@ int main(int argc, char** argv) {
   for (Test& t : tests) {
     std::string error;
     std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
-    if (!run_test(model, backend, int(device + 1), info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
+    if (!run_test(model, backend, int(device + 1), row_block_rows, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
       tern_model_free(model);
       return fail(t.name + ": " + error);
     }

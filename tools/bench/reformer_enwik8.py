@@ -11,7 +11,7 @@ Usage (from the repository root, after building):
         [--reps 1] [--plan 4096,16384,65536] [--config CONFIG.json] [--one-forward]
 
 --one-forward runs --n random bytes through `tern-run --ids` instead: a single forward (no warm-up), its wall time,
-and the process's peak RSS; on a busy 2-core machine that halves the run.
+CPU time and the process's peak RSS; on a busy 2-core machine that halves the run.
 """
 
 import argparse
@@ -107,10 +107,19 @@ def make_checkpoint(config, directory, seed=0):
 
 
 def run(cmd):
+    """Runs cmd; prints and returns its wall seconds. Also prints the child's own CPU seconds (user + system) and peak
+    RSS from wait4: CPU seconds hardly move when other processes share the cores, wall seconds do."""
     print("$ " + " ".join(cmd), flush=True)
     start = time.time()
-    subprocess.run(cmd, check=True)
-    return time.time() - start
+    child = subprocess.Popen(cmd)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.time() - start
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, cmd)
+    print(f"  wall {seconds:.1f} s, CPU {usage.ru_utime + usage.ru_stime:.1f} s (user {usage.ru_utime:.1f}, "
+          f"system {usage.ru_stime:.1f}), peak RSS {usage.ru_maxrss / 2**20:.2f} GiB", flush=True)
+    return seconds
 
 
 def main():

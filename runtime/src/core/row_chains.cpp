@@ -15,7 +15,12 @@ std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool
     if (!run_op[node.index]) continue;
     for (int v : node.inputs) last_reader[v] = std::max(last_reader[v], node.index);
   }
-  auto row_wise = [&](int i) { return find_op(nodes[i].code)->row_wise; };
+  // Row-wise ops, and ops whose kernel gives the same rows when a call is split into appends (causal attention
+  // over its KV cache or ring): block b of the chain then sees blocks < b through that op's state.
+  auto row_wise = [&](int i) {
+    const OpDef* def = find_op(nodes[i].code);
+    return def->row_wise || (def->runs_in_appends && def->runs_in_appends(nodes[i]));
+  };
 
   std::vector<RowChain> chains;
   std::vector<bool> seen(values.size(), false);

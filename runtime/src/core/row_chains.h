@@ -1,9 +1,12 @@
-// Row-block execution. A chain is a run of consecutive row-wise ops (OpDef::row_wise: layer norm, linear, activation,
-// add, concat, log-softmax — row i of each output needs only row i of the inputs). The session runs a chain block by
-// block: every op of the chain on rows [0, b), then every op on [b, 2b), ... A value made inside a chain and read
-// only inside it then needs [block_rows, width] of arena instead of [n, width]; in a transformer these are the
-// feed-forward's [n, 4*d] activations and the normalised inputs of the projections. Values the chain reads from
-// before it, or that ops after it read, keep full size.
+// Row-block execution. A chain is a run of consecutive ops that can run on blocks of rows: row-wise ops
+// (OpDef::row_wise: embedding, positions, layer norm, linear, activation, add, concat, log-softmax — row i of each
+// output needs only row i of the inputs) and attention whose kernel gives the same rows when a call is split into
+// appends (OpDef::runs_in_appends: dense, windowed, sparse and adaptive-span attention, where the KV cache or ring
+// carries what later rows need of earlier ones). The session runs a chain block by block: every op of the chain on
+// rows [0, b), then every op on [b, 2b), ..., each block an append at its own positions. A value made inside a
+// chain and read only inside it then needs [block_rows, width] of arena instead of [n, width]: a model whose every
+// op chains runs a prefill of any length in the arena of one block. Values the chain reads from before it, or that
+// ops after it read (around LSH, routing or Transformer-XL attention, which need the whole call), keep full size.
 #pragma once
 
 #include <cstdint>

@@ -32,6 +32,6 @@ void ref::activation(fb::ActivationKind kind, const float* x, int64_t count, flo
 }
 
 extern const OpDef kActivationOp = {fb::OpCode::ACTIVATION, "ACTIVATION", 1, 0, 0, fb::OpParams::ActivationParams,
-                                    validate, cpu::make_activation, nullptr, nullptr, true};
+                                    validate, cpu::make_activation, nullptr, nullptr, true, nullptr};
 
 }  // namespace tern

@@ -102,6 +102,6 @@ void ref::adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput&
 
 extern const OpDef kAdaptiveEmbeddingOp = {fb::OpCode::ADAPTIVE_EMBEDDING, "ADAPTIVE_EMBEDDING", 1, 1,
                                            2 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveEmbeddingParams, validate,
-                                           cpu::make_adaptive_embedding, nullptr, nullptr, false};
+                                           cpu::make_adaptive_embedding, nullptr, nullptr, false, nullptr};
 
 }  // namespace tern

@@ -19,6 +19,6 @@ void ref::add(const float* a, const float* b, int64_t count, float* out) {
 }
 
 extern const OpDef kAddOp = {fb::OpCode::ADD, "ADD", 2, 0, 0, fb::OpParams::AddParams, validate, cpu::make_add, nullptr,
-                             nullptr, true};
+                             nullptr, true, nullptr};
 
 }  // namespace tern

@@ -137,7 +137,22 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
   }
 }
 
+// Dense, windowed, sparse and adaptive-span kernels attend causally over their KV cache or ring, so a call split
+// into appends gives the same rows. Not RelativeXL and Compressive: their memory moves once per call, so a split
+// call would move it differently; nor Lsh and Routing, which need the whole sequence.
+bool runs_in_appends(const Node& node) {
+  switch (node.fb_op->params_as_AttentionParams()->kind_type()) {
+    case fb::AttentionKind::RelativeXL:
+    case fb::AttentionKind::Compressive:
+    case fb::AttentionKind::Lsh:
+    case fb::AttentionKind::Routing:
+      return false;
+    default:
+      return true;
+  }
+}
+
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
-                                   validate, cpu::make_attention, state_bytes, dense_bytes, false};
+                                   validate, cpu::make_attention, state_bytes, dense_bytes, false, runs_in_appends};
 
 }  // namespace tern

@@ -22,6 +22,6 @@ void ref::concat(const float* a, int64_t da, const float* b, int64_t db, int64_t
 }
 
 extern const OpDef kConcatOp = {fb::OpCode::CONCAT, "CONCAT", 2, 0, 0, fb::OpParams::ConcatParams, validate,
-                                cpu::make_concat, nullptr, nullptr, true};
+                                cpu::make_concat, nullptr, nullptr, true, nullptr};
 
 }  // namespace tern

@@ -28,6 +28,6 @@ void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const fl
 }
 
 extern const OpDef kLinearOp = {fb::OpCode::LINEAR, "LINEAR", 1, 1, 2, fb::OpParams::LinearParams,
-                                validate, cpu::make_linear, nullptr, nullptr, true};
+                                validate, cpu::make_linear, nullptr, nullptr, true, nullptr};
 
 }  // namespace tern

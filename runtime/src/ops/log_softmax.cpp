@@ -27,6 +27,6 @@ void ref::log_softmax(const float* x, int64_t n, int64_t d, float* out) {
 }
 
 extern const OpDef kLogSoftmaxOp = {fb::OpCode::LOG_SOFTMAX, "LOG_SOFTMAX", 1, 0, 0, fb::OpParams::LogSoftmaxParams,
-                                    validate, cpu::make_log_softmax, nullptr, nullptr, true};
+                                    validate, cpu::make_log_softmax, nullptr, nullptr, true, nullptr};
 
 }  // namespace tern

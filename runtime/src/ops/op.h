@@ -75,6 +75,10 @@ struct OpDef {
   // Row i of every output depends only on row i of the inputs (and the weights), and the op holds no state: the
   // session may run it on any block of rows (core/row_chains.h).
   bool row_wise;
+  // Null, or true for a node whose kernel gives the same rows when a call is split into consecutive appends: row i
+  // depends on rows <= i only, and what later rows need of earlier ones is in the op's streaming state (a KV cache
+  // or a ring of the window's keys). The session may then run it block by block inside a row chain.
+  bool (*runs_in_appends)(const Node& node);
 };
 
 const OpDef* find_op(fb::OpCode code);

@@ -75,6 +75,6 @@ void ref::axial_position(const float* rows, int64_t d0, const float* cols, int64
 }
 
 extern const OpDef kPositionOp = {fb::OpCode::POSITION, "POSITION", 1, 0, 2, fb::OpParams::PositionParams,
-                                  validate, cpu::make_position, nullptr, nullptr, false};
+                                  validate, cpu::make_position, nullptr, nullptr, true, nullptr};
 
 }  // namespace tern
