@@ -1,5 +1,7 @@
 #version 450
-// EMBEDDING: y[i, :] = table[ids[i], :]. ids [n] (checked by the host), table [V, d], y [n, d]. arg: d.
+// EMBEDDING: y[i, :] = table[ids[i], :]. ids [n] (checked by the host), table [V, d], y [n, d]. arg: d, v0, rows.
+// The table bound is rows [v0, v0 + rows): the whole table, or one part of one over maxStorageBufferRange
+// (ops_rowwise.cpp: one dispatch per part); each writes the rows of y whose ids it holds.
 #include "common/interface.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
@@ -8,8 +10,10 @@ layout(std430, binding = 3) writeonly buffer Out { float y[]; };
 
 void main() {
   uint d = uint(pc.arg[0]);
+  int v0 = pc.arg[1], rows = pc.arg[2];
   GRID_STRIDE(idx, call.n * d, 256) {
     uint i = idx / d, j = idx % d;
-    y[pc.off[3] + idx] = table[pc.off[2] + uint(ids[pc.off[1] + i]) * d + j];
+    int v = ids[pc.off[1] + i] - v0;
+    if (v >= 0 && v < rows) y[pc.off[3] + idx] = table[pc.off[2] + uint(v) * d + j];
   }
 }

@@ -1,5 +1,7 @@
 #version 450
-// LINEAR: y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS), y [n, out]. arg: in, out.
+// LINEAR: y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS), y [n, y_stride]. arg: in, out, y_stride.
+// A weight over maxStorageBufferRange runs as one dispatch per part of whole rows (ops_linear.cpp): W and b are then
+// the part's rows, out its row count, and y is bound from the part's first column, y_stride the op's full out.
 // Tiled GEMM: a TILE x TILE workgroup computes a TILE x TILE block of y (workgroup x: output columns, y: tokens),
 // staging TILE-wide slices of x and W in shared memory. Shared memory: 2 * TILE * TILE floats.
 #include "common/interface.glsl"
@@ -14,7 +16,7 @@ shared float xs[TILE * TILE];  // [token][k]
 shared float ws[TILE * TILE];  // [output][k]
 
 void main() {
-  uint in_dim = uint(pc.arg[0]), out_dim = uint(pc.arg[1]);
+  uint in_dim = uint(pc.arg[0]), out_dim = uint(pc.arg[1]), y_stride = uint(pc.arg[2]);
   uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
   uint row = gl_WorkGroupID.y * TILE + ly;   // token
   uint col = gl_WorkGroupID.x * TILE + lx;   // output feature
@@ -30,6 +32,6 @@ void main() {
   }
   if (row < call.n && col < out_dim) {
     if (HAS_BIAS) acc += bias[pc.off[3] + col];
-    y[pc.off[4] + row * out_dim + col] = acc;
+    y[pc.off[4] + row * y_stride + col] = acc;
   }
 }

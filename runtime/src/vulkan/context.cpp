@@ -1,6 +1,8 @@
 #include "vulkan/context.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,24 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverity
 bool validation_requested() {
   const char* v = std::getenv("TERN_VULKAN_VALIDATION");
   return v && std::strcmp(v, "1") == 0;
+}
+
+// TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE=<bytes>: an upper bound on maxStorageBufferRange, to run on a device with a
+// large range (lavapipe) what a driver with a small one (128 MiB on some) would: weights split into more parts, a
+// binding over the bound failing by the limit's name. Read here, in every context: a context (and its device) is
+// created per session, so a test's setenv before creating a session applies to that session. It only lowers.
+Status storage_buffer_range_override(uint64_t* range) {
+  const char* v = std::getenv("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE");
+  if (!v || !*v) return Status::Ok();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long bytes = std::strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0' || v[0] == '-' || bytes < 4) {
+    return InvalidArgument(std::string("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE='") + v +
+                           "': expected a number of bytes, at least 4");
+  }
+  *range = std::min<uint64_t>(*range, bytes);
+  return Status::Ok();
 }
 
 const char* type_name(VkPhysicalDeviceType t) {
@@ -165,6 +185,7 @@ Status Context::init(int device_choice, bool allow_cpu_device) {
   }
   const VkPhysicalDeviceLimits& l = props.limits;
   limits_.max_storage_buffer_range = l.maxStorageBufferRange;
+  TERN_RETURN_IF_ERROR(storage_buffer_range_override(&limits_.max_storage_buffer_range));
   limits_.min_storage_buffer_offset_alignment = std::max<uint64_t>(4, l.minStorageBufferOffsetAlignment);
   limits_.max_compute_shared_memory_size = l.maxComputeSharedMemorySize;
   for (int a = 0; a < 3; ++a) {

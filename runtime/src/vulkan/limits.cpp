@@ -1,5 +1,7 @@
 #include "vulkan/limits.h"
 
+#include <algorithm>
+
 namespace tern::vk {
 namespace {
 
@@ -48,6 +50,36 @@ Status check_binding(const DeviceLimits& l, const std::string& where, const std:
     return over(where, "binding " + what + " in bytes", bytes, "maxStorageBufferRange", l.max_storage_buffer_range);
   }
   return Status::Ok();
+}
+
+Result<std::vector<RowRange>> split_rows(const DeviceLimits& l, const std::string& where, const std::string& what,
+                                         uint64_t offset, int64_t rows, uint64_t row_bytes) {
+  const uint64_t align = std::max<uint64_t>(1, l.min_storage_buffer_offset_alignment);
+  const uint64_t range = l.max_storage_buffer_range;
+  std::vector<RowRange> parts;
+  int64_t r = 0;
+  do {
+    const uint64_t begin = offset + uint64_t(r) * row_bytes;
+    const uint64_t slack = begin % align;  // bound from begin - slack
+    const int64_t left = rows - r;
+    const uint64_t fit = range > slack && row_bytes > 0 ? (range - slack) / row_bytes : uint64_t(left);
+    if (fit == 0) {
+      return over(where, "binding one row of " + what + " in bytes", row_bytes + slack, "maxStorageBufferRange", range);
+    }
+    int64_t count = int64_t(std::min<uint64_t>(fit, uint64_t(left)));
+    if (count < left) {
+      // Prefer a boundary where the next part starts aligned (its binding then wastes nothing).
+      for (int64_t c = count; c >= std::max<int64_t>(1, count / 2); --c) {
+        if ((begin + uint64_t(c) * row_bytes) % align == 0) {
+          count = c;
+          break;
+        }
+      }
+    }
+    parts.push_back({r, count});
+    r += count;
+  } while (r < rows);
+  return parts;
 }
 
 }  // namespace tern::vk

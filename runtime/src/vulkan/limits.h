@@ -4,14 +4,16 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
 namespace tern::vk {
 
 struct DeviceLimits {
-  uint64_t max_storage_buffer_range = 0;          // maxStorageBufferRange (bytes one binding may span)
-  uint64_t min_storage_buffer_offset_alignment = 1;
+  uint64_t max_storage_buffer_range = 0;          // maxStorageBufferRange (bytes one binding may span); lowered by
+                                                  // TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE (context.cpp)
+  uint64_t min_storage_buffer_offset_alignment = 1;  // minStorageBufferOffsetAlignment (at least 4)
   uint32_t max_compute_shared_memory_size = 0;    // maxComputeSharedMemorySize (bytes per workgroup)
   uint32_t max_compute_work_group_size[3] = {0, 0, 0};
   uint32_t max_compute_work_group_invocations = 0;
@@ -35,5 +37,17 @@ struct DispatchNeeds {
 Status check_dispatch(const DeviceLimits& limits, const DispatchNeeds& needs);
 // One binding of `bytes` (after aligning its offset down to the device's alignment).
 Status check_binding(const DeviceLimits& limits, const std::string& where, const std::string& what, uint64_t bytes);
+
+// Rows [begin, begin + count) of a row-major weight, bound as one sub-range.
+struct RowRange {
+  int64_t begin = 0, count = 0;
+};
+// Splits a weight of `rows` rows of `row_bytes` each, starting `offset` bytes into its buffer, into parts of whole
+// rows whose bindings fit maxStorageBufferRange, binding from the part's offset aligned down to
+// minStorageBufferOffsetAlignment as Program::add does; a part ends where the next one starts aligned when that
+// keeps it at least half as long. One part when the whole weight fits; an error naming the limit when one row
+// (plus the alignment) does not.
+Result<std::vector<RowRange>> split_rows(const DeviceLimits& limits, const std::string& where, const std::string& what,
+                                         uint64_t offset, int64_t rows, uint64_t row_bytes);
 
 }  // namespace tern::vk

@@ -9,27 +9,43 @@ Status lower_linear(const Node& node, Lowering& low) {
   auto wt = low.weight(w);
   if (!wt.ok()) return wt.status();
   const bool has_bias = node.weights.size() > 1 && node.weights[1];
-  auto bias = has_bias ? low.weight(node.weights[1]) : wt;  // [out]; W stands in, unread, when absent
+  auto bias = has_bias ? low.weight(node.weights[1]) : wt;  // [out]
   if (!bias.ok()) return bias.status();
   // 16 x 16 tiles where the device runs 256 invocations a workgroup (most do), 8 x 8 otherwise.
   const DeviceLimits& l = low.ctx.limits();
   const uint32_t tile = (l.max_compute_work_group_invocations >= 256 && l.max_compute_work_group_size[0] >= 16 &&
                          l.max_compute_work_group_size[1] >= 16) ? 16 : 8;
-  DispatchSpec s;
-  s.where = where(node);
-  s.node = node.index;
-  s.shader = "linear";
-  s.spec = {tile, has_bias ? 1u : 0u};
-  s.local_size = {tile, tile, 1};
-  s.shared_bytes = 2 * tile * tile * sizeof(float);
-  s.args[0] = int32_t(in);
-  s.args[1] = int32_t(out);
-  s.groups = [out, tile](int64_t n) {
-    return Groups{uint32_t((out + tile - 1) / tile), uint32_t((n + tile - 1) / tile), 1};
-  };
-  s.bindings = {low.values[node.inputs[0]], {wt.value(), 0, 0, "weight"}, {bias.value(), 0, 0, "bias"},
-                low.values[node.outputs[0]]};
-  return low.program.add(std::move(s));
+  // A weight over maxStorageBufferRange is bound as parts of whole output rows, one dispatch each writing its
+  // columns of y (bias sliced alike); one part, the whole weight, otherwise.
+  const uint64_t row_bytes = uint64_t(in) * sizeof(float);
+  auto parts = split_rows(l, where(node), "weight", wt.value().offset, out, row_bytes);
+  if (!parts.ok()) return parts.status();
+  for (const RowRange& part : parts.value()) {
+    const int64_t rows = part.count;
+    DispatchSpec s;
+    s.where = where(node);
+    s.node = node.index;
+    s.shader = "linear";
+    s.spec = {tile, has_bias ? 1u : 0u};
+    s.local_size = {tile, tile, 1};
+    s.shared_bytes = 2 * tile * tile * sizeof(float);
+    s.args[0] = int32_t(in);
+    s.args[1] = int32_t(rows);
+    s.args[2] = int32_t(out);  // y's row stride
+    s.groups = [rows, tile](int64_t n) {
+      return Groups{uint32_t((rows + tile - 1) / tile), uint32_t((n + tile - 1) / tile), 1};
+    };
+    const uint64_t col0 = uint64_t(part.begin) * sizeof(float);
+    Binding y = low.values[node.outputs[0]];  // from column part.begin of row 0
+    y.offset += col0;
+    if (y.bytes) y.bytes -= col0;
+    const Binding wpart{wt.value(), uint64_t(part.begin) * row_bytes, uint64_t(rows) * row_bytes, "weight"};
+    // Without a bias the part of W stands in, unread.
+    const Binding b = has_bias ? Binding{bias.value(), col0, uint64_t(rows) * sizeof(float), "bias"} : wpart;
+    s.bindings = {low.values[node.inputs[0]], wpart, b, y};
+    TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
+  }
+  return Status::Ok();
 }
 
 }  // namespace tern::vk

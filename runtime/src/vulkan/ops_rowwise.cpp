@@ -57,11 +57,24 @@ float top_bits(double x, int bits) {
 
 Status lower_embedding(const Node& node, Lowering& low) {
   const int64_t d = width(low, node.outputs[0]);
+  const int64_t V = node.weights[0]->shape[0];
   auto table = low.weight(node.weights[0]);  // [V, d]
   if (!table.ok()) return table.status();
-  DispatchSpec s = elementwise(node, "embedding", d);
-  s.bindings = {low.values[node.inputs[0]], {table.value(), 0, 0, "table"}, low.values[node.outputs[0]]};
-  return low.program.add(std::move(s));
+  // A table over maxStorageBufferRange is bound as parts of whole vocab rows, one dispatch each writing the rows
+  // of y whose ids fall in its part; one part, the whole table, otherwise.
+  const uint64_t row_bytes = uint64_t(d) * sizeof(float);
+  auto parts = split_rows(low.ctx.limits(), where(node), "table", table.value().offset, V, row_bytes);
+  if (!parts.ok()) return parts.status();
+  for (const RowRange& part : parts.value()) {
+    DispatchSpec s = elementwise(node, "embedding", d);
+    s.args[1] = int32_t(part.begin);
+    s.args[2] = int32_t(part.count);
+    s.bindings = {low.values[node.inputs[0]],
+                  {table.value(), uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table"},
+                  low.values[node.outputs[0]]};
+    TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
+  }
+  return Status::Ok();
 }
 
 Status supports_position(const Node& node, const Model&) { return f32_weights_only(node); }
@@ -120,7 +133,9 @@ Status lower_position(const Node& node, Lowering& low) {
   if (!table.ok()) return table.status();
   DispatchSpec s = elementwise(node, "position", d);
   s.spec = {learned ? 1u : 0u};
-  s.bindings = {low.values[node.inputs[0]], {table.value(), 0, 0, "position table"}, low.values[node.outputs[0]]};
+  // A learned table is bound over the max_tokens positions a session can reach, not all of [P, d].
+  const uint64_t table_bytes = learned ? uint64_t(low.max_tokens) * uint64_t(d) * sizeof(float) : 0;
+  s.bindings = {low.values[node.inputs[0]], {table.value(), 0, table_bytes, "position table"}, low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 
