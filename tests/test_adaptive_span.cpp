@@ -1,6 +1,7 @@
 // Adaptive span attention (ops/adaptive_span.h): the CPU kernel against the reference kernel, streamed in segments;
 // the loader's checks; and facebookresearch/adaptive-span goldens (tools/reference/make_adaptive_span_goldens.py)
-// converted and run block by block and token by token, with the planner's per-head state.
+// converted and run block by block and token by token, with the planner's per-head state. The op at device sizes and
+// the goldens run on each backend (Vulkan also against the CPU path).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -138,6 +139,45 @@ TEST_CASE("adaptive span op: CPU kernel matches the reference in one pass, in se
   }
 }
 
+TEST_CASE("adaptive span op: matches the reference (and the CPU path), in one pass and streamed (CPU and Vulkan)",
+          "[attention][adaptive_span][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
+  // A span that masks every key (reach 0), z = 0 (reach R), mid values, z > 1 (clamped to L), no span weight.
+  const std::vector<SpanOp> ops = {{4, 8, 40, 8, {-0.5f, 0.0f, 0.33f, 1.5f}},
+                                   {2, 16, 30, 6, {0.07f, 0.61f}},
+                                   {2, 8, 20, 0, {}}};
+  const int64_t n = 60, rows = 37;
+  for (size_t c = 0; c < ops.size(); ++c) {
+    const SpanOp& op = ops[c];
+    const int64_t inner = int64_t(op.heads) * op.dh;
+    SpanGraph sg = build_span_graph(op, rows, 0.4f, uint32_t(70 + 2 * c));
+    tern_model* model = test::finish_and_load(sg.g, sg.y, "backend_adaptive_span" + std::to_string(c), n);
+    const std::vector<int32_t> ids = test::random_ids(n, rows, uint32_t(90 + c));
+    std::vector<float> qkv(size_t(n * 3 * inner)), want(size_t(n * inner));
+    ref::embedding(sg.g.table.data(), 3 * inner, ids.data(), n, qkv.data());
+    ref::adaptive_span_attention(qkv.data(), 3 * inner, qkv.data() + inner, qkv.data() + 2 * inner, 3 * inner, n, 0,
+                                 0.4f, spec_for(op, sg.key_pe), want.data());
+    tern_session* s = test::make_session_on(backend, model, backend == TERN_BACKEND_CPU ? 2 : 1, n);
+    tern_session* cpu = test::make_session_on(TERN_BACKEND_CPU, model, 2, n);
+    const std::vector<float> base = run_segments(cpu, ids, n, inner);
+    for (int64_t segment : {n, int64_t(1), int64_t(13)}) {
+      const std::vector<float> got = run_segments(s, ids, segment, inner);
+      const double vs_ref = relative_error(got.data(), want.data(), got.size());
+      const double vs_cpu = relative_error(got.data(), base.data(), got.size());
+      INFO("case " << c << ", segment " << segment << ": vs reference " << vs_ref << ", vs CPU " << vs_cpu << "; "
+                   << tern_session_last_error(s));
+      CHECK(vs_ref <= tolerance);
+      if (backend == TERN_BACKEND_VULKAN) CHECK(vs_cpu <= tolerance);
+    }
+    test::check_state_matches(s, cpu);
+    tern_session_free(s);
+    tern_session_free(cpu);
+    tern_model_free(model);
+  }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
+}
+
 TEST_CASE("adaptive span op: the loader checks its weights and params", "[attention][adaptive_span]") {
   struct Case {
     std::string what;
@@ -222,13 +262,28 @@ const char* const kSpanGoldens[] = {"adaptive_span_learned", "adaptive_span_fixe
 
 }  // namespace
 
-TEST_CASE("adaptive-span goldens: block by block and token by token match the reference codebase's evaluation",
-          "[model][adaptive_span]") {
+TEST_CASE("adaptive-span goldens: block by block and token by token match the reference codebase's evaluation (CPU and Vulkan)",
+          "[model][adaptive_span][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   for (const char* name : kSpanGoldens) {
     SpanGolden g = load_span_golden(name);
     const int64_t n = int64_t(g.ids.size()), vocab = g.logits.shape[1];
     const int64_t block = g.config["model_params"]["block_size"];
+    if (backend == TERN_BACKEND_VULKAN) {
+      tern_session* s = test::make_session_on(backend, g.model, 1, n);
+      tern_session* cpu = make_session(g.model, 2, n);
+      for (int64_t segment : {block, int64_t(1)}) {
+        const std::vector<float> got = run_segments(s, g.ids, segment, vocab);
+        const double err = relative_error(got.data(), g.logits.data.data(), got.size());
+        INFO(name << ", segment " << segment << ": relative error " << err << "; " << tern_session_last_error(s));
+        CHECK(err <= kModelTolerance);
+      }
+      test::check_state_matches(s, cpu);
+      tern_session_free(s);
+      tern_session_free(cpu);
+    }
     for (int threads : {1, 2}) {
+      if (backend != TERN_BACKEND_CPU) break;
       tern_session* s = make_session(g.model, threads, n);
       REQUIRE(tern_session_vocab_size(s) == vocab);
       for (int64_t segment : {block, int64_t(1), n}) {
@@ -242,6 +297,7 @@ TEST_CASE("adaptive-span goldens: block by block and token by token match the re
     }
     tern_model_free(g.model);
   }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("adaptive-span goldens: each head's state is its own reach", "[model][adaptive_span][streaming]") {

@@ -1,9 +1,11 @@
-// Attention for every pattern: the pattern's decomposition, the CPU kernel against the reference kernel, and the
-// session's streaming state (which keeps only the keys a pattern can still reach).
+// Attention for every pattern: the pattern's decomposition, the CPU kernel against the reference kernel, the
+// session's streaming state (which keeps only the keys a pattern can still reach), and every kind with a shader on
+// each backend against the reference and (on Vulkan) the CPU path, at sizes a software Vulkan device runs quickly.
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>
 
+#include "attention_cases.h"
 #include "cpu/kernels.h"
 #include "op_graph.h"
 #include "ops/attention_pattern.h"
@@ -18,11 +20,7 @@ namespace {
 
 constexpr double kOpTolerance = 1e-5;
 
-struct Kind {
-  std::string name;
-  AttentionPattern pattern;          // heads filled in by the test
-  convert::params::AttentionKind fb;  // the same kind as the converter writes it
-};
+using Kind = test::AttentionKind;
 
 std::vector<Kind> kinds() {
   auto pattern = [](PatternKind k) {
@@ -127,45 +125,16 @@ TEST_CASE("attention: CPU kernel matches the reference for every pattern", "[att
 
 TEST_CASE("attention op in a session: streaming in segments matches one full pass, state stays bounded", "[attention][streaming]") {
   const int heads = 4, dh = 8;
-  const int64_t inner = heads * dh, n = 120, rows = 64;
+  const int64_t inner = heads * dh, n = 120;
   for (Kind k : kinds()) {
     k.pattern.heads = heads;
-    auto g = test::start_graph(rows, 3 * inner, 21);
-    int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
-    convert::params::Attention p;
-    p.heads = heads;
-    p.head_dim = dh;
-    p.scale = 0.4f;
-    p.kind = k.fb;
-    REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {}, p).ok());
-    tern_model* model = test::finish_and_load(g, y, "attention", n);
-    std::mt19937 rng(22);
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (auto& id : ids) id = int32_t(rng() % rows);
-    std::vector<float> qkv(size_t(n * 3 * inner));
-    ref::embedding(g.table.data(), 3 * inner, ids.data(), n, qkv.data());
-    std::vector<float> k_rows(size_t(n * inner)), v_rows(size_t(n * inner)), want(size_t(n * inner));
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t e = 0; e < inner; ++e) {
-        k_rows[t * inner + e] = qkv[t * 3 * inner + inner + e];
-        v_rows[t * inner + e] = qkv[t * 3 * inner + 2 * inner + e];
-      }
-    ref::attention(qkv.data(), 3 * inner, k_rows.data(), v_rows.data(), inner, n, 0, heads, dh, 0.4f, k.pattern, want.data());
-
-    tern_session_options so;
-    tern_session_options_init(&so);
-    so.threads = 2;
-    tern_session* s = nullptr;
-    REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+    test::AttentionModel m = test::attention_model(k, heads, dh, n, "attention");
+    tern_model* model = m.model;
+    tern_session* s = test::make_session(model, 2);
     for (int64_t segment : {n, int64_t(1), int64_t(13)}) {
-      REQUIRE(tern_session_reset(s) == TERN_OK);
-      std::vector<float> got(size_t(n * inner));
-      for (int64_t pos = 0; pos < n; pos += segment) {
-        int64_t len = std::min(segment, n - pos);
-        REQUIRE(tern_session_append(s, ids.data() + pos, len, got.data() + pos * inner) == TERN_OK);
-      }
+      std::vector<float> got = test::run_ids(s, m.ids, inner, segment);
       INFO(k.name << ", segment " << segment);
-      CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
+      CHECK(relative_error(got.data(), m.want.data(), got.size()) <= kOpTolerance);
     }
     // Planner: bounded kinds stop growing once their reach is full; dense and strided keep every key.
     tern_memory_plan at_n{}, at_10n{};
@@ -182,4 +151,42 @@ TEST_CASE("attention op in a session: streaming in segments matches one full pas
     tern_session_free(s);
     tern_model_free(model);
   }
+}
+
+TEST_CASE("attention kinds match the reference (and the CPU path), in one pass and streamed (CPU and Vulkan)",
+          "[attention][streaming][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
+  const int64_t n = 70;
+  for (const Kind& kind : test::backend_attention_kinds()) {
+    // Split heads need an even count: a wide-head case with two heads for them.
+    const std::pair<int, int> wide = kind.pattern.split ? std::pair{2, 32} : std::pair{1, 64};
+    for (auto [heads, dh] : {std::pair{2, 8}, wide}) {
+      test::AttentionModel m = test::attention_model(kind, heads, dh, n, "backend_attention");
+      const int64_t inner = int64_t(heads) * dh;
+      tern_session* s = test::make_session_on(backend, m.model, backend == TERN_BACKEND_CPU ? 2 : 1, n);
+      tern_session* cpu = backend == TERN_BACKEND_CPU ? nullptr : test::make_session_on(TERN_BACKEND_CPU, m.model, 2, n);
+      for (int64_t segment : {n, int64_t(1), int64_t(13)}) {
+        auto got = test::run_ids(s, m.ids, inner, segment);
+        const double vs_ref = relative_error(got.data(), m.want.data(), got.size());
+        INFO(kind.name << ", heads " << heads << " x " << dh << ", segment " << segment << ": vs reference " << vs_ref);
+        CHECK(vs_ref <= tolerance);
+        if (cpu != nullptr) {
+          auto base = test::run_ids(cpu, m.ids, inner, segment);
+          const double vs_cpu = relative_error(got.data(), base.data(), got.size());
+          INFO("vs CPU " << vs_cpu);
+          CHECK(vs_cpu <= tolerance);
+        }
+      }
+      if (cpu != nullptr) {
+        // The device state holds what the CPU path holds: every key for dense, a ring for the windowed kinds.
+        INFO(kind.name);
+        test::check_state_matches(s, cpu);
+        tern_session_free(cpu);
+      }
+      tern_session_free(s);
+      tern_model_free(m.model);
+    }
+  }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }

@@ -1,6 +1,8 @@
 // Reformer LSH attention (ops/lsh.h): the CPU kernel against the reference kernel on random inputs (int and factorised
 // buckets, several rounds, neighbouring chunks before and after, padded and unpadded lengths, the unchunked path), the
-// loader's checks, whole-sequence-only streaming, and the CONCAT and AXIAL position ops Reformer also uses.
+// loader's checks, whole-sequence-only streaming, and the CONCAT and AXIAL position ops Reformer also uses. The op at
+// device sizes, streaming and the position ops run on each backend, Vulkan also against the CPU path.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -128,6 +130,45 @@ TEST_CASE("lsh op: CPU kernel matches the reference kernel", "[attention][lsh]")
   }
 }
 
+TEST_CASE("lsh op: matches the reference kernel (and the CPU path) at device sizes (CPU and Vulkan)",
+          "[attention][lsh][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
+  const std::vector<LshCase> cases = {
+      {2, 16, lsh_kind(16, 1, 0, 3, {8}, 32, 16)},  // unchunked, padding to 32, several rounds
+      {3, 8, lsh_kind(8, 2, 1, 2, {4, 6}, 24, 8)},  // factorised buckets, chunks after
+      {1, 12, lsh_kind(10, 1, 0, 1, {16}, 10, 10)}, // one round, dh 12
+      {2, 8, lsh_kind(8, 3, 1, 1, {4}, 8, 8)},      // a window of 5 chunks over as few as 2
+      {2, 16, lsh_kind(16, 2, 0, 8, {2, 4}, 16, 8)}, // many rounds wrapping around the sorted axis
+  };
+  // The calls of one session per case, each a whole sequence.
+  const std::vector<std::vector<int64_t>> lengths = {{7, 16, 17, 100}, {8, 9, 61}, {33}, {16, 40}, {40}};
+  const int64_t rows = 97;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const LshCase& c = cases[ci];
+    const int64_t inner = int64_t(c.heads) * c.dh;
+    const float scale = 1.0f / std::sqrt(float(c.dh));
+    LshGraph lg = build_lsh_graph(c, rows, scale, uint32_t(300 + 10 * ci));
+    tern_model* model = test::finish_and_load(lg.g, lg.y, "backend_lsh" + std::to_string(ci), 0);
+    const int64_t max_n = *std::max_element(lengths[ci].begin(), lengths[ci].end());
+    tern_session* s = test::make_session_on(backend, model, backend == TERN_BACKEND_CPU ? 2 : 1, max_n);
+    tern_session* cpu = backend == TERN_BACKEND_CPU ? nullptr : make_session(model, 2, max_n);
+    const LshAttention spec = spec_for(c, scale, lg.rotations);
+    for (int64_t n : lengths[ci]) {
+      const std::vector<int32_t> ids = random_ids(n, rows, uint32_t(320 + ci + n));
+      std::vector<float> qkv(size_t(n * 2 * inner)), want(size_t(n * inner));
+      ref::embedding(lg.g.table.data(), 2 * inner, ids.data(), n, qkv.data());
+      ref::lsh_attention(qkv.data(), n, spec, want.data());
+      INFO("case " << ci << ", n " << n << " (padded " << spec.padded_length(n) << ", chunked " << spec.chunked(n) << ")");
+      test::check_forward(s, cpu, ids, inner, want, tolerance);
+    }
+    if (cpu != nullptr) tern_session_free(cpu);
+    tern_session_free(s);
+    tern_model_free(model);
+  }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
+}
+
 TEST_CASE("lsh op: padding, rounds and rotations change the result", "[attention][lsh]") {
   // The reference kernel is sensitive to what it claims to follow: another pad length, another rotation or one round
   // fewer each move the output far beyond the tolerance.
@@ -159,21 +200,38 @@ TEST_CASE("lsh op: padding, rounds and rotations change the result", "[attention
   CHECK(relative_error(other.data(), base.data(), other.size()) > 1e-2);
 }
 
-TEST_CASE("lsh op: whole sequences only; appending is a clear error", "[attention][lsh][streaming]") {
+TEST_CASE("lsh op: whole sequences only; appending is a clear error (CPU and Vulkan)", "[attention][lsh][streaming][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   LshCase c{2, 8, lsh_kind(8, 1, 0, 2, {4}, 8, 8)};
   LshGraph lg = build_lsh_graph(c, 50, 0.3f, 9);
   tern_model* model = test::finish_and_load(lg.g, lg.y, "lsh_append", 0);
-  tern_session* s = make_session(model, 1, 64);
+  tern_session* s = test::make_session_on(backend, model, 1, 64);
   const std::vector<int32_t> ids = random_ids(40, 50, 10);
   std::vector<float> out(size_t(40 * 16));
   REQUIRE(tern_session_append(s, ids.data(), 30, out.data()) == TERN_OK);  // the first call starts the sequence
   CHECK(tern_session_append(s, ids.data() + 30, 1, out.data()) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("cannot continue one"));
-  CHECK(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("LSH attention") && Catch::Contains("cannot continue one"));
+  REQUIRE(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
   // The planner: no state, scratch sized for the session's longest call.
   tern_memory_plan plan{};
   REQUIRE(tern_session_plan(s, 64, &plan) == TERN_OK);
   CHECK(plan.state_bytes == 0);
+  if (backend == TERN_BACKEND_VULKAN) {
+    const std::vector<float> cpu = test::run_on(TERN_BACKEND_CPU, model, ids, 16);
+    CHECK(relative_error(out.data(), cpu.data(), cpu.size()) <= test::backend_tolerance(backend, kOpTolerance));
+    // No state; device memory (arena + LSH scratch) linear in max_tokens, never n x n.
+    tern_memory_plan m64{}, m1024{};
+    REQUIRE(tern_session_memory(s, &m64) == TERN_OK);
+    tern_session* big = test::make_session_on(backend, model, 1, 1024);
+    REQUIRE(tern_session_memory(big, &m1024) == TERN_OK);
+    CHECK(m64.state_bytes == 0);
+    CHECK(m1024.state_bytes == 0);
+    INFO("arena " << m64.arena_bytes << " -> " << m1024.arena_bytes);
+    CHECK(m1024.arena_bytes > 8 * m64.arena_bytes);
+    CHECK(m1024.arena_bytes < 17 * m64.arena_bytes);
+    tern_session_free(big);
+    CHECK(test::vulkan_validation_messages() == 0);
+  }
   tern_session_free(s);
   tern_model_free(model);
 }
@@ -229,7 +287,8 @@ TEST_CASE("lsh op: the loader checks its params and rotations", "[attention][lsh
   }
 }
 
-TEST_CASE("concat and axial position ops match their reference kernels", "[ops][reformer]") {
+TEST_CASE("concat and axial position ops match their reference kernels, in one call and in segments (CPU and Vulkan)", "[ops][reformer][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   // ids -> EMBEDDING [n, 12] -> POSITION(AXIAL rows [5, 4], cols [7, 8]) -> p; CONCAT(x, p) -> [n, 24].
   test::OpGraph g = test::start_graph(30, 12, 21);
   const std::vector<float> rows = random_floats(5 * 4, 22), cols = random_floats(7 * 8, 23);
@@ -247,23 +306,36 @@ TEST_CASE("concat and axial position ops match their reference kernels", "[ops][
   const std::vector<int32_t> ids = random_ids(n, 30, 24);
   std::vector<float> x(size_t(n * 12)), pe(size_t(n * 12)), want(size_t(n * 24));
   ref::embedding(g.table.data(), 12, ids.data(), n, x.data());
-  for (int64_t split : {n, int64_t(1), int64_t(6)}) {
-    tern_session* s = make_session(model, 2, n);
+  ref::axial_position(rows.data(), 4, cols.data(), 7, 8, 0, n, x.data(), pe.data());
+  ref::concat(x.data(), 12, pe.data(), 12, n, want.data());
+  // Token by token only on the CPU: lavapipe keeps to the Vulkan side's few calls.
+  const std::vector<int64_t> splits =
+      backend == TERN_BACKEND_CPU ? std::vector<int64_t>{n, 1, 6} : std::vector<int64_t>{n, 6};
+  for (int64_t split : splits) {
+    tern_session* s = test::make_session_on(backend, model, backend == TERN_BACKEND_CPU ? 2 : 1, n);
     std::vector<float> got(size_t(n * 24));
     for (int64_t at = 0; at < n; at += split) {
       const int64_t len = std::min(split, n - at);
+      INFO(tern_session_last_error(s));
       REQUIRE(tern_session_append(s, ids.data() + at, len, got.data() + at * 24) == TERN_OK);
     }
-    ref::axial_position(rows.data(), 4, cols.data(), 7, 8, 0, n, x.data(), pe.data());
-    ref::concat(x.data(), 12, pe.data(), 12, n, want.data());
     INFO("segments of " << split);
-    CHECK(relative_error(got.data(), want.data(), got.size()) == 0.0);
+    CHECK(relative_error(got.data(), want.data(), got.size()) == 0.0);  // copies and one add: exact
     // Past the table: a clear error.
-    CHECK(tern_session_append(s, ids.data(), 1, got.data()) == TERN_INVALID_ARGUMENT);
+    if (backend == TERN_BACKEND_CPU) CHECK(tern_session_append(s, ids.data(), 1, got.data()) == TERN_INVALID_ARGUMENT);
     tern_session_free(s);
   }
   // The spot check of the definition: position 33 = row 33 / 7 = 4, column 33 % 7 = 5.
   CHECK(pe[size_t(33 * 12 + 0)] == x[size_t(33 * 12)] + rows[size_t(4 * 4)]);
   CHECK(pe[size_t(33 * 12 + 4)] == x[size_t(33 * 12 + 4)] + cols[size_t(5 * 8)]);
+  // More tokens than the table holds: refused at session creation.
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = backend;
+  so.max_tokens = 36;
+  tern_session* s = nullptr;
+  CHECK(tern_session_create(model, &so, &s) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("axial positions"));
   tern_model_free(model);
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }

@@ -1,4 +1,5 @@
-// End-to-end: reference-family checkpoints converted and run, against PyTorch goldens (tools/reference/).
+// End-to-end: reference-family checkpoints converted and run, against PyTorch goldens (tools/reference/), on each
+// backend (Vulkan also against the CPU path). The routing goldens run in tests/test_routing.cpp.
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -51,11 +52,28 @@ const char* const kGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal
 
 }  // namespace
 
-TEST_CASE("reference family: full forward matches PyTorch goldens", "[model]") {
+TEST_CASE("reference family: full forward matches PyTorch goldens (and, on Vulkan, the CPU path)", "[model][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   for (const char* name : kGoldens) {
     Golden g = load_golden(name);
     const int64_t n = int64_t(g.ids.size()), vocab = g.logits.shape[1];
+    if (backend == TERN_BACKEND_VULKAN) {
+      std::vector<float> gpu(size_t(n * vocab)), cpu(size_t(n * vocab));
+      tern_session* s = make_session_on(backend, g.model, 1);
+      INFO(name << ": " << tern_session_last_error(s));
+      REQUIRE(tern_session_forward(s, g.ids.data(), n, gpu.data()) == TERN_OK);
+      tern_session_free(s);
+      s = make_session(g.model, 2);
+      REQUIRE(tern_session_forward(s, g.ids.data(), n, cpu.data()) == TERN_OK);
+      tern_session_free(s);
+      const double vs_golden = relative_error(gpu.data(), g.logits.data.data(), gpu.size());
+      const double vs_cpu = relative_error(gpu.data(), cpu.data(), gpu.size());
+      INFO("Vulkan vs PyTorch " << vs_golden << ", vs CPU " << vs_cpu);
+      CHECK(vs_golden <= kModelTolerance);
+      CHECK(vs_cpu <= kModelTolerance);
+    }
     for (int threads : {1, 2}) {
+      if (backend != TERN_BACKEND_CPU) break;
       tern_session* s = make_session(g.model, threads);
       REQUIRE(tern_session_vocab_size(s) == vocab);
       std::vector<float> logits(size_t(n * vocab));
@@ -68,19 +86,32 @@ TEST_CASE("reference family: full forward matches PyTorch goldens", "[model]") {
     }
     tern_model_free(g.model);
   }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(tern::test::vulkan_validation_messages() == 0);
 }
 
-TEST_CASE("reference family: streaming in segments and token by token matches the goldens", "[model][streaming]") {
-  for (const char* name : kGoldens) {
+// Streaming keeps the state in the session (on Vulkan, on the device). The CPU streams every golden whole, token by
+// token and in segments of 37; Vulkan (lavapipe in CI) the kinds with a state of their own, 300 tokens in segments of 37.
+const char* const kStreamingGoldensVulkan[] = {"pre_untied_nobias_gelutanh", "sliding_w64", "strided_merged",
+                                               "strided_split", "fixed_merged", "fixed_split", "mixed_layers"};
+
+TEST_CASE("reference family: streaming in segments and token by token matches the goldens (CPU and Vulkan)", "[model][streaming][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  const bool cpu = backend == TERN_BACKEND_CPU;
+  std::vector<const char*> names(std::begin(kGoldens), std::end(kGoldens));
+  if (!cpu) names.assign(std::begin(kStreamingGoldensVulkan), std::end(kStreamingGoldensVulkan));
+  for (const char* name : names) {
     Golden g = load_golden(name);
-    const int64_t n = int64_t(g.ids.size()), vocab = g.logits.shape[1];  // the whole golden sequence
-    tern_session* s = make_session(g.model, 2);
-    for (int64_t segment : {int64_t(1), int64_t(37)}) {
+    // CPU: the whole golden sequence; Vulkan: at most 300 tokens.
+    const int64_t n = cpu ? int64_t(g.ids.size()) : std::min<int64_t>(int64_t(g.ids.size()), 300);
+    const int64_t vocab = g.logits.shape[1];
+    tern_session* s = cpu ? make_session(g.model, 2) : make_session_on(backend, g.model, 1, 0, 64);
+    const std::vector<int64_t> segments = cpu ? std::vector<int64_t>{1, 37} : std::vector<int64_t>{37};
+    for (int64_t segment : segments) {
       REQUIRE(tern_session_reset(s) == TERN_OK);
       std::vector<float> logits(size_t(n * vocab));
       for (int64_t pos = 0; pos < n; pos += segment) {
         int64_t len = std::min(segment, n - pos);
-        INFO(tern_session_last_error(s));
+        INFO(name << ": " << tern_session_last_error(s));
         REQUIRE(tern_session_append(s, g.ids.data() + pos, len, logits.data() + pos * vocab) == TERN_OK);
       }
       CHECK(tern_session_position(s) == n);
@@ -91,6 +122,7 @@ TEST_CASE("reference family: streaming in segments and token by token matches th
     tern_session_free(s);
     tern_model_free(g.model);
   }
+  if (!cpu) CHECK(tern::test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("append without logits advances the state like append with logits", "[model][streaming]") {
@@ -103,57 +135,6 @@ TEST_CASE("append without logits advances the state like append with logits", "[
   CHECK(relative_error(logits.data(), g.logits.data.data() + prefix * vocab, logits.size()) <= kModelTolerance);
   tern_session_free(s);
   tern_model_free(g.model);
-}
-
-// The goldens whose every op and attention kind has a Vulkan shader.
-const char* const kVulkanGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "pre_untied_nobias_gelutanh",
-                                      "tiny_f16", "sliding_w64", "chunked_c128", "strided_merged", "strided_split",
-                                      "fixed_merged", "fixed_split", "mixed_layers", "routing_only", "routing_mixed"};
-
-TEST_CASE("reference family on Vulkan: full forward matches the PyTorch goldens and the CPU path", "[model][vulkan]") {
-  TERN_SKIP_WITHOUT_VULKAN();
-  for (const char* name : kVulkanGoldens) {
-    Golden g = load_golden(name);
-    const int64_t n = int64_t(g.ids.size()), vocab = g.logits.shape[1];
-    std::vector<float> gpu(size_t(n * vocab)), cpu(size_t(n * vocab));
-    tern_session* s = make_session_on(TERN_BACKEND_VULKAN, g.model, 1);
-    INFO(name << ": " << tern_session_last_error(s));
-    REQUIRE(tern_session_forward(s, g.ids.data(), n, gpu.data()) == TERN_OK);
-    tern_session_free(s);
-    s = make_session(g.model, 2);
-    REQUIRE(tern_session_forward(s, g.ids.data(), n, cpu.data()) == TERN_OK);
-    tern_session_free(s);
-    const double vs_golden = relative_error(gpu.data(), g.logits.data.data(), gpu.size());
-    const double vs_cpu = relative_error(gpu.data(), cpu.data(), gpu.size());
-    INFO("Vulkan vs PyTorch " << vs_golden << ", vs CPU " << vs_cpu);
-    CHECK(vs_golden <= kModelTolerance);
-    CHECK(vs_cpu <= kModelTolerance);
-    tern_model_free(g.model);
-  }
-  CHECK(tern::test::vulkan_validation_messages() == 0);
-}
-
-TEST_CASE("reference family on Vulkan: streaming in segments keeps the state on the device", "[model][vulkan][streaming]") {
-  TERN_SKIP_WITHOUT_VULKAN();
-  for (const char* name : {"pre_untied_nobias_gelutanh", "sliding_w64", "strided_merged", "strided_split", "fixed_merged",
-                           "fixed_split", "mixed_layers"}) {
-    Golden g = load_golden(name);
-    const int64_t n = std::min<int64_t>(int64_t(g.ids.size()), 300), vocab = g.logits.shape[1];
-    tern_session* s = make_session_on(TERN_BACKEND_VULKAN, g.model, 1, 0, 64);
-    std::vector<float> logits(size_t(n * vocab));
-    for (int64_t pos = 0; pos < n; pos += 37) {
-      const int64_t len = std::min<int64_t>(37, n - pos);
-      INFO(name << ": " << tern_session_last_error(s));
-      REQUIRE(tern_session_append(s, g.ids.data() + pos, len, logits.data() + pos * vocab) == TERN_OK);
-    }
-    CHECK(tern_session_position(s) == n);
-    const double err = relative_error(logits.data(), g.logits.data.data(), logits.size());
-    INFO(name << ", segments of 37: relative error " << err);
-    CHECK(err <= kModelTolerance);
-    tern_session_free(s);
-    tern_model_free(g.model);
-  }
-  CHECK(tern::test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("shipped kjv-byte model on Vulkan matches the CPU path", "[model][vulkan]") {

@@ -1,6 +1,7 @@
 // Hugging Face Reformer checkpoints (converter/reformer.md): the goldens of tools/reference/make_reformer_goldens.py
 // (logits from reformer_model.py, HF's eval forward) converted and run in one forward; LSH models refuse to continue a
 // sequence; rotations drawn from the hash seed when the checkpoint has none; malformed configs fail at conversion.
+// The goldens run on each backend, Vulkan also against the CPU path.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -94,14 +95,27 @@ void edit_config(const std::string& dir, const std::function<void(nlohmann::json
 
 }  // namespace
 
-TEST_CASE("reformer goldens: one forward reproduces HF's logits", "[model][reformer][lsh]") {
+TEST_CASE("reformer goldens: one forward reproduces HF's logits (and, on Vulkan, the CPU path)", "[model][reformer][lsh][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   for (const char* name : kGoldens) {
     Golden g = load_golden(name);
     tern_model* model = convert_and_load(g.dir, name);
     const int64_t vocab = g.logits.shape[1];
+    if (backend == TERN_BACKEND_VULKAN) {
+      const std::vector<float> got = test::run_on(backend, model, g.ids, vocab, 0, 1);
+      const std::vector<float> cpu = test::run_on(TERN_BACKEND_CPU, model, g.ids, vocab);
+      const double err = relative_error(got.data(), g.logits.data.data(), got.size());
+      const double row = worst_row_error(got, g.logits.data, vocab);
+      const double vs_cpu = relative_error(got.data(), cpu.data(), got.size());
+      INFO(name << ": Vulkan vs HF " << err << " (worst position " << row << "), vs CPU " << vs_cpu);
+      CHECK(err <= kModelTolerance);
+      CHECK(row <= kModelTolerance);
+      CHECK(vs_cpu <= kModelTolerance);
+    }
     // Block 0: the session's own choice (one block at these lengths); 37 rows: every chain of row-wise ops (the
     // feed-forward, the projections, the final norm and head) runs in many blocks, the last one short.
     for (auto [threads, block] : {std::pair{1, 0}, std::pair{2, 0}, std::pair{2, 37}}) {
+      if (backend != TERN_BACKEND_CPU) break;
       std::vector<float> got = forward(model, threads, g.ids, vocab, block);
       const double err = relative_error(got.data(), g.logits.data.data(), got.size());
       const double row = worst_row_error(got, g.logits.data, vocab);
@@ -112,6 +126,7 @@ TEST_CASE("reformer goldens: one forward reproduces HF's logits", "[model][refor
     }
     tern_model_free(model);
   }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("reformer: models with LSH layers run whole sequences only", "[model][reformer][lsh][streaming]") {

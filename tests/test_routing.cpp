@@ -2,6 +2,7 @@
 // and mixed with local heads, windows shorter and longer than the sequence, repeated rows so that scores tie), the
 // reference kernel against independent formulas for its two corner cases, whole-sequence-only streaming, the planner's
 // bytes, the loader's and the converter's checks, and the reference-family goldens of tools/reference/make_goldens.py.
+// The op at device sizes, whole-sequence streaming and the goldens run on each backend (Vulkan also against the CPU).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -105,6 +106,48 @@ TEST_CASE("routing op: CPU kernel matches the reference kernel", "[attention][ro
   }
 }
 
+TEST_CASE("routing op: matches the reference (and the CPU path) at device sizes (CPU and Vulkan)",
+          "[attention][routing][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
+  struct Case {
+    RoutingCase c;
+    int64_t rows;  // distinct input rows: few rows, many equal scores
+  };
+  const std::vector<Case> cases = {
+      {{2, 8, {3, 8, 0, 1}}, 64},     // routing heads only, clusters overlap and leave positions out
+      {{4, 16, {5, 24, 1, 7}}, 64},   // one local head, chunks of 7
+      {{3, 8, {2, 100, 2, 16}}, 64},  // window longer than the sequence: every position in every cluster
+      {{2, 8, {4, 9, 0, 1}}, 3},      // three distinct rows: scores tie, the lower position wins
+      {{2, 64, {2, 40, 1, 32}}, 64},  // wide heads
+  };
+  const float scale = 0.35f;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const RoutingCase& c = cases[ci].c;
+    const int64_t inner = int64_t(c.heads) * c.dh, most = 300, rows = cases[ci].rows;
+    RoutingGraph rg = build_routing_graph(c, rows, scale, uint32_t(50 + ci));
+    tern_model* model = test::finish_and_load(rg.g, rg.y, "backend_routing" + std::to_string(ci), 0);
+    const RoutingAttention spec = spec_for(c, scale, rg.centroids);
+    tern_session* s = test::make_session_on(backend, model, backend == TERN_BACKEND_CPU ? 2 : 1, most, most);
+    tern_session* cpu = backend == TERN_BACKEND_CPU ? nullptr : test::make_session_on(TERN_BACKEND_CPU, model, 2, most, most);
+    for (int64_t n : {int64_t(70), int64_t(17), int64_t(1), int64_t(300)}) {
+      const std::vector<int32_t> ids = random_ids(n, rows, uint32_t(7 * n + ci));
+      std::vector<float> qkv(size_t(n * 3 * inner)), want(size_t(n * inner));
+      ref::embedding(rg.g.table.data(), 3 * inner, ids.data(), n, qkv.data());
+      ref::routing_attention(qkv.data(), n, spec, want.data());
+      INFO("case " << ci << ", n " << n);
+      test::check_forward(s, cpu, ids, inner, want, tolerance);
+    }
+    tern_memory_plan mem{};
+    REQUIRE(tern_session_memory(s, &mem) == TERN_OK);
+    CHECK(mem.state_bytes == 0);  // no streaming state: whole sequences only
+    if (cpu != nullptr) tern_session_free(cpu);
+    tern_session_free(s);
+    tern_model_free(model);
+  }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
+}
+
 TEST_CASE("routing reference: local heads are chunked attention; one all-holding cluster is dense attention",
           "[attention][routing]") {
   const int heads = 3, dh = 8;
@@ -182,22 +225,29 @@ TEST_CASE("routing reference: membership follows the centroids and the window", 
   CHECK(zero_rows < n);
 }
 
-TEST_CASE("routing op: whole sequences only, appending is a clear error", "[attention][routing][streaming]") {
+TEST_CASE("routing op: whole sequences only, appending is a clear error (CPU and Vulkan)", "[attention][routing][streaming][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   const RoutingCase c{2, 8, {3, 8, 1, 8}};
-  RoutingGraph rg = build_routing_graph(c, 50, 0.3f, 9);
+  const int64_t rows = 50;
+  RoutingGraph rg = build_routing_graph(c, rows, 0.3f, 9);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_append", 0);
-  tern_session* s = make_session(model, 1, 64);
-  const std::vector<int32_t> ids = random_ids(40, 50, 10);
+  tern_session* s = test::make_session_on(backend, model, 1, 64);
+  const std::vector<int32_t> ids = random_ids(40, rows, 10);
   std::vector<float> out(size_t(40 * 16));
   REQUIRE(tern_session_append(s, ids.data(), 30, out.data()) == TERN_OK);
   CHECK(tern_session_append(s, ids.data() + 30, 1, out.data()) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("cannot continue one"));
-  CHECK(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("ATTENTION 'attn'") && Catch::Contains("cannot continue one"));
+  REQUIRE(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
+  std::vector<float> qkv(size_t(40 * 3 * 16)), want(out.size());
+  ref::embedding(rg.g.table.data(), 3 * 16, ids.data(), 40, qkv.data());
+  ref::routing_attention(qkv.data(), 40, spec_for(c, 0.3f, rg.centroids), want.data());
+  CHECK(relative_error(out.data(), want.data(), out.size()) <= test::backend_tolerance(backend, kOpTolerance));
   tern_memory_plan plan{};
   REQUIRE(tern_session_plan(s, 64, &plan) == TERN_OK);
   CHECK(plan.state_bytes == 0);
   tern_session_free(s);
   tern_model_free(model);
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("routing op: the planner's bytes grow linearly with n, never as n x n", "[attention][routing][memory]") {
@@ -249,7 +299,8 @@ TEST_CASE("routing op: the loader checks its params and centroids", "[attention]
   }
 }
 
-TEST_CASE("routing goldens: one forward matches PyTorch", "[model][routing]") {
+TEST_CASE("routing goldens: one forward matches PyTorch (and, on Vulkan, the CPU path)", "[model][routing][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   for (const char* name : {"routing_only", "routing_mixed"}) {
     const std::string dir = test::source_path(std::string("tests/goldens/") + name);
     std::vector<int32_t> ids;
@@ -267,7 +318,23 @@ TEST_CASE("routing goldens: one forward matches PyTorch", "[model][routing]") {
     tern_model* model = nullptr;
     REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
     const int64_t n = int64_t(ids.size());
+    if (backend == TERN_BACKEND_VULKAN) {
+      std::vector<float> logits(golden.data.size()), cpu(golden.data.size());
+      tern_session* s = test::make_session_on(backend, model, 1);
+      INFO(tern_session_last_error(s));
+      REQUIRE(tern_session_forward(s, ids.data(), n, logits.data()) == TERN_OK);
+      tern_session_free(s);
+      s = make_session(model, 2);
+      REQUIRE(tern_session_forward(s, ids.data(), n, cpu.data()) == TERN_OK);
+      tern_session_free(s);
+      const double err = relative_error(logits.data(), golden.data.data(), logits.size());
+      const double vs_cpu = relative_error(logits.data(), cpu.data(), logits.size());
+      INFO("relative error " << err << ", vs CPU " << vs_cpu);
+      CHECK(err <= kModelTolerance);
+      CHECK(vs_cpu <= kModelTolerance);
+    }
     for (int threads : {1, 2}) {
+      if (backend != TERN_BACKEND_CPU) break;
       tern_session* s = make_session(model, threads);
       std::vector<float> logits(golden.data.size());
       INFO("threads " << threads << ": " << tern_session_last_error(s));
@@ -279,6 +346,7 @@ TEST_CASE("routing goldens: one forward matches PyTorch", "[model][routing]") {
     }
     tern_model_free(model);
   }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("routing configs: malformed attention objects are conversion errors", "[converter][routing]") {

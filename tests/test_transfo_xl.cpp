@@ -1,6 +1,7 @@
 // Hugging Face Transformer-XL checkpoints (converter/transfo-xl.md): goldens of tools/reference/
 // make_transfo_xl_goldens.py converted and streamed segment by segment with the memory, the state that stays
-// mem_len x d_model per layer for any number of segments, tied weights stored once, and the importer's errors.
+// mem_len x d_model per layer for any number of segments, tied weights stored once, and the importer's errors. The
+// goldens run on each backend: on Vulkan with the memory on the device, also against the CPU path.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -82,11 +83,43 @@ const char* const kGoldens[] = {"transfo_xl_adaptive", "transfo_xl_plain", "tran
 
 }  // namespace
 
-TEST_CASE("transfo-xl goldens: segment by segment with memory matches HF's TransfoXLLMHeadModel", "[model][transfo_xl]") {
+TEST_CASE("transfo-xl goldens: segment by segment with memory matches HF's TransfoXLLMHeadModel (CPU and Vulkan)",
+          "[model][transfo_xl][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   for (const char* name : kGoldens) {
     XlGolden g = load_golden(name);
     const int64_t n = int64_t(g.ids.size()), V = g.vocab(), T = g.tgt_len();
     CHECK(g.report.unused_tensors.empty());  // tied copies and HF's inv_freq buffer are read, not left over
+    if (backend == TERN_BACKEND_VULKAN) {
+      // The memory on the device, segment by segment.
+      tern_session* s = tern::test::make_session_on(backend, g.model, 1, 1 << 20, T);
+      for (int pass = 0; pass < 2; ++pass) {  // the second pass after a reset: the memory starts from zeros again
+        REQUIRE(tern_session_reset(s) == TERN_OK);
+        const std::vector<float> got = stream(s, g.ids, T, V);
+        for (int64_t pos = 0; pos < n; pos += T) {
+          const size_t off = size_t(pos * V), count = size_t(std::min(T, n - pos) * V);
+          const double err = relative_error(got.data() + off, g.log_probs.data.data() + off, count);
+          INFO(name << ", pass " << pass << ", segment at " << pos << ": relative error " << err);
+          CHECK(err <= kModelTolerance);
+        }
+      }
+      tern_memory_plan allocated{}, far{};
+      REQUIRE(tern_session_memory(s, &allocated) == TERN_OK);
+      REQUIRE(tern_session_plan(s, 1000 * T, &far) == TERN_OK);
+      CHECK(allocated.state_bytes == g.state_bytes());
+      CHECK(far.state_bytes == g.state_bytes());
+      tern_session_free(s);
+      // One forward of the whole sequence, and other cuts, against the CPU path cut the same way.
+      for (int64_t segment : {n, T / 2}) {
+        const std::vector<float> a = tern::test::run_on(backend, g.model, g.ids, V, segment, 1);
+        const std::vector<float> b = tern::test::run_on(TERN_BACKEND_CPU, g.model, g.ids, V, segment);
+        const double err = relative_error(a.data(), b.data(), a.size());
+        INFO(name << ", segment " << segment << ": Vulkan vs CPU " << err);
+        CHECK(err <= kModelTolerance);
+      }
+      tern_model_free(g.model);
+      continue;
+    }
     for (int threads : {1, 2}) {
       tern_session* s = make_session(g.model, threads, 1 << 20, T);
       for (int pass = 0; pass < 2; ++pass) {  // the second pass after a reset: the memory starts from zeros again
@@ -122,6 +155,7 @@ TEST_CASE("transfo-xl goldens: segment by segment with memory matches HF's Trans
     tern_session_free(s);
     tern_model_free(g.model);
   }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(tern::test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("transfo-xl state: mem_len x d_model per layer after 2 segments and after 1,000", "[model][transfo_xl][streaming]") {

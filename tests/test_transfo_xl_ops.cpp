@@ -1,6 +1,7 @@
 // Transformer-XL's ops on random inputs: ATTENTION of kind RelativeXL (ops/relative_xl.h) against its reference
 // kernel, segment after segment with the memory carried; ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX
-// (ops/adaptive.h) against theirs; and the loader's checks of all three.
+// (ops/adaptive.h) against theirs; and the loader's checks of all three. Each op also runs on every backend at small
+// sizes (CI runs Vulkan on lavapipe), Vulkan against the reference and the CPU path with the memory on the device.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -146,6 +147,47 @@ TEST_CASE("relative XL op: CPU kernel matches the reference segment after segmen
   }
 }
 
+TEST_CASE("relative XL op: matches the reference (and the CPU path) segment after segment (CPU and Vulkan)",
+          "[attention][transfo_xl][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
+  std::vector<XlOp> ops(4, XlOp{2, 8, 16, 12, 0, false, false, false});
+  ops[1].same_length = true;
+  ops[1].clamp_len = 6;
+  ops[2].mem_len = 5;
+  ops[2].pre_norm = true;
+  ops[2].heads = 3;
+  ops[3].mem_len = 0;
+  ops[3].dh = 4;
+  const int64_t n = 40, rows = 29;
+  for (size_t c = 0; c < ops.size(); ++c) {
+    const XlOp& op = ops[c];
+    const int64_t inner = int64_t(op.heads) * op.dh;
+    const auto seed = uint32_t(700 + 10 * c);
+    XlGraph x = build_xl_graph(op, rows, seed);
+    tern_model* model = test::finish_and_load(x.g, x.y, "backend_relative_xl" + std::to_string(c), 0);
+    const RelativeXL spec = spec_for(op, x);
+    const std::vector<int32_t> ids = test::random_ids(n, rows, seed + 7);
+    std::vector<float> h(size_t(n * op.d));
+    ref::embedding(x.g.table.data(), op.d, ids.data(), n, h.data());
+    for (int64_t segment : {int64_t(1), int64_t(9), n}) {
+      std::vector<float> want(size_t(n * inner)), memory(size_t(op.mem_len * op.d), 0.0f);
+      for (int64_t pos = 0; pos < n; pos += segment) {
+        ref::relative_xl_attention(h.data() + pos * op.d, std::min(segment, n - pos), memory.data(), spec,
+                                   want.data() + pos * inner);
+      }
+      tern_session* s = test::make_session_on(backend, model, backend == TERN_BACKEND_CPU ? 2 : 1, n, segment);
+      INFO("case " << c << ", segment " << segment);
+      // Twice: after a reset the memory is zeros again.
+      test::check_streamed_twice(backend, s, model, ids, inner, segment, want, tolerance);
+      test::check_state_bytes(s, uint64_t(op.mem_len * op.d) * sizeof(float), 1000 * segment);
+      tern_session_free(s);
+    }
+    tern_model_free(model);
+  }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
+}
+
 namespace {
 
 // One adaptive embedding + adaptive log-softmax pair over the same clusters.
@@ -159,14 +201,18 @@ struct AdaptiveCase {
 
 }  // namespace
 
-TEST_CASE("adaptive embedding and log-softmax ops: CPU kernels match the references", "[transfo_xl]") {
+TEST_CASE("adaptive embedding and log-softmax ops match the references (and, on Vulkan, the CPU path)",
+          "[transfo_xl][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   const std::vector<AdaptiveCase> cases = {
       {90, 16, {10, 30, 60}, {16, 8, 4, 2}, {false, true, true, true}, false},
       {50, 12, {}, {12}, {false}, false},
       {70, 12, {20, 45}, {9, 9, 9}, {true, true, true}, true},
       {40, 8, {}, {6}, {true}, false},
   };
-  for (size_t c = 0; c < cases.size(); ++c) {
+  // Vulkan: the first three cases, fewer tokens (lavapipe).
+  const size_t count = backend == TERN_BACKEND_CPU ? cases.size() : 3;
+  for (size_t c = 0; c < count; ++c) {
     const AdaptiveCase& a = cases[c];
     test::OpGraph g;
     const int32_t ids = g.graph.add_value("ids", fb::DType::I32, 1).value();
@@ -232,13 +278,29 @@ TEST_CASE("adaptive embedding and log-softmax ops: CPU kernels match the referen
                            convert::params::AdaptiveLogSoftmax{a.cutoffs}).ok());
     tern_model* model = test::finish_and_load(g, y, "adaptive_ops" + std::to_string(c), 64);
     std::mt19937 rng(uint32_t(400 + c));
-    const int64_t n = 37;
+    const int64_t n = backend == TERN_BACKEND_CPU ? 37 : 23;
     std::vector<int32_t> tokens(static_cast<size_t>(n));
     for (auto& t : tokens) t = int32_t(rng() % uint32_t(a.V));
     std::vector<float> x(size_t(n * a.d)), want(size_t(n * a.V));
     ref::adaptive_embedding(tokens.data(), n, in, x.data());
     ref::adaptive_log_softmax(x.data(), n, out, want.data());
+    if (backend != TERN_BACKEND_CPU) {
+      std::vector<float> got(size_t(n * a.V)), cpu(size_t(n * a.V));
+      tern_session* s = test::make_session_on(backend, model, 1, 64, 32);
+      INFO("case " << c << ": " << tern_session_last_error(s));
+      REQUIRE(tern_session_forward(s, tokens.data(), n, got.data()) == TERN_OK);
+      tern_session* on_cpu = make_session(model, 2, 64, 32);
+      REQUIRE(tern_session_forward(on_cpu, tokens.data(), n, cpu.data()) == TERN_OK);
+      tern_session_free(on_cpu);
+      CHECK(relative_error(got.data(), want.data(), got.size()) <= test::backend_tolerance(backend, kOpTolerance));
+      CHECK(relative_error(got.data(), cpu.data(), got.size()) <= test::backend_tolerance(backend, kOpTolerance));
+      const int32_t bad = int32_t(a.V);
+      CHECK(tern_session_forward(s, &bad, 1, got.data()) == TERN_INVALID_ARGUMENT);
+      CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("outside the vocabulary"));
+      tern_session_free(s);
+    }
     for (int threads : {1, 2}) {
+      if (backend != TERN_BACKEND_CPU) break;
       tern_session* s = make_session(model, threads, 64, 64);
       std::vector<float> got(size_t(n * a.V));
       REQUIRE(tern_session_forward(s, tokens.data(), n, got.data()) == TERN_OK);
@@ -256,6 +318,7 @@ TEST_CASE("adaptive embedding and log-softmax ops: CPU kernels match the referen
     }
     tern_model_free(model);
   }
+  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("relative XL and adaptive ops: the loader checks their weights and params", "[transfo_xl]") {

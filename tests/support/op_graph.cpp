@@ -1,6 +1,7 @@
 #include "op_graph.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
 
 #include "test_support.h"
@@ -49,6 +50,76 @@ tern_session* make_session_on(tern_backend backend, const tern_model* model, int
   INFO(tern_last_error());
   REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
   return s;
+}
+
+std::vector<float> run_ids(tern_session* s, const std::vector<int32_t>& ids, int64_t width, int64_t segment) {
+  const auto n = int64_t(ids.size());
+  std::vector<float> out(size_t(n * width));
+  REQUIRE(tern_session_reset(s) == TERN_OK);
+  if (segment == 0) {
+    INFO(tern_session_last_error(s));
+    REQUIRE(tern_session_forward(s, ids.data(), n, out.data()) == TERN_OK);
+    return out;
+  }
+  for (int64_t pos = 0; pos < n; pos += segment) {
+    const int64_t len = std::min(segment, n - pos);
+    INFO(tern_session_last_error(s));
+    REQUIRE(tern_session_append(s, ids.data() + pos, len, out.data() + pos * width) == TERN_OK);
+  }
+  return out;
+}
+
+std::vector<float> run_on(tern_backend backend, const tern_model* model, const std::vector<int32_t>& ids, int64_t width,
+                          int64_t segment, int threads) {
+  tern_session* s = make_session_on(backend, model, threads, int64_t(ids.size()), segment);
+  std::vector<float> out = run_ids(s, ids, width, segment);
+  tern_session_free(s);
+  return out;
+}
+
+void check_forward(tern_session* s, tern_session* cpu, const std::vector<int32_t>& ids, int64_t width,
+                   const std::vector<float>& want, double tolerance) {
+  const auto n = int64_t(ids.size());
+  std::vector<float> got(size_t(n * width));
+  INFO(tern_session_last_error(s));
+  REQUIRE(tern_session_forward(s, ids.data(), n, got.data()) == TERN_OK);
+  const double vs_ref = relative_error(got.data(), want.data(), got.size());
+  INFO("vs reference " << vs_ref);
+  CHECK(vs_ref <= tolerance);
+  if (cpu == nullptr) return;
+  std::vector<float> base(got.size());
+  REQUIRE(tern_session_forward(cpu, ids.data(), n, base.data()) == TERN_OK);
+  const double vs_cpu = relative_error(got.data(), base.data(), got.size());
+  INFO("vs CPU " << vs_cpu);
+  CHECK(vs_cpu <= tolerance);
+}
+
+void check_streamed_twice(tern_backend backend, tern_session* s, const tern_model* model, const std::vector<int32_t>& ids,
+                          int64_t width, int64_t segment, const std::vector<float>& want, double tolerance) {
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<float> got = run_ids(s, ids, width, segment);
+    INFO("pass " << pass);
+    CHECK(relative_error(got.data(), want.data(), got.size()) <= tolerance);
+    if (backend != TERN_BACKEND_CPU) {
+      const std::vector<float> on_cpu = run_on(TERN_BACKEND_CPU, model, ids, width, segment);
+      CHECK(relative_error(got.data(), on_cpu.data(), got.size()) <= tolerance);
+    }
+  }
+}
+
+void check_state_bytes(tern_session* s, uint64_t expected, int64_t far_tokens) {
+  tern_memory_plan allocated{}, far{};
+  REQUIRE(tern_session_memory(s, &allocated) == TERN_OK);
+  REQUIRE(tern_session_plan(s, far_tokens, &far) == TERN_OK);
+  CHECK(allocated.state_bytes == expected);
+  CHECK(far.state_bytes == expected);
+}
+
+void check_state_matches(tern_session* s, tern_session* cpu) {
+  tern_memory_plan on_backend{}, on_cpu{};
+  REQUIRE(tern_session_memory(s, &on_backend) == TERN_OK);
+  REQUIRE(tern_session_memory(cpu, &on_cpu) == TERN_OK);
+  CHECK(on_backend.state_bytes == on_cpu.state_bytes);
 }
 
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context) {

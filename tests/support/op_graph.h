@@ -30,6 +30,23 @@ tern_session* make_session(const tern_model* model, int threads, int64_t max_tok
 // The same on a chosen backend (threads only matter on the CPU).
 tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens = 0,
                               int64_t max_batch = 0, int64_t row_block_rows = 0);
+// After a reset, runs ids through s: one forward call (segment 0) or appends of `segment` tokens; the outputs [n, width].
+std::vector<float> run_ids(tern_session* s, const std::vector<int32_t>& ids, int64_t width, int64_t segment = 0);
+// The same on a fresh session of `backend` (max_tokens n, max_batch segment), freed after.
+std::vector<float> run_on(tern_backend backend, const tern_model* model, const std::vector<int32_t>& ids, int64_t width,
+                          int64_t segment = 0, int threads = 2);
+// One forward of ids on s [n, width], within `tolerance` of want; where cpu is not null (a CPU session of the same
+// model, for a test on another backend), also of the CPU path's output.
+void check_forward(tern_session* s, tern_session* cpu, const std::vector<int32_t>& ids, int64_t width,
+                   const std::vector<float>& want, double tolerance);
+// Streams ids through s (a session on `backend`) in segments twice, a reset between (the state starts over); each
+// pass within `tolerance` of want and, off the CPU, of the CPU path on `model` cut the same way.
+void check_streamed_twice(tern_backend backend, tern_session* s, const tern_model* model, const std::vector<int32_t>& ids,
+                          int64_t width, int64_t segment, const std::vector<float>& want, double tolerance);
+// The state s has allocated, and the planner's state for `far_tokens` tokens, are both `expected` bytes.
+void check_state_bytes(tern_session* s, uint64_t expected, int64_t far_tokens);
+// The state s holds (its allocated bytes) is the state of cpu, a CPU session of the same model.
+void check_state_matches(tern_session* s, tern_session* cpu);
 // Marks `output` as the model output, writes the model under the scratch dir and loads it.
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context);
 // Marks `output` as the model output, writes the model and checks that loading it fails with TERN_INVALID_MODEL and

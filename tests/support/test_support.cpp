@@ -82,6 +82,18 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+const char* backend_name(tern_backend backend) {
+  switch (backend) {
+    case TERN_BACKEND_CPU: return "CPU";
+    case TERN_BACKEND_VULKAN: return "Vulkan";
+    default: return "auto";
+  }
+}
+
+double backend_tolerance(tern_backend backend, double cpu_tolerance) {
+  return backend == TERN_BACKEND_VULKAN ? 1e-4 : cpu_tolerance;
+}
+
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tern/tern.h"
+
 namespace tern::test {
 
 // Absolute path of a file in the source tree, e.g. source_path("tests/goldens/x/config.json").
@@ -23,16 +25,32 @@ bool vulkan_device(std::string* why);
 // Messages the Vulkan validation layer has reported in this process (0 without the layer or the backend).
 uint64_t vulkan_validation_messages();
 void write_file(const std::string& path, const std::string& bytes);
+// "CPU" or "Vulkan", for the messages of a test that runs on each backend.
+const char* backend_name(tern_backend backend);
+// The bound of one backend's fp32 output against the reference (DESIGN.md, Numerics): the CPU's own bound, 1e-4 on
+// Vulkan.
+double backend_tolerance(tern_backend backend, double cpu_tolerance);
 
 }  // namespace tern::test
 
-// Ends the test case as a visible skip where no Vulkan device exists: the warning names it, and ctest reports the
-// test as skipped (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt), not as passed.
-#define TERN_SKIP_WITHOUT_VULKAN()                                            \
+// Ends the test case (or, under GENERATE, this backend's run of it) as a visible skip where `backend` is Vulkan and no
+// Vulkan device exists: the warning names it, and ctest reports the test as skipped (SKIP_REGULAR_EXPRESSION in
+// tests/CMakeLists.txt), not as passed. The CPU needs no device.
+#define TERN_SKIP_BACKEND_WITHOUT_DEVICE(backend)                             \
   do {                                                                        \
     std::string why_no_vulkan;                                                \
-    if (!::tern::test::vulkan_device(&why_no_vulkan)) {                       \
+    if ((backend) == TERN_BACKEND_VULKAN && !::tern::test::vulkan_device(&why_no_vulkan)) { \
       WARN("skipped: no Vulkan device (" << why_no_vulkan << ")");            \
       return;                                                                 \
     }                                                                         \
   } while (0)
+
+#define TERN_SKIP_WITHOUT_VULKAN() TERN_SKIP_BACKEND_WITHOUT_DEVICE(TERN_BACKEND_VULKAN)
+
+// Runs the rest of the test case once per backend (Catch2 GENERATE), the backend named in every failure's message;
+// the Vulkan run is a visible skip without a device. Op and model-family tests use it so that each lives once and
+// every backend runs it (DESIGN.md: the reference, the CPU path and the Vulkan path on the same random input).
+#define TERN_EACH_BACKEND(backend)                                            \
+  const tern_backend backend = GENERATE(TERN_BACKEND_CPU, TERN_BACKEND_VULKAN); \
+  TERN_SKIP_BACKEND_WITHOUT_DEVICE(backend);                                  \
+  INFO("backend: " << ::tern::test::backend_name(backend))
