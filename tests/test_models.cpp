@@ -89,6 +89,29 @@ TEST_CASE("reference family: full forward matches PyTorch goldens (and, on Vulka
   if (backend == TERN_BACKEND_VULKAN) CHECK(tern::test::vulkan_validation_messages() == 0);
 }
 
+// Row blocks on the CPU (core/row_chains.h): every golden's ops (dense, windowed and sparse attention included: they
+// run a block as an append over their KV cache or ring) form one chain, run here in blocks of 37 rows, which no
+// chunk, window or stride divides.
+TEST_CASE("reference family: one forward in 37-row blocks through attention matches the goldens", "[model][rowblock]") {
+  for (const char* name : kGoldens) {
+    Golden g = load_golden(name);
+    const int64_t n = int64_t(g.ids.size()), vocab = g.logits.shape[1];
+    tern_session* s = make_session(g.model, 2, 0, 0, 37);
+    tern_memory_plan plan{};
+    REQUIRE(tern_session_plan(s, n, &plan) == TERN_OK);
+    INFO(name << ": " << plan.row_chains << " chain(s) of " << plan.row_block_rows << " rows; " << tern_session_last_error(s));
+    CHECK(plan.row_chains == 1);
+    CHECK(plan.row_block_rows == 37);
+    std::vector<float> logits(size_t(n * vocab));
+    REQUIRE(tern_session_forward(s, g.ids.data(), n, logits.data()) == TERN_OK);
+    const double err = relative_error(logits.data(), g.logits.data.data(), logits.size());
+    INFO("relative error " << err);
+    CHECK(err <= kModelTolerance);
+    tern_session_free(s);
+    tern_model_free(g.model);
+  }
+}
+
 // Streaming keeps the state in the session (on Vulkan, on the device). The CPU streams every golden whole, token by
 // token and in segments of 37; Vulkan (lavapipe in CI) the kinds with a state of their own, 300 tokens in segments of 37.
 const char* const kStreamingGoldensVulkan[] = {"pre_untied_nobias_gelutanh", "sliding_w64", "strided_merged",

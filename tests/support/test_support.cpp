@@ -53,6 +53,13 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   return out;
 }
 
+namespace {
+bool g_skipped = false;
+}  // namespace
+
+void note_skipped() { g_skipped = true; }
+bool skipped_any() { return g_skipped; }
+
 bool vulkan_device(std::string* why) {
 #ifdef TERN_HAVE_VULKAN
   static const std::string missing = [] {
