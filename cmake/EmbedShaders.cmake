@@ -1,26 +1,54 @@
-# tern_embed_shaders(TARGET target SOURCES a.comp b.comp ... INCLUDE_DIR dir)
+# tern_embed_shaders(TARGET target SOURCES a.comp b.comp ... INCLUDE_DIR dir [VARIANTS name=source:DEFINE[:ENV] ...])
 # Compiles each GLSL compute shader with glslc at build time into SPIR-V written as a C initializer list
 # (glslc -mfmt=c), and adds to TARGET one generated source that holds them all as uint32_t arrays with a lookup by
 # name (vulkan/shaders.h: find_shader). Nothing generated is committed; the arrays live in the build tree.
+# A variant is one more SPIR-V of a source, built with -D<DEFINE> (and --target-env=<ENV>, default vulkan1.0) and
+# looked up as <name>: e.g. linear_f16=linear:WEIGHT_F16:vulkan1.1 is shaders/linear.comp with WEIGHT_F16 defined,
+# found as "linear_f16". 16-bit storage wants vulkan1.1 (SPIR-V 1.3): its buffers are then in the StorageBuffer
+# storage class, which storageBuffer16BitAccess covers (vulkan1.0's Uniform + BufferBlock buffers would need
+# uniformAndStorageBuffer16BitAccess as the validation layer reads them).
 if(POLICY CMP0116)
   cmake_policy(SET CMP0116 NEW)  # depfiles as glslc writes them, absolute paths
 endif()
 function(tern_embed_shaders)
-  cmake_parse_arguments(ARG "" "TARGET;INCLUDE_DIR" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET;INCLUDE_DIR" "SOURCES;VARIANTS" ${ARGN})
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${out_dir})
   set(incs "")
   set(decls "")
   set(entries "")
+  set(builds "")  # name|source|define|env (define NONE for the plain builds)
   foreach(src ${ARG_SOURCES})
     get_filename_component(name ${src} NAME_WE)
+    list(APPEND builds "${name}|${src}|NONE|vulkan1.0")
+  endforeach()
+  foreach(variant ${ARG_VARIANTS})
+    if(NOT variant MATCHES "^([A-Za-z0-9_]+)=([A-Za-z0-9_]+):([A-Za-z0-9_]+)(:(vulkan1\\.[0-9]))?$")
+      message(FATAL_ERROR "tern_embed_shaders: variant '${variant}' is not name=source:DEFINE[:vulkan1.N]")
+    endif()
+    set(env vulkan1.0)
+    if(CMAKE_MATCH_5)
+      set(env ${CMAKE_MATCH_5})
+    endif()
+    list(APPEND builds "${CMAKE_MATCH_1}|${ARG_INCLUDE_DIR}/${CMAKE_MATCH_2}.comp|${CMAKE_MATCH_3}|${env}")
+  endforeach()
+  foreach(build ${builds})
+    string(REPLACE "|" ";" parts "${build}")
+    list(GET parts 0 name)
+    list(GET parts 1 src)
+    list(GET parts 2 define)
+    list(GET parts 3 env)
+    set(defines "")
+    if(NOT define STREQUAL "NONE")
+      set(defines -D${define})
+    endif()
     set(inc ${out_dir}/${name}.spv.inc)
     add_custom_command(
       OUTPUT ${inc}
-      COMMAND ${GLSLC_EXECUTABLE} -O --target-env=vulkan1.0 -I ${ARG_INCLUDE_DIR} -mfmt=c -MD -MF ${inc}.d -o ${inc} ${src}
+      COMMAND ${GLSLC_EXECUTABLE} -O --target-env=${env} -I ${ARG_INCLUDE_DIR} ${defines} -mfmt=c -MD -MF ${inc}.d -o ${inc} ${src}
       DEPENDS ${src}
       DEPFILE ${inc}.d
-      COMMENT "glslc: ${name}.comp"
+      COMMENT "glslc: ${name}"
       VERBATIM)
     list(APPEND incs ${inc})
     string(APPEND decls "const uint32_t k_${name}[] =\n#include \"${name}.spv.inc\"\n;\n")

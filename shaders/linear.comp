@@ -4,12 +4,20 @@
 // the part's rows, out its row count, and y is bound from the part's first column, y_stride the op's full out.
 // Tiled GEMM: a TILE x TILE workgroup computes a TILE x TILE block of y (workgroup x: output columns, y: tokens),
 // staging TILE-wide slices of x and W in shared memory. Shared memory: 2 * TILE * TILE floats.
+// Built twice (cmake/EmbedShaders.cmake): "linear", and "linear_f16" with WEIGHT_F16, where W is float16
+// (weight_storage F16), read and widened to float; its off[2] counts halves. Everything else stays float.
+#ifdef WEIGHT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define WEIGHT_T float16_t
+#else
+#define WEIGHT_T float
+#endif
 #include "common/interface.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 0) in;
 layout(constant_id = 0) const uint TILE = 16;
 layout(constant_id = 1) const bool HAS_BIAS = false;
 layout(std430, binding = 1) readonly buffer X { float x[]; };
-layout(std430, binding = 2) readonly buffer W { float w[]; };
+layout(std430, binding = 2) readonly buffer W { WEIGHT_T w[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 4) writeonly buffer Out { float y[]; };
 shared float xs[TILE * TILE];  // [token][k]
@@ -25,7 +33,7 @@ void main() {
   for (uint k0 = 0; k0 < in_dim; k0 += TILE) {
     uint k = k0 + lx;
     xs[ly * TILE + lx] = (row < call.n && k < in_dim) ? x[pc.off[1] + row * in_dim + k] : 0.0;
-    ws[ly * TILE + lx] = (wrow < out_dim && k < in_dim) ? w[pc.off[2] + wrow * in_dim + k] : 0.0;
+    ws[ly * TILE + lx] = (wrow < out_dim && k < in_dim) ? float(w[pc.off[2] + wrow * in_dim + k]) : 0.0;
     barrier();
     for (uint kk = 0; kk < TILE; ++kk) acc += xs[ly * TILE + kk] * ws[lx * TILE + kk];
     barrier();

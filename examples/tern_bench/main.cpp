@@ -25,6 +25,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   --profile              time every op during the warm runs; print them sorted by time (md output)
   --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
   --device N             Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
+  --f16-weights          Vulkan: store LINEAR weights and EMBEDDING tables as float16 on the device (half their
+                         memory; compute stays float32); needs storageBuffer16BitAccess. The output says the storage
   --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
                          its own; a number at least the prefill length runs every op on the whole call at once)
   -h, --help             this text
@@ -42,6 +44,7 @@ struct Test {
   uint64_t peak_rss = 0;
   std::string skipped;
   std::string backend = "cpu", device = "CPU", driver;  // where the session ran (tern_session_get_backend)
+  bool f16_weights = false;  // ran on Vulkan with weight_storage F16
   struct OpTime {
     std::string name, kind;
     int64_t calls;
@@ -73,8 +76,8 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // Runs one test; returns false with a message on a runtime error.
-bool run_test(const tern_model* model, tern_backend backend, int device, int64_t row_block_rows, int64_t vocab,
-              int64_t context, int reps, bool profile, Test* t, std::string* error) {
+bool run_test(const tern_model* model, tern_backend backend, int device, int64_t row_block_rows, bool f16_weights,
+              int64_t vocab, int64_t context, int reps, bool profile, Test* t, std::string* error) {
   const int64_t total = t->prefill > 0 ? t->prefill : t->depth + t->generate;
   if (context > 0 && total > context) {
     t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
@@ -85,6 +88,7 @@ bool run_test(const tern_model* model, tern_backend backend, int device, int64_t
   so.backend = backend;
   so.device = device;
   so.row_block_rows = row_block_rows;
+  so.weight_storage = f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
   so.threads = t->threads;
   so.max_tokens = total;
   so.max_batch = std::max<int64_t>(1, t->prefill > 0 ? t->prefill : std::max(t->depth, int64_t(1)));
@@ -100,6 +104,7 @@ bool run_test(const tern_model* model, tern_backend backend, int device, int64_t
   t->backend = where.backend == TERN_BACKEND_VULKAN ? "vulkan" : "cpu";
   t->device = where.device_name;
   t->driver = where.driver;
+  t->f16_weights = f16_weights && where.backend == TERN_BACKEND_VULKAN;  // backend auto on the CPU: float32
   tern_session_plan(s, total, &t->plan);
   std::mt19937 rng(42);
   std::vector<int32_t> ids(static_cast<size_t>(total));
@@ -158,8 +163,14 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
   std::printf("model: %s (loaded and verified in %.2f ms)\n", model.c_str(), load_ms);
   for (const Test& t : tests) {
     if (!t.skipped.empty()) continue;
-    if (t.backend == "vulkan") std::printf("backend: vulkan, device: %s, driver: %s\n", t.device.c_str(), t.driver.c_str());
-    else std::printf("backend: cpu\n");
+    if (t.backend == "vulkan") {
+      std::printf("backend: vulkan, device: %s, driver: %s\n", t.device.c_str(), t.driver.c_str());
+      std::printf("weights: %s, %s on the device\n",
+                  t.f16_weights ? "float16 storage for LINEAR weights and EMBEDDING tables (--f16-weights)" : "float32",
+                  tern::cli::format_bytes(t.plan.packed_weight_bytes).c_str());
+    } else {
+      std::printf("backend: cpu\n");
+    }
     break;
   }
   std::printf("\n");
@@ -209,7 +220,7 @@ void print_profile(const std::vector<Test>& tests) {
 
 void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
-  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes\n");
+  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage\n");
   bool first = true;
   for (const Test& t : tests) {
     if (!t.skipped.empty()) {  // JSON keeps the test and why it did not run; CSV rows are measurements only
@@ -225,13 +236,14 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
         ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
-          "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu}"
-        : "%s%s,%s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu";
+          "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\"}"
+        : "%s%s,%s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s";
     std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), t.device.c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
                 double(t.n_tokens) / (med / 1e3), (unsigned long long)t.peak_rss,
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
-                (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes);
+                (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes,
+                (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32");
     if (!json) std::printf("\n");
     first = false;
   }
@@ -249,7 +261,7 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},
-                       {"-h", "--help", "--profile"});
+                       {"-h", "--help", "--profile", "--f16-weights"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -316,7 +328,7 @@ int main(int argc, char** argv) {
   for (Test& t : tests) {
     std::string error;
     std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
-    if (!run_test(model, backend, int(device + 1), row_block_rows, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
+    if (!run_test(model, backend, int(device + 1), row_block_rows, args.has("--f16-weights"), info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
       tern_model_free(model);
       return fail(t.name + ": " + error);
     }

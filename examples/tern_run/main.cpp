@@ -43,6 +43,9 @@ Session:
                         device (fails, naming the op, for a model with ops that have no shader yet); auto: a
                         Vulkan GPU when there is one and the model runs there, else the CPU, with a notice
   --device N            Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
+  --f16-weights         Vulkan: store LINEAR weights and EMBEDDING tables as float16 on the device (half their
+                        memory; compute stays float32: only the weights' rounding differs); needs a device with
+                        storageBuffer16BitAccess. With --backend cpu: an error; auto on the CPU: float32
   -h, --help            this text
 )";
 
@@ -245,7 +248,7 @@ int main(int argc, char** argv) {
                        {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
                         "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
                         "--memory-budget", "--device"},
-                       {"-h", "--help", "--perplexity"});
+                       {"-h", "--help", "--perplexity", "--f16-weights"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -302,11 +305,13 @@ int main(int argc, char** argv) {
   if (opt.stream && opt.max_batch == 0) so.max_batch = opt.segment;
   so.memory_budget_bytes = uint64_t(opt.memory_budget);
   so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
+  so.weight_storage = args.has("--f16-weights") ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(err.message);
   const tern_backend_info where = session.backend();
   if (where.backend == TERN_BACKEND_VULKAN) {
-    std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s\n", where.device_name, where.device_type, where.driver);
+    std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s, weights: %s\n", where.device_name,
+                 where.device_type, where.driver, so.weight_storage == TERN_WEIGHT_STORAGE_F16 ? "float16 storage" : "float32");
   } else {
     std::fprintf(stderr, "backend: cpu\n");
   }

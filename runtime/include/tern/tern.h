@@ -27,6 +27,18 @@ typedef enum {
 
 typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;
 
+/* How a Vulkan session stores weights on the device (tern_session_options.weight_storage).
+ * TERN_WEIGHT_STORAGE_F32: as the file holds them (float32).
+ * TERN_WEIGHT_STORAGE_F16: LINEAR weights and EMBEDDING tables are uploaded as IEEE float16 (converted on the host
+ * at session creation, rounded to nearest even) and the shaders widen them to float32: compute, activations,
+ * biases, state and every other op's weights stay float32. Those weights take half the device memory, and the
+ * logits differ from the float32 path only by the weights' rounding to float16 (none for a checkpoint saved in
+ * float16, such as the shipped kjv-byte model). Needs a device with storageBuffer16BitAccess (Vulkan 1.1 16-bit
+ * storage): without it session creation fails with TERN_UNSUPPORTED naming the feature. TERN_BACKEND_CPU:
+ * TERN_UNSUPPORTED (a Vulkan option); TERN_BACKEND_AUTO that falls back to the CPU runs float32 and says so in its
+ * one-line notice. */
+typedef enum { TERN_WEIGHT_STORAGE_F32 = 0, TERN_WEIGHT_STORAGE_F16 = 1 } tern_weight_storage;
+
 /* TERN_BACKEND_VULKAN runs every op as a compute shader on a Vulkan device (creation fails with TERN_UNSUPPORTED
  * naming the op when one has no shader yet, or when there is no loader or device). TERN_BACKEND_AUTO takes a Vulkan
  * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
@@ -44,6 +56,7 @@ typedef struct {
                          * N >= 1: the loader's device N-1 (what vulkaninfo lists as GPU N-1). Ignored on the CPU. */
   int64_t row_block_rows;       /* 0: each chain of row-wise ops picks its block (256..1024 rows, see
                                  * core/row_chains.h); otherwise every chain runs in blocks of this many rows */
+  tern_weight_storage weight_storage; /* TERN_WEIGHT_STORAGE_F32 by default; F16: Vulkan only, see above */
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */

@@ -36,6 +36,7 @@ struct VulkanConfig {
   bool allow_cpu_device = true;  // false (backend auto): a CPU implementation such as lavapipe does not count
   int64_t max_tokens = 0;
   int64_t max_batch = 0;
+  bool f16_weights = false;  // LINEAR weights and EMBEDDING tables stored as float16 (needs storageBuffer16BitAccess)
 };
 
 // Fails with TERN_UNSUPPORTED naming the first op (and attention kind) without a shader, or the missing loader or

@@ -76,6 +76,16 @@ Status Session::build(const tern_session_options& options) {
   if (backend != TERN_BACKEND_CPU && backend != TERN_BACKEND_AUTO && backend != TERN_BACKEND_VULKAN) {
     return InvalidArgument("unknown backend " + std::to_string(backend));
   }
+  int weight_storage = 0;
+  static_assert(sizeof weight_storage == sizeof options.weight_storage, "tern_weight_storage is an int-sized enum");
+  std::memcpy(&weight_storage, &options.weight_storage, sizeof weight_storage);
+  if (weight_storage != TERN_WEIGHT_STORAGE_F32 && weight_storage != TERN_WEIGHT_STORAGE_F16) {
+    return InvalidArgument("unknown weight_storage " + std::to_string(weight_storage) + " (0: F32, 1: F16)");
+  }
+  if (weight_storage == TERN_WEIGHT_STORAGE_F16 && backend == TERN_BACKEND_CPU) {
+    return Unsupported("weight_storage F16 is a Vulkan option: the CPU backend runs the file's float32 weights "
+                       "(use backend Vulkan, or weight_storage F32)");
+  }
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
@@ -182,13 +192,15 @@ bool Session::build_device(const tern_session_options& options, Status* st) {
   config.allow_cpu_device = options.backend == TERN_BACKEND_VULKAN || options.device > 0;
   config.max_tokens = max_tokens_;
   config.max_batch = max_batch_;
+  config.f16_weights = options.weight_storage == TERN_WEIGHT_STORAGE_F16;
   auto runner = create_vulkan_runner(model_, config);
   if (!runner.ok()) {
     if (options.backend == TERN_BACKEND_VULKAN) {
       *st = runner.status();
       return true;
     }
-    std::fprintf(stderr, "tern: backend auto: running on the CPU (%s)\n", runner.status().message().c_str());
+    std::fprintf(stderr, "tern: backend auto: running on the CPU (%s)%s\n", runner.status().message().c_str(),
+                 config.f16_weights ? "; weights float32 (weight_storage F16 is a Vulkan option)" : "");
     return false;
   }
   device_ = std::move(runner).value();

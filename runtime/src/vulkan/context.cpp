@@ -47,6 +47,13 @@ Status storage_buffer_range_override(uint64_t* range) {
   return Status::Ok();
 }
 
+// TERN_VULKAN_NO_16BIT_STORAGE=1: act as a device without storageBuffer16BitAccess (read per context, like the
+// range above), so that the message a float16-weight session gets on such a device can be checked on one that has it.
+bool no_16bit_storage_requested() {
+  const char* v = std::getenv("TERN_VULKAN_NO_16BIT_STORAGE");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 const char* type_name(VkPhysicalDeviceType t) {
   switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
@@ -72,14 +79,35 @@ int rank(VkPhysicalDeviceType t) {
 
 uint64_t validation_message_count() { return g_validation_messages.load(); }
 
-Result<std::unique_ptr<Context>> Context::create(int device, bool allow_cpu_device) {
+Result<std::unique_ptr<Context>> Context::create(int device, bool allow_cpu_device, bool f16_storage) {
   std::unique_ptr<Context> c(new Context());
-  Status st = c->init(device, allow_cpu_device);
+  Status st = c->init(device, allow_cpu_device, f16_storage);
   if (!st.ok()) return st;
   return c;
 }
 
-Status Context::init(int device_choice, bool allow_cpu_device) {
+void Context::read_features(uint32_t api_version) {
+  features_.api_version = api_version;
+  // The instance asks for Vulkan 1.1, so the 1.1 entry point and structures are there for a 1.1 device; the 1.2
+  // structures are chained only for a device that reports 1.2 (a 1.0 device: every feature stays false).
+  if (!api_.vkGetPhysicalDeviceFeatures2 || api_version < VK_API_VERSION_1_1) return;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16i8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  f2.pNext = &s16;
+  if (api_version >= VK_API_VERSION_1_2) {
+    s16.pNext = &s8;
+    s8.pNext = &f16i8;
+  }
+  api_.vkGetPhysicalDeviceFeatures2(physical_, &f2);
+  features_.storage_buffer_16bit = s16.storageBuffer16BitAccess == VK_TRUE && !no_16bit_storage_requested();
+  features_.storage_buffer_8bit = s8.storageBuffer8BitAccess == VK_TRUE;
+  features_.shader_float16 = f16i8.shaderFloat16 == VK_TRUE;
+  features_.shader_int8 = f16i8.shaderInt8 == VK_TRUE;
+}
+
+Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage) {
   TERN_RETURN_IF_ERROR(api_.open());
   const bool validation = validation_requested();
   std::vector<const char*> layers, extensions;
@@ -198,6 +226,12 @@ Status Context::init(int device_choice, bool allow_cpu_device) {
   limits_.max_per_stage_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
   limits_.timestamp_period_ns = timestamps ? l.timestampPeriod : 0.0f;
 
+  read_features(props.apiVersion);
+  if (f16_storage && !features_.storage_buffer_16bit) {
+    return Unsupported(std::string("weight_storage F16 needs storageBuffer16BitAccess (16-bit storage buffers), which "
+                                   "Vulkan device '") + props.deviceName + "' does not have; use weight_storage F32");
+  }
+
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family_;
@@ -206,6 +240,12 @@ Status Context::init(int device_choice, bool allow_cpu_device) {
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  VkPhysicalDevice16BitStorageFeatures enable16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  if (f16_storage) {  // only what a float16-weight session needs; every other session creates a plain device
+    enable16.storageBuffer16BitAccess = VK_TRUE;
+    dci.pNext = &enable16;
+    f16_storage_ = true;
+  }
   TERN_VK_RETURN_IF_ERROR(api_.vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
   TERN_RETURN_IF_ERROR(api_.load_device(device_));
   api_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);

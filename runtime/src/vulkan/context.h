@@ -15,7 +15,9 @@ class Context {
   // device 0: the best device (discrete > integrated > virtual > CPU implementation); N >= 1: the loader's N-1-th.
   // With allow_cpu_device false, CPU implementations (lavapipe, SwiftShader) are passed over: Tern's own CPU
   // path is faster than running shaders on the same cores.
-  static Result<std::unique_ptr<Context>> create(int device, bool allow_cpu_device);
+  // With f16_storage, the device must have storageBuffer16BitAccess (TERN_UNSUPPORTED naming it otherwise), and
+  // it is enabled.
+  static Result<std::unique_ptr<Context>> create(int device, bool allow_cpu_device, bool f16_storage = false);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -25,12 +27,15 @@ class Context {
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   const DeviceLimits& limits() const { return limits_; }
+  const DeviceFeatures& features() const { return features_; }
+  bool f16_storage_enabled() const { return f16_storage_; }
   const DeviceInfo& info() const { return info_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
 
  private:
   Context() = default;
-  Status init(int device, bool allow_cpu_device);
+  Status init(int device, bool allow_cpu_device, bool f16_storage);
+  void read_features(uint32_t api_version);
 
   Api api_;
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -40,6 +45,8 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   DeviceLimits limits_;
+  DeviceFeatures features_;
+  bool f16_storage_ = false;
   DeviceInfo info_;
   VkPhysicalDeviceMemoryProperties memory_{};
 };

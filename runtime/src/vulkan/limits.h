@@ -24,6 +24,16 @@ struct DeviceLimits {
   float timestamp_period_ns = 0;                  // timestampPeriod; 0 when the compute queue has no timestamps
 };
 
+// Device features read at run time (vkGetPhysicalDeviceFeatures2; all false on a Vulkan 1.0 device). Only
+// storage_buffer_16bit is ever enabled, at device creation and only for a session that stores weights as float16.
+struct DeviceFeatures {
+  uint32_t api_version = 0;           // VkPhysicalDeviceProperties::apiVersion
+  bool storage_buffer_16bit = false;  // storageBuffer16BitAccess (Vulkan 1.1): float16_t in storage buffers
+  bool storage_buffer_8bit = false;   // storageBuffer8BitAccess (Vulkan 1.2)
+  bool shader_float16 = false;        // shaderFloat16 (Vulkan 1.2): 16-bit float arithmetic
+  bool shader_int8 = false;           // shaderInt8 (Vulkan 1.2)
+};
+
 // What one dispatch of one pipeline needs; `where` names the op for messages.
 struct DispatchNeeds {
   std::string where;

@@ -18,7 +18,7 @@ namespace tern::vk {
 
 // Present only with the instance extensions or versions that bring them; may stay null.
 #define TERN_VK_OPTIONAL_INSTANCE_FUNCTIONS(X) \
-  X(vkGetPhysicalDeviceProperties2) X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
+  X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
 
 #define TERN_VK_DEVICE_FUNCTIONS(X)                                                                           \
   X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements) \

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "vulkan/half.h"
 #include "vulkan/ops.h"
 
 namespace tern::vk {
@@ -65,6 +66,19 @@ Result<Slice> Lowering::weight(const TensorInfo* tensor) {
   return slice.value();
 }
 
+Result<Slice> Lowering::weight_f16(const TensorInfo* tensor) {
+  auto it = weights_f16_.find(tensor);
+  if (it != weights_f16_.end()) return it->second;
+  if (tensor->dtype != fb::DType::F32) return Unsupported("weight '" + tensor->name + "' is not float32");
+  const uint64_t elements = tensor->size / sizeof(float);
+  auto slice = memory.allocate(elements * 2, MemoryKind::kDevice, tensor->name.c_str());
+  if (!slice.ok()) return slice.status();
+  weights_f16_[tensor] = slice.value();
+  pending_.push_back({tensor->data, elements * 2, slice.value(), true});
+  weight_bytes += elements * 2;
+  return slice.value();
+}
+
 Result<Slice> Lowering::constant(std::vector<float> data, const char* what) {
   const uint64_t bytes = data.size() * sizeof(float);
   auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
@@ -92,7 +106,7 @@ Result<Slice> Lowering::scratch(uint64_t bytes, const char* what) {
 
 Status Lowering::upload() {
   uint64_t total = 0;
-  for (const Pending& p : pending_) total += p.bytes;
+  for (const Pending& p : pending_) total += (p.bytes + 3) / 4 * 4;
   if (total == 0 && zeroed_.empty()) return Status::Ok();
   total = std::max<uint64_t>(total, 4);
   Memory staging(ctx);  // freed when this returns
@@ -101,9 +115,19 @@ Status Lowering::upload() {
   uint64_t at = 0;
   std::vector<std::pair<const Pending*, uint64_t>> copies;
   for (const Pending& p : pending_) {
-    std::memcpy(buf.value().mapped + at, p.data, p.bytes);
+    uint8_t* dst = buf.value().mapped + at;
+    if (p.to_f16) {
+      for (uint64_t i = 0; i < p.bytes / 2; ++i) {
+        float f;
+        std::memcpy(&f, p.data + i * sizeof(float), sizeof f);
+        const uint16_t h = float_to_half(f);
+        std::memcpy(dst + i * 2, &h, 2);
+      }
+    } else {
+      std::memcpy(dst, p.data, p.bytes);
+    }
     copies.push_back({&p, at});
-    at += p.bytes;
+    at += (p.bytes + 3) / 4 * 4;  // each copy's source offset a multiple of 4
   }
   const Api& vk = ctx.api();
   const Slice src = buf.value();

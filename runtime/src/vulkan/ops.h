@@ -29,6 +29,10 @@ class Lowering {
 
   // The tensor's data on the device, uploaded once per session however many ops read it.
   Result<Slice> weight(const TensorInfo* tensor);
+  // The tensor as float16 (converted on the host while staging, round to nearest even), uploaded once however
+  // many ops read it this way; for the ops with float16-weight shaders when f16_weights is set.
+  Result<Slice> weight_f16(const TensorInfo* tensor);
+  bool f16_weights = false;  // weight_storage F16: LINEAR weights and EMBEDDING tables as float16
   // A table computed on the host at session creation (e.g. sinusoid frequencies), uploaded with the weights.
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
@@ -46,10 +50,11 @@ class Lowering {
  private:
   struct Pending {
     const uint8_t* data;
-    uint64_t bytes;
+    uint64_t bytes;  // on the device
     Slice dst;
+    bool to_f16 = false;  // data holds bytes / 2 floats, staged as float16
   };
-  std::map<const TensorInfo*, Slice> weights_;
+  std::map<const TensorInfo*, Slice> weights_, weights_f16_;
   std::vector<std::unique_ptr<std::vector<float>>> constants_;
   std::vector<Pending> pending_;
   std::vector<Slice> zeroed_;

@@ -6,7 +6,9 @@ namespace tern::vk {
 Status lower_linear(const Node& node, Lowering& low) {
   const TensorInfo* w = node.weights[0];  // [out, in]
   const int64_t out = w->shape[0], in = w->shape[1];
-  auto wt = low.weight(w);
+  // weight_storage F16: W as float16 (linear_f16), its bindings' offsets counted in halves; the bias stays float.
+  const uint32_t elem = low.f16_weights ? 2 : 4;
+  auto wt = low.f16_weights ? low.weight_f16(w) : low.weight(w);
   if (!wt.ok()) return wt.status();
   const bool has_bias = node.weights.size() > 1 && node.weights[1];
   auto bias = has_bias ? low.weight(node.weights[1]) : wt;  // [out]
@@ -17,7 +19,7 @@ Status lower_linear(const Node& node, Lowering& low) {
                          l.max_compute_work_group_size[1] >= 16) ? 16 : 8;
   // A weight over maxStorageBufferRange is bound as parts of whole output rows, one dispatch each writing its
   // columns of y (bias sliced alike); one part, the whole weight, otherwise.
-  const uint64_t row_bytes = uint64_t(in) * sizeof(float);
+  const uint64_t row_bytes = uint64_t(in) * elem;
   auto parts = split_rows(l, where(node), "weight", wt.value().offset, out, row_bytes);
   if (!parts.ok()) return parts.status();
   for (const RowRange& part : parts.value()) {
@@ -25,7 +27,7 @@ Status lower_linear(const Node& node, Lowering& low) {
     DispatchSpec s;
     s.where = where(node);
     s.node = node.index;
-    s.shader = "linear";
+    s.shader = low.f16_weights ? "linear_f16" : "linear";
     s.spec = {tile, has_bias ? 1u : 0u};
     s.local_size = {tile, tile, 1};
     s.shared_bytes = 2 * tile * tile * sizeof(float);
@@ -39,7 +41,7 @@ Status lower_linear(const Node& node, Lowering& low) {
     Binding y = low.values[node.outputs[0]];  // from column part.begin of row 0
     y.offset += col0;
     if (y.bytes) y.bytes -= col0;
-    const Binding wpart{wt.value(), uint64_t(part.begin) * row_bytes, uint64_t(rows) * row_bytes, "weight"};
+    const Binding wpart{wt.value(), uint64_t(part.begin) * row_bytes, uint64_t(rows) * row_bytes, "weight", elem};
     // Without a bias the part of W stands in, unread.
     const Binding b = has_bias ? Binding{bias.value(), col0, uint64_t(rows) * sizeof(float), "bias"} : wpart;
     s.bindings = {low.values[node.inputs[0]], wpart, b, y};

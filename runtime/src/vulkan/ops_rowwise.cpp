@@ -58,19 +58,21 @@ float top_bits(double x, int bits) {
 Status lower_embedding(const Node& node, Lowering& low) {
   const int64_t d = width(low, node.outputs[0]);
   const int64_t V = node.weights[0]->shape[0];
-  auto table = low.weight(node.weights[0]);  // [V, d]
+  // weight_storage F16: the table as float16 (embedding_f16), its binding's offset counted in halves.
+  const uint32_t elem = low.f16_weights ? 2 : 4;
+  auto table = low.f16_weights ? low.weight_f16(node.weights[0]) : low.weight(node.weights[0]);  // [V, d]
   if (!table.ok()) return table.status();
   // A table over maxStorageBufferRange is bound as parts of whole vocab rows, one dispatch each writing the rows
   // of y whose ids fall in its part; one part, the whole table, otherwise.
-  const uint64_t row_bytes = uint64_t(d) * sizeof(float);
+  const uint64_t row_bytes = uint64_t(d) * elem;
   auto parts = split_rows(low.ctx.limits(), where(node), "table", table.value().offset, V, row_bytes);
   if (!parts.ok()) return parts.status();
   for (const RowRange& part : parts.value()) {
-    DispatchSpec s = elementwise(node, "embedding", d);
+    DispatchSpec s = elementwise(node, low.f16_weights ? "embedding_f16" : "embedding", d);
     s.args[1] = int32_t(part.begin);
     s.args[2] = int32_t(part.count);
     s.bindings = {low.values[node.inputs[0]],
-                  {table.value(), uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table"},
+                  {table.value(), uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table", elem},
                   low.values[node.outputs[0]]};
     TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
   }

@@ -59,8 +59,9 @@ Status Program::add(DispatchSpec spec) {
     const uint64_t bind_at = begin / align * align;
     const uint64_t range = begin + bytes - bind_at;
     TERN_RETURN_IF_ERROR(check_binding(limits, spec.where, b.what, range));
-    if ((begin - bind_at) % sizeof(float) != 0) return Status(TERN_DEVICE_ERROR, spec.where + ": misaligned binding");
-    d.push.off[i + 1] = uint32_t((begin - bind_at) / sizeof(float));
+    // A float16 weight's part may start at any even byte: its offset counts halves, not floats.
+    if ((begin - bind_at) % b.element_bytes != 0) return Status(TERN_DEVICE_ERROR, spec.where + ": misaligned binding");
+    d.push.off[i + 1] = uint32_t((begin - bind_at) / b.element_bytes);
     d.buffers.push_back({b.slice.buffer, bind_at, range});
   }
   dispatches_.push_back(std::move(d));

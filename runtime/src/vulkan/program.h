@@ -24,6 +24,7 @@ struct Binding {
   uint64_t offset = 0;  // bytes into the slice
   uint64_t bytes = 0;   // 0: to the end of the slice
   const char* what = "";
+  uint32_t element_bytes = 4;  // the shader's element at this binding (2: float16 weights): push.off counts these
 };
 
 struct DispatchSpec {

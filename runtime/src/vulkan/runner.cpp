@@ -44,7 +44,7 @@ Status check_ops(const Model& model) {
 }
 
 Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
-  auto ctx = vk::Context::create(config.device, config.allow_cpu_device);
+  auto ctx = vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights);
   if (!ctx.ok()) return ctx.status();
   ctx_ = std::move(ctx).value();
   memory_ = std::make_unique<vk::Memory>(*ctx_);
@@ -66,6 +66,7 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   arena_bytes_ = plan.bytes;
 
   vk::Lowering low(model, *ctx_, *memory_, *program_, config.max_tokens, config.max_batch);
+  low.f16_weights = config.f16_weights;
   const auto& values = model.values();
   low.values.resize(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
