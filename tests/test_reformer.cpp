@@ -129,6 +129,34 @@ TEST_CASE("reformer goldens: one forward reproduces HF's logits (and, on Vulkan,
   if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }
 
+TEST_CASE("reformer: an LSH layer's input norm and projection run inside its attention op on the CPU", "[model][reformer][lsh][memory]") {
+  // core/lsh_input_fold.h: the attention normalises the layer input and projects one head at a time, so the
+  // LAYER_NORM and LINEAR before it never run and their [n, d] and [n, 2*inner] outputs take no arena. The goldens
+  // above check the result; this checks that the fold happened in the LSH layers and only there. The model's
+  // layers are [local, lsh, local, lsh].
+  Golden g = load_golden("reformer_mixed_factorized");
+  tern_model* model = convert_and_load(g.dir, "fold");
+  tern_session* s = make_session(model, 1, int64_t(g.ids.size()));
+  REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);
+  std::vector<float> logits(g.ids.size() * size_t(g.logits.shape[1]));
+  REQUIRE(tern_session_forward(s, g.ids.data(), int64_t(g.ids.size()), logits.data()) == TERN_OK);
+  size_t count = 0;
+  REQUIRE(tern_session_get_profile(s, nullptr, 0, &count) == TERN_OK);
+  std::vector<tern_op_profile> ops(count);
+  REQUIRE(tern_session_get_profile(s, ops.data(), count, &count) == TERN_OK);
+  std::vector<std::string> not_run;
+  for (const tern_op_profile& op : ops) {
+    if (op.calls == 0) not_run.push_back(op.name);
+    if (std::string(op.kind) == "ATTENTION") CHECK(op.calls == 1);
+  }
+  const std::vector<std::string> lsh_inputs = {
+      "reformer.encoder.layers.1.attention.layer_norm", "reformer.encoder.layers.1.attention.projection",
+      "reformer.encoder.layers.3.attention.layer_norm", "reformer.encoder.layers.3.attention.projection"};
+  CHECK(not_run == lsh_inputs);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
 TEST_CASE("reformer: models with LSH layers run whole sequences only", "[model][reformer][lsh][streaming]") {
   Golden g = load_golden("reformer_mixed_factorized");
   tern_model* model = convert_and_load(g.dir, "append");

@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/lsh_input_fold.h"
+#include "cpu/kernels.h"
+
 namespace tern {
 namespace {
 
@@ -120,9 +123,17 @@ Status Session::build(const tern_session_options& options) {
   const auto& nodes = model_.nodes();
   KernelConfig cfg{max_tokens_, max_batch_, threads_, pool_};
   std::vector<bool> stateful(nodes.size(), false);
+  // LSH layers' input projections run inside their attention op, one head at a time (core/lsh_input_fold.h).
+  const std::vector<LshInputFold> folds = find_lsh_input_folds(model_);
+  std::vector<const LshInputFold*> fold_of(nodes.size(), nullptr);  // per node: the fold it is part of
+  for (const LshInputFold& f : folds) fold_of[size_t(f.attention)] = fold_of[size_t(f.norm)] = fold_of[size_t(f.projection)] = &f;
   uint64_t scratch = 0;
   for (const Node& node : nodes) {
-    auto kernel = find_op(node.code)->make_cpu(node, model_, cfg);
+    const LshInputFold* fold = fold_of[size_t(node.index)];
+    auto kernel = !fold ? find_op(node.code)->make_cpu(node, model_, cfg)
+                  : fold->attention == node.index
+                      ? cpu::make_lsh_attention_folded(node, nodes[size_t(fold->norm)], nodes[size_t(fold->projection)], model_, cfg)
+                      : cpu::make_folded_away(fold->projection == node.index);
     if (!kernel.ok()) return kernel.status();
     stateful[node.index] = kernel.value()->has_state();
     scratch = std::max(scratch, kernel.value()->scratch_bytes());
@@ -152,6 +163,9 @@ Status Session::build(const tern_session_options& options) {
   for (size_t i = 0; i < nodes.size(); ++i) output_seed[i] = output_seed[i] || stateful[i];
   run_all_ = ops_feeding(model_, output_seed);
   run_for_state_ = ops_feeding(model_, stateful);
+  for (const LshInputFold& f : folds) {  // their work is the attention's; h and qk | v then take no arena
+    for (int folded : {f.norm, f.projection}) run_all_[size_t(folded)] = run_for_state_[size_t(folded)] = false;
+  }
 
   profile_.assign(nodes.size(), {0, 0});
   chains_ = pick_row_chains(run_all_, options.row_block_rows);
