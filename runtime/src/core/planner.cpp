@@ -6,7 +6,7 @@
 namespace tern {
 
 ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
-                     const std::vector<RowChain>& chains) {
+                     const std::vector<RowChain>& chains, const std::vector<ValueAlias>& aliases) {
   const auto& values = model.values();
   const auto& nodes = model.nodes();
   const size_t nv = values.size();
@@ -19,6 +19,12 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
   std::vector<int64_t> value_rows(nv, rows);
   std::vector<int> host(nv);  // per value: the value whose place it takes (itself unless a chain runs it in place)
   std::iota(host.begin(), host.end(), 0);
+  for (const ValueAlias& a : aliases) {
+    first[a.guest] = a.writer;
+    last[a.host] = std::max(last[a.host], a.writer);
+    host[a.guest] = a.host;
+    if (a.unwritten >= 0) first[a.unwritten] = last[a.unwritten] = -1;
+  }
   for (const RowChain& chain : chains) {
     if (rows <= chain.block_rows) continue;  // one block: the chain's ops run one after another, as without it
     for (int v : chain.blocked) value_rows[v] = std::min(rows, chain.block_rows);
@@ -26,7 +32,13 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
       if (first[v] >= chain.first_op) first[v] = chain.first_op;
       last[v] = std::max(last[v], chain.last_op);
     }
-    for (auto [x, y] : chain.in_place) host[y] = host[x];  // x's host is final: chains come in node order
+    for (auto [x, y] : chain.in_place) host[y] = host[x];
+  }
+  // Hosts of hosts (an alias's host may itself take another value's place in a chain): each value to the root.
+  for (size_t v = 0; v < nv; ++v) {
+    int h = host[v];
+    while (host[h] != h) h = host[h];
+    host[v] = h;
   }
   // A host's place lasts until the last of its guests is dead.
   for (size_t v = 0; v < nv; ++v) {

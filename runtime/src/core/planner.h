@@ -22,8 +22,9 @@ constexpr uint64_t kArenaAlignment = 64;
 // by block: their blocked values take min(rows, block_rows) rows and keep their own lifetimes, since each block
 // rewrites them before reading; every other value a chain touches is alive across the whole chain, because a later
 // block still reads (or an earlier one already wrote) its rows.
+// `aliases`: values a kernel writes by updating another value's rows in place (core/row_chains.h).
 ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
-                     const std::vector<RowChain>& chains = {});
+                     const std::vector<RowChain>& chains = {}, const std::vector<ValueAlias>& aliases = {});
 
 // The candidates worth running in blocks for calls of `rows` tokens. Blocking a chain shrinks its inner values but
 // keeps its full-size inputs and outputs alive across the whole chain (an input read by the last block, an output

@@ -6,7 +6,8 @@
 
 namespace tern {
 
-std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t block_rows) {
+std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t block_rows,
+                                      const std::vector<ValueAlias>& aliases) {
   const auto& nodes = model.nodes();
   const auto& values = model.values();
   const int n_ops = int(nodes.size());
@@ -15,6 +16,7 @@ std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool
     if (!run_op[node.index]) continue;
     for (int v : node.inputs) last_reader[v] = std::max(last_reader[v], node.index);
   }
+  for (const ValueAlias& a : aliases) last_reader[a.host] = std::max(last_reader[a.host], a.writer);
   // Row-wise ops, and ops whose kernel gives the same rows when a call is split into appends (causal attention
   // over its KV cache or ring): block b of the chain then sees blocks < b through that op's state.
   auto row_wise = [&](int i) {

@@ -36,8 +36,21 @@ struct RowChain {
   std::vector<std::pair<int, int>> in_place;
 };
 
+// A value a kernel writes by updating another value's rows in place, in an op the graph does not show as reading
+// or writing either (core/lsh_fold.h's output fold): the host is read by `writer`, and from it on `guest` names
+// the host's place. `unwritten`: an output the graph gives `writer` that it does not write (its result went into
+// the guest), which then needs no place; -1 if none.
+struct ValueAlias {
+  int host = -1;
+  int guest = -1;
+  int writer = -1;
+  int unwritten = -1;
+};
+
 // Maximal chains among the ops with run_op[i] true that have at least one blocked value, in node order. The
-// model's input and output values are never blocked. block_rows > 0 sets every chain's block (tests, tuning).
-std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t block_rows = 0);
+// model's input and output values are never blocked, nor an alias's host. block_rows > 0 sets every chain's block
+// (tests, tuning).
+std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t block_rows = 0,
+                                      const std::vector<ValueAlias>& aliases = {});
 
 }  // namespace tern

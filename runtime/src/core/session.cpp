@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/lsh_input_fold.h"
+#include "core/lsh_fold.h"
 #include "cpu/kernels.h"
 
 namespace tern {
@@ -123,17 +123,22 @@ Status Session::build(const tern_session_options& options) {
   const auto& nodes = model_.nodes();
   KernelConfig cfg{max_tokens_, max_batch_, threads_, pool_};
   std::vector<bool> stateful(nodes.size(), false);
-  // LSH layers' input projections run inside their attention op, one head at a time (core/lsh_input_fold.h).
-  const std::vector<LshInputFold> folds = find_lsh_input_folds(model_);
-  std::vector<const LshInputFold*> fold_of(nodes.size(), nullptr);  // per node: the fold it is part of
-  for (const LshInputFold& f : folds) fold_of[size_t(f.attention)] = fold_of[size_t(f.norm)] = fold_of[size_t(f.projection)] = &f;
+  // LSH layers run inside their attention op, one head at a time (core/lsh_fold.h).
+  const std::vector<LshFold> folds = find_lsh_folds(model_);
+  std::vector<const LshFold*> fold_of(nodes.size(), nullptr);  // per node: the fold it is part of
+  for (const LshFold& f : folds) {
+    for (int i : {f.attention, f.norm, f.projection, f.output, f.residual}) {
+      if (i >= 0) fold_of[size_t(i)] = &f;
+    }
+    if (f.output >= 0) aliases_.push_back({f.residual_in, f.residual_out, f.attention, nodes[size_t(f.attention)].outputs[0]});
+  }
   uint64_t scratch = 0;
   for (const Node& node : nodes) {
-    const LshInputFold* fold = fold_of[size_t(node.index)];
+    const LshFold* fold = fold_of[size_t(node.index)];
+    const bool packed_elsewhere = node.code == fb::OpCode::LINEAR;  // by the attention kernel of its fold
     auto kernel = !fold ? find_op(node.code)->make_cpu(node, model_, cfg)
-                  : fold->attention == node.index
-                      ? cpu::make_lsh_attention_folded(node, nodes[size_t(fold->norm)], nodes[size_t(fold->projection)], model_, cfg)
-                      : cpu::make_folded_away(fold->projection == node.index);
+                  : fold->attention == node.index ? cpu::make_lsh_attention_folded(node, *fold, model_, cfg)
+                                                  : cpu::make_folded_away(packed_elsewhere);
     if (!kernel.ok()) return kernel.status();
     stateful[node.index] = kernel.value()->has_state();
     scratch = std::max(scratch, kernel.value()->scratch_bytes());
@@ -163,15 +168,17 @@ Status Session::build(const tern_session_options& options) {
   for (size_t i = 0; i < nodes.size(); ++i) output_seed[i] = output_seed[i] || stateful[i];
   run_all_ = ops_feeding(model_, output_seed);
   run_for_state_ = ops_feeding(model_, stateful);
-  for (const LshInputFold& f : folds) {  // their work is the attention's; h and qk | v then take no arena
-    for (int folded : {f.norm, f.projection}) run_all_[size_t(folded)] = run_for_state_[size_t(folded)] = false;
+  for (const LshFold& f : folds) {  // their work is the attention's; their values take no arena
+    for (int folded : {f.norm, f.projection, f.output, f.residual}) {
+      if (folded >= 0) run_all_[size_t(folded)] = run_for_state_[size_t(folded)] = false;
+    }
   }
 
   profile_.assign(nodes.size(), {0, 0});
   chains_ = pick_row_chains(run_all_, options.row_block_rows);
   chain_at_.assign(nodes.size(), -1);
   for (size_t c = 0; c < chains_.size(); ++c) chain_at_[size_t(chains_[c].first_op)] = int(c);
-  arena_plan_ = plan_arena(model_, run_all_, max_batch_, chains_);
+  arena_plan_ = plan_arena(model_, run_all_, max_batch_, chains_, aliases_);
   tern_memory_plan exact{};
   for (const auto& k : kernels_) {
     exact.packed_weight_bytes += k->packed_weight_bytes();
@@ -288,7 +295,7 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
 }
 
 std::vector<RowChain> Session::pick_row_chains(const std::vector<bool>& run, int64_t block_rows) const {
-  std::vector<RowChain> candidates = find_row_chains(model_, run, block_rows);
+  std::vector<RowChain> candidates = find_row_chains(model_, run, block_rows, aliases_);
   // A block size set by the caller runs every chain in blocks (tests check the blocked path on small models).
   if (block_rows > 0) return candidates;
   return choose_row_chains(model_, run, max_batch_, candidates);
@@ -348,7 +355,7 @@ tern_memory_plan Session::plan(int64_t n) const {
     scratch = std::max(scratch, k->scratch_bytes_for(n));
   }
   if (device_) p.packed_weight_bytes = device_->weight_bytes();
-  p.arena_bytes = plan_arena(model_, run_all_, n, chains_).bytes + scratch;
+  p.arena_bytes = plan_arena(model_, run_all_, n, chains_, aliases_).bytes + scratch;
   for (const RowChain& chain : chains_) {
     if (n <= chain.block_rows) continue;  // one block: runs as before, nothing is saved
     ++p.row_chains;

@@ -67,6 +67,7 @@ class Session {
   std::vector<bool> run_all_;         // every op
   std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
   std::vector<RowChain> chains_;      // row-wise chains of run_all_, run block by block (core/row_chains.h)
+  std::vector<ValueAlias> aliases_;   // values LSH layers folded into their attention update in place (core/lsh_fold.h)
   std::vector<int> chain_at_;         // per node: index in chains_ of the chain starting there, -1 if none
   std::vector<void*> block_ptrs_;     // per value: its rows for the block being run (run_chain)
   ArenaPlan arena_plan_;              // for max_batch rows

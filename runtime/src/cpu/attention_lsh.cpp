@@ -5,17 +5,19 @@
 //      keeping the round's output and float32 log-sum-exp at the query's position;
 //   4. per position: combine the rounds by a softmax over their log-sum-exps.
 // Scratch is O(hashes * n * dh) for the round outputs plus one [dh, window] tile per thread; nothing is n x n.
-// With the layer's input projection folded in (core/lsh_input_fold.h), each head first gets its qk | v [n, 2*dh]
-// from the layer input x: layer norm and the head's rows of the projection, in blocks of kProjectRows rows.
+// With the layer folded in (core/lsh_fold.h), each head first gets its qk | v [n, 2*dh] from the layer input x2
+// (layer norm and the head's rows of the projection, in blocks of kProjectRows rows), and with the output fold its
+// output [n, dh] goes through the head's columns of the output projection and is added into x1's rows.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "cpu/fast_math.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
-#include "cpu/xnn_linear.h"
+#include "cpu/lsh_folded_layer.h"
 #include "ops/lsh.h"
 
 namespace tern::cpu {
@@ -24,17 +26,6 @@ namespace {
 constexpr int64_t kQueryBlock = 32;  // queries per work item on the unchunked path
 constexpr int64_t kKeys = 64;        // keys per register block of scores
 constexpr int64_t kDims = 64;        // value columns per register block
-constexpr int64_t kProjectRows = 256;  // rows of x normalised and projected at a time (folded input)
-
-// LAYER_NORM and LINEAR run inside the op: x [n, d] -> layer norm -> each head's rows of W (qk, then v).
-struct FoldedInput {
-  int x = -1;  // value index of the layer input
-  int64_t d = 0;
-  const float* gamma = nullptr;
-  const float* beta = nullptr;
-  float eps = 0;
-  std::vector<XnnLinear> qk, v;  // per head: [dh, d] each, writing into a [n, 2*dh] buffer
-};
 
 // Keys a tile holds: the window, rounded up to whole register blocks.
 int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kKeys * kKeys; }
@@ -42,8 +33,9 @@ int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kK
 // Sizes of one call's scratch, in 4-byte words.
 struct Layout {
   int64_t n = 0, n_pad = 0, window = 0;
-  int64_t keys = 0, buckets = 0, order = 0, count = 0, outs = 0, lses = 0, head_qkv = 0, normed = 0, tile = 0;
-  Layout(const LshAttention& a, int64_t n_tokens, int64_t folded_d)
+  int64_t keys = 0, buckets = 0, order = 0, count = 0, outs = 0, lses = 0, head_qkv = 0, head_out = 0, normed = 0;
+  int64_t tile = 0;
+  Layout(const LshAttention& a, int64_t n_tokens, const LshFoldedLayer* folded)
       : n(n_tokens), n_pad(a.padded_length(n_tokens)), window(tile_width(a)) {
     const int64_t dh = a.head_dim, nh = a.hashes;
     keys = n * dh;
@@ -52,11 +44,12 @@ struct Layout {
     count = a.buckets + 1;
     outs = nh * n * dh;
     lses = nh * n;
-    head_qkv = folded_d > 0 ? n * 2 * dh : 0;
-    normed = folded_d > 0 ? std::min(n, kProjectRows) * folded_d : 0;
+    head_qkv = folded ? n * 2 * dh : 0;
+    head_out = folded && folded->folds_output() ? n * dh : 0;
+    normed = folded ? folded->block_floats(n) : 0;
     tile = dh * window + 2 * window + a.rot_half;  // kt, positions, scores, rotated
   }
-  int64_t shared() const { return keys + buckets + order + count + outs + lses + head_qkv + normed; }
+  int64_t shared() const { return keys + buckets + order + count + outs + lses + head_qkv + head_out + normed; }
   int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
 };
 
@@ -70,7 +63,8 @@ struct Tile {
 
 class LshKernel : public CpuKernel {
  public:
-  LshKernel(const Node& node, const LshAttention& spec, const KernelConfig& cfg, FoldedInput folded = {})
+  LshKernel(const Node& node, const LshAttention& spec, const KernelConfig& cfg,
+            std::optional<LshFoldedLayer> folded = std::nullopt)
       : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch), folded_(std::move(folded)) {}
 
   Status run(const RunContext& ctx) override {
@@ -80,7 +74,7 @@ class LshKernel : public CpuKernel {
                          "the whole sequence in one forward call (models with LSH layers do not stream)");
     }
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
-    const Layout lay(a_, ctx.n, folded_.d);
+    const Layout lay(a_, ctx.n, folded());
     float* base = ctx.scratch;
     keys_ = base;
     bucket_ = reinterpret_cast<int32_t*>(keys_ + lay.keys);
@@ -89,14 +83,23 @@ class LshKernel : public CpuKernel {
     outs_ = reinterpret_cast<float*>(count_ + lay.count);
     lses_ = outs_ + lay.outs;
     float* head_qkv = lses_ + lay.lses;
-    normed_ = head_qkv + lay.head_qkv;
+    float* head_out = head_qkv + lay.head_qkv;
+    normed_ = head_out + lay.head_out;
     tiles_ = normed_ + lay.normed;
     tile_words_ = lay.tile;
-    out_ = ctx.out(node_, 0);
+    if (!folded_ || !folded_->folds_output()) {
+      out_ = ctx.out(node_, 0);  // [n, inner]: head h in columns h*dh ..
+      out_stride_ = inner();
+      out_head_stride_ = a_.head_dim;
+    } else {
+      out_ = head_out;  // [n, dh]: this head's output, projected and added into x1 after the head runs
+      out_stride_ = a_.head_dim;
+      out_head_stride_ = 0;
+    }
     n_ = ctx.n;
     n_pad_ = lay.n_pad;
     slots_ = std::min(std::max(ctx.threads, 1), std::max(threads_, 1));  // the tiles the scratch holds
-    if (folded_.d == 0) {
+    if (!folded_) {
       qkv_ = ctx.in(node_, 0);  // [n, 2*inner]: every head's qk, then every head's v
       row_stride_ = 2 * inner();
       head_stride_ = a_.head_dim;
@@ -108,8 +111,9 @@ class LshKernel : public CpuKernel {
       v_offset_ = a_.head_dim;
     }
     for (int h = 0; h < a_.heads; ++h) {
-      if (folded_.d > 0) TERN_RETURN_IF_ERROR(project_head(ctx, h, head_qkv));
+      if (folded_) TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n_, head_qkv, normed_, node_.label()));
       run_head(ctx, h);
+      if (folded_ && folded_->folds_output()) TERN_RETURN_IF_ERROR(folded_->add_output(ctx, h, n_, out_, normed_, node_.label()));
     }
     return Status::Ok();
   }
@@ -118,33 +122,17 @@ class LshKernel : public CpuKernel {
   // Linear in n: the keys, buckets, sort and per-round outputs of one head (with a folded input, also its qk | v
   // and a block of normalised rows), plus one tile per thread.
   uint64_t scratch_bytes_for(int64_t n) const override {
-    return uint64_t(Layout(a_, n, folded_.d).total(threads_)) * 4;
+    return uint64_t(Layout(a_, n, folded()).total(threads_)) * 4;
   }
   uint64_t packed_weight_bytes() const override {
-    uint64_t bytes = 0;
-    for (const auto* list : {&folded_.qk, &folded_.v}) {
-      for (const XnnLinear& l : *list) bytes += l.packed_bytes();
-    }
-    return bytes;
+    return folded_ ? folded_->packed_bytes() : 0;
   }
 
  private:
   int64_t inner() const { return int64_t(a_.heads) * a_.head_dim; }
+  const LshFoldedLayer* folded() const { return folded_ ? &*folded_ : nullptr; }
   const float* qk(int h, int64_t j) const { return qkv_ + j * row_stride_ + int64_t(h) * head_stride_; }
   const float* value(int h, int64_t j) const { return qk(h, j) + v_offset_; }
-
-  // Head h's qk | v [n, 2*dh] from the layer input: layer norm, then the head's rows of the projection.
-  Status project_head(const RunContext& ctx, int h, float* head_qkv) const {
-    const auto* x = static_cast<const float*>((*ctx.values)[size_t(folded_.x)]);
-    const int64_t d = folded_.d, dh = a_.head_dim;
-    for (int64_t r0 = 0; r0 < n_; r0 += kProjectRows) {
-      const int64_t rows = std::min(kProjectRows, n_ - r0);
-      layer_norm(ctx.pool, x + r0 * d, rows, d, folded_.gamma, folded_.beta, folded_.eps, normed_);
-      TERN_RETURN_IF_ERROR(folded_.qk[size_t(h)].run(ctx.pool, normed_, rows, head_qkv + r0 * 2 * dh, node_.label()));
-      TERN_RETURN_IF_ERROR(folded_.v[size_t(h)].run(ctx.pool, normed_, rows, head_qkv + r0 * 2 * dh + dh, node_.label()));
-    }
-    return Status::Ok();
-  }
 
   int64_t tile_width() const { return cpu::tile_width(a_); }
 
@@ -188,7 +176,7 @@ class LshKernel : public CpuKernel {
           for (int c = 0; c < dh; ++c) t.kt[c * W + j] = keys_[j * dh + c];
         }
         for (int64_t i = q0; i < q1; ++i) {
-          attend_row(h, i, t, q1, out_ + i * inner() + int64_t(h) * dh);
+          attend_row(h, i, t, q1, out_ + i * out_stride_ + int64_t(h) * out_head_stride_);
         }
       });
       return;
@@ -230,7 +218,7 @@ class LshKernel : public CpuKernel {
     // 4. Rounds combined per position (HF: exp(lse_r - logsumexp_r(lse_r)), in float32).
     run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int, int64_t item) {
       for (int64_t i = item * 64; i < std::min(n, (item + 1) * 64); ++i) {
-        float* o = out_ + i * inner() + int64_t(h) * dh;  // the op's output keeps every head's columns
+        float* o = out_ + i * out_stride_ + int64_t(h) * out_head_stride_;
         if (nh == 1) {
           std::copy(outs_ + i * dh, outs_ + (i + 1) * dh, o);
           continue;
@@ -308,12 +296,13 @@ class LshKernel : public CpuKernel {
   LshAttention a_;
   int threads_;
   int64_t max_batch_;
-  FoldedInput folded_;          // d == 0: not folded, the op reads qk | v [n, 2*inner]
+  std::optional<LshFoldedLayer> folded_;  // none: the op reads qk | v [n, 2*inner] and writes o [n, inner]
   // Per call.
   const float* qkv_ = nullptr;  // qk of head h, row j: qkv_ + j * row_stride_ + h * head_stride_; v: + v_offset_
   int64_t row_stride_ = 0, head_stride_ = 0, v_offset_ = 0;
-  float* normed_ = nullptr;     // [kProjectRows, d], folded input only
-  float* out_ = nullptr;        // [n, inner]
+  float* normed_ = nullptr;     // folded layer only: its block of rows (LshFoldedLayer::block_floats)
+  float* out_ = nullptr;        // head h's output row i: out_ + i * out_stride_ + h * out_head_stride_
+  int64_t out_stride_ = 0, out_head_stride_ = 0;
   int64_t n_ = 0, n_pad_ = 0;
   int slots_ = 1;
   float* keys_ = nullptr;       // [n, dh]
@@ -330,45 +319,34 @@ class LshKernel : public CpuKernel {
 
 namespace {
 
-Result<std::unique_ptr<CpuKernel>> make_lsh(const Node& node, const KernelConfig& cfg, FoldedInput folded) {
+Result<std::unique_ptr<CpuKernel>> make_lsh(const Node& node, const KernelConfig& cfg, const LshFold* fold,
+                                            const Model& model) {
   auto spec = LshAttention::from(node);
   if (!spec.ok()) return spec.status();
-  const uint64_t bytes = uint64_t(Layout(spec.value(), cfg.max_batch, folded.d).total(cfg.threads)) * 4;
+  std::optional<LshFoldedLayer> folded;
+  if (fold) {
+    auto f = LshFoldedLayer::create(*fold, model, spec.value().heads, spec.value().head_dim);
+    if (!f.ok()) return f.status();
+    folded = std::move(f).value();
+  }
+  const uint64_t bytes = uint64_t(Layout(spec.value(), cfg.max_batch, folded ? &*folded : nullptr).total(cfg.threads)) * 4;
   if (bytes > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": LSH scratch of " + std::to_string(bytes) + " bytes is too large");
   return std::unique_ptr<CpuKernel>(new LshKernel(node, spec.value(), cfg, std::move(folded)));
 }
 
 }  // namespace
 
-Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model&, const KernelConfig& cfg) {
-  return make_lsh(node, cfg, {});
+Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model& model, const KernelConfig& cfg) {
+  return make_lsh(node, cfg, nullptr, model);
 }
 
-Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, const Node& norm, const Node& projection,
-                                                             const Model& model, const KernelConfig& cfg) {
-  auto spec = LshAttention::from(node);
-  if (!spec.ok()) return spec.status();
-  FoldedInput f;
-  f.x = norm.inputs[0];
-  f.d = model.values()[size_t(f.x)].width;
-  f.gamma = norm.weights[0]->f32();
-  f.beta = norm.weights.size() > 1 && norm.weights[1] ? norm.weights[1]->f32() : nullptr;
-  f.eps = norm.fb_op->params_as_LayerNormParams()->eps();
-  const float* w = projection.weights[0]->f32();  // [2*inner, d]: every head's qk rows, then every head's v rows
-  const float* b = projection.weights.size() > 1 && projection.weights[1] ? projection.weights[1]->f32() : nullptr;
-  const int64_t dh = spec.value().head_dim, inner = int64_t(spec.value().heads) * dh;
-  for (int h = 0; h < spec.value().heads; ++h) {
-    for (const int64_t row0 : {int64_t(h) * dh, inner + int64_t(h) * dh}) {
-      auto l = XnnLinear::create(w + row0 * f.d, b ? b + row0 : nullptr, f.d, dh, 2 * dh, projection.label());
-      if (!l.ok()) return l.status();
-      (row0 < inner ? f.qk : f.v).push_back(std::move(l).value());
-    }
-  }
-  return make_lsh(node, cfg, std::move(f));
+Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, const LshFold& fold, const Model& model,
+                                                             const KernelConfig& cfg) {
+  return make_lsh(node, cfg, &fold, model);
 }
 
 Result<std::unique_ptr<CpuKernel>> make_folded_away(bool weights_packed) {
-  // A node whose work another op's kernel does (core/lsh_input_fold.h): never run. weights_packed: that kernel
+  // A node whose work another op's kernel does (core/lsh_fold.h): never run. weights_packed: that kernel
   // packed this node's weights (XNNPACK), so the session may drop their pages of the file.
   class FoldedAway : public CpuKernel {
    public:

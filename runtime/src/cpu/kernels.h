@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "core/lsh_fold.h"
 #include "ops/attention_pattern.h"
 #include "ops/op.h"
 
@@ -21,9 +22,9 @@ Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model&
 Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 // ATTENTION of kind Lsh (cpu/attention_lsh.cpp).
 Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model& model, const KernelConfig& cfg);
-// The same with the LAYER_NORM `norm` and the LINEAR `projection` before it run inside (core/lsh_input_fold.h).
-Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, const Node& norm, const Node& projection,
-                                                             const Model& model, const KernelConfig& cfg);
+// The same with the layer's other ops run inside (core/lsh_fold.h).
+Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, const LshFold& fold, const Model& model,
+                                                             const KernelConfig& cfg);
 // The kernel of a node another kernel runs (folded): never run on its own.
 Result<std::unique_ptr<CpuKernel>> make_folded_away(bool weights_packed);
 // ATTENTION of kind Routing (cpu/attention_routing.cpp).

@@ -1,0 +1,82 @@
+#include "cpu/lsh_folded_layer.h"
+
+#include <algorithm>
+
+#include "cpu/kernels.h"
+
+namespace tern::cpu {
+
+Result<LshFoldedLayer> LshFoldedLayer::create(const LshFold& fold, const Model& model, int heads, int head_dim) {
+  const auto& nodes = model.nodes();
+  const Node& norm = nodes[size_t(fold.norm)];
+  const Node& projection = nodes[size_t(fold.projection)];
+  auto weight = [](const Node& node, size_t i) {
+    return node.weights.size() > i && node.weights[i] ? node.weights[i]->f32() : nullptr;
+  };
+  LshFoldedLayer f;
+  f.x2_ = norm.inputs[0];
+  f.d_ = model.values()[size_t(f.x2_)].width;
+  f.head_dim_ = head_dim;
+  f.gamma_ = weight(norm, 0);
+  f.beta_ = weight(norm, 1);
+  f.eps_ = norm.fb_op->params_as_LayerNormParams()->eps();
+  const int64_t dh = head_dim, inner = int64_t(heads) * dh;
+  const float* w = weight(projection, 0);  // [2*inner, d]: every head's qk rows, then every head's v rows
+  const float* b = weight(projection, 1);
+  for (int h = 0; h < heads; ++h) {
+    for (const int64_t row0 : {int64_t(h) * dh, inner + int64_t(h) * dh}) {
+      auto l = XnnLinear::create(w + row0 * f.d_, b ? b + row0 : nullptr, f.d_, dh, 2 * dh, projection.label());
+      if (!l.ok()) return l.status();
+      (row0 < inner ? f.qk_ : f.v_).push_back(std::move(l).value());
+    }
+  }
+  if (fold.output < 0) return f;
+  const Node& output = nodes[size_t(fold.output)];
+  f.residual_ = fold.residual_out;
+  const float* wo = weight(output, 0);  // [d, inner]
+  const float* bo = weight(output, 1);
+  std::vector<float> columns(size_t(f.d_ * dh));  // W_o[:, head]: copied contiguous, packed, then dropped
+  for (int h = 0; h < heads; ++h) {
+    for (int64_t r = 0; r < f.d_; ++r) {
+      std::copy(wo + r * inner + h * dh, wo + r * inner + (h + 1) * dh, columns.begin() + r * dh);
+    }
+    auto l = XnnLinear::create(columns.data(), h == 0 ? bo : nullptr, dh, f.d_, f.d_, output.label());
+    if (!l.ok()) return l.status();
+    f.out_.push_back(std::move(l).value());
+  }
+  return f;
+}
+
+uint64_t LshFoldedLayer::packed_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto* list : {&qk_, &v_, &out_}) {
+    for (const XnnLinear& l : *list) bytes += l.packed_bytes();
+  }
+  return bytes;
+}
+
+Status LshFoldedLayer::project(const RunContext& ctx, int h, int64_t n, float* head_qkv, float* block,
+                               const std::string& where) const {
+  const auto* x2 = static_cast<const float*>((*ctx.values)[size_t(x2_)]);
+  const int64_t dh = head_dim_;
+  for (int64_t r0 = 0; r0 < n; r0 += kRows) {
+    const int64_t rows = std::min(kRows, n - r0);
+    layer_norm(ctx.pool, x2 + r0 * d_, rows, d_, gamma_, beta_, eps_, block);
+    TERN_RETURN_IF_ERROR(qk_[size_t(h)].run(ctx.pool, block, rows, head_qkv + r0 * 2 * dh, where));
+    TERN_RETURN_IF_ERROR(v_[size_t(h)].run(ctx.pool, block, rows, head_qkv + r0 * 2 * dh + dh, where));
+  }
+  return Status::Ok();
+}
+
+Status LshFoldedLayer::add_output(const RunContext& ctx, int h, int64_t n, const float* out, float* block,
+                                  const std::string& where) const {
+  auto* x1 = static_cast<float*>((*ctx.values)[size_t(residual_)]);
+  for (int64_t r0 = 0; r0 < n; r0 += kRows) {
+    const int64_t rows = std::min(kRows, n - r0);
+    TERN_RETURN_IF_ERROR(out_[size_t(h)].run(ctx.pool, out + r0 * head_dim_, rows, block, where));
+    add(ctx.pool, x1 + r0 * d_, block, rows * d_, x1 + r0 * d_);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tern::cpu
