@@ -138,9 +138,12 @@ tern_status tern_session_reset(tern_session* session);
  * *size to the bytes needed; otherwise writes them to buf (of *size bytes, TERN_INVALID_ARGUMENT if too small) and
  * sets *size to the bytes written. The blob carries the model's fingerprint, its sizes and a checksum. */
 tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size);
-/* Replaces the state with one saved by tern_session_save_state. A blob from another model, from a session whose
- * state has other sizes (e.g. another max_tokens for dense attention), truncated or corrupt is rejected with
- * TERN_INVALID_ARGUMENT and a message, and the session is left as it was. */
+/* Replaces the state with one saved by tern_session_save_state, on either backend: the CPU and Vulkan backends save
+ * the same bytes, so a state saved on one continues on the other. A blob from another model, from a session whose
+ * state has other sizes (e.g. another max_tokens for dense attention), truncated, corrupt or in a layout this
+ * runtime does not read is rejected with TERN_INVALID_ARGUMENT and a message, and the session is left as it was
+ * (every check runs before anything changes; only a device error while copying, TERN_DEVICE_ERROR, can leave a
+ * Vulkan session's state undefined, to be reset). */
 tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size);
 /* Tokens held in the state now. */
 int64_t tern_session_position(const tern_session* session);

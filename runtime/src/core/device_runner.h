@@ -29,6 +29,18 @@ class DeviceRunner {
   virtual uint64_t weight_bytes() const = 0;  // device copies of the model's weights
   virtual uint64_t arena_bytes() const = 0;   // activations for max_batch tokens, in device memory
   virtual uint64_t state_bytes() const = 0;   // streaming state (KV caches, rings) in device memory
+
+  // The streaming state as tern_session_save_state saves it (core/session_state.cpp): per op node (its index), the
+  // bytes its CPU kernel saves (CpuKernel::save_state) for a sequence of `position` tokens, so that a state moves
+  // between backends. Saving and loading are not runs: they copy through the host-visible buffer of a call's
+  // logits, a buffer-full at a time (one-time command buffers), and allocate no device memory.
+  virtual bool has_state(int node) const = 0;  // as the node's CpuKernel::has_state()
+  virtual uint64_t saved_state_bytes(int node, int64_t position) const = 0;
+  // TERN_INVALID_ARGUMENT where saved bytes cannot be this node's state at `position` (before anything is loaded).
+  virtual Status check_state(int node, int64_t position, const uint8_t* in) const = 0;
+  virtual Status save_state(int node, int64_t position, uint8_t* out) const = 0;  // saved_state_bytes of them
+  // A device error here leaves this op's state undefined (the session's other ops and position are unchanged).
+  virtual Status load_state(int node, int64_t position, const uint8_t* in) = 0;
 };
 
 struct VulkanConfig {

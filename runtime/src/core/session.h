@@ -51,6 +51,10 @@ class Session {
   // Tries the Vulkan backend; false with *st ok when `auto` should go on with the CPU.
   bool build_device(const tern_session_options& options, Status* st);
   Status run_op(const RunContext& ctx, int index, bool count_call);
+  // Whether op `index` keeps streaming state, and the bytes it saves at a position, on the session's backend
+  // (core/session_state.cpp).
+  bool op_has_state(int index) const;
+  uint64_t op_saved_state_bytes(int index, int64_t position) const;
   // The row-wise chains (core/row_chains.h) of the ops in `run` that shrink the arena for max_batch_ rows.
   std::vector<RowChain> pick_row_chains(const std::vector<bool>& run, int64_t block_rows) const;
   // Runs chains_[c] on the call's n rows, block by block (ops not in `run` skipped).

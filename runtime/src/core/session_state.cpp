@@ -1,4 +1,5 @@
-// Saving and restoring a session's streaming state (tern_session_save_state / tern_session_load_state).
+// Saving and restoring a session's streaming state (tern_session_save_state / tern_session_load_state), on either
+// backend.
 //
 // Layout, little-endian:
 //   0   char[8]  "TERNSTAT"
@@ -9,8 +10,12 @@
 //   24  i64      position: tokens the state holds
 //   32  u64      payload bytes
 //   40  u64      checksum of every other byte (FNV-1a over 8-byte words): header, entries and payload
-//   48  entries x {u32 op index, u32 0, u64 bytes}
-//   ..  payload: each stateful op's bytes in op order (CpuKernel::save_state)
+//   48  entries x {u32 op index, u32 layout, u64 bytes}
+//   ..  payload: each stateful op's bytes in op order
+// Layout 0, the only one written: the CPU kernel's bytes (CpuKernel::save_state). The Vulkan backend saves its device
+// state in the same bytes (DeviceRunner::save_state: every stateful op it runs has the CPU kernel's slots, rows and
+// rings), so a state saved on one backend loads on the other. Blobs written before the field had a name hold 0
+// there. Any other layout is rejected (reserved for a backend-specific layout).
 // A blob loads only into a session of the same model whose ops hold the same state sizes at that position (same
 // max_tokens where the state depends on it); everything is checked before anything changes.
 #include <algorithm>
@@ -25,6 +30,7 @@ namespace {
 constexpr char kMagic[8] = {'T', 'E', 'R', 'N', 'S', 'T', 'A', 'T'};
 constexpr uint32_t kStateVersion = 1;
 constexpr size_t kHeaderBytes = 48, kEntryBytes = 16;
+constexpr uint32_t kCpuLayout = 0;  // an entry's layout: the CPU kernel's bytes, on both backends
 
 constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
 
@@ -70,13 +76,20 @@ T get(const uint8_t*& p) {
 
 }  // namespace
 
+bool Session::op_has_state(int index) const {
+  return device_ ? device_->has_state(index) : kernels_[size_t(index)]->has_state();
+}
+
+uint64_t Session::op_saved_state_bytes(int index, int64_t position) const {
+  return device_ ? device_->saved_state_bytes(index, position) : kernels_[size_t(index)]->saved_state_bytes(position);
+}
+
 Result<size_t> Session::save_state(void* buf, size_t size) const {
-  if (device_) return Unsupported("save_state: the Vulkan backend keeps its state on the device and cannot save it yet");
   uint64_t payload = 0;
   uint32_t entries = 0;
-  for (const auto& k : kernels_) {
-    if (!k->has_state()) continue;
-    payload += k->saved_state_bytes(position_);
+  for (const Node& node : model_.nodes()) {
+    if (!op_has_state(node.index)) continue;
+    payload += op_saved_state_bytes(node.index, position_);
     ++entries;
   }
   const uint64_t total = kHeaderBytes + uint64_t(entries) * kEntryBytes + payload;
@@ -88,13 +101,16 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
   uint8_t* p = out + kHeaderBytes;
   uint8_t* data = p + size_t(entries) * kEntryBytes;
   for (const Node& node : model_.nodes()) {
-    const auto& k = kernels_[size_t(node.index)];
-    if (!k->has_state()) continue;
-    const uint64_t bytes = k->saved_state_bytes(position_);
+    if (!op_has_state(node.index)) continue;
+    const uint64_t bytes = op_saved_state_bytes(node.index, position_);
     put<uint32_t>(p, uint32_t(node.index));
-    put<uint32_t>(p, 0);
+    put<uint32_t>(p, kCpuLayout);
     put<uint64_t>(p, bytes);
-    k->save_state(position_, data);
+    if (device_) {
+      TERN_RETURN_IF_ERROR(device_->save_state(node.index, position_, data));
+    } else {
+      kernels_[size_t(node.index)]->save_state(position_, data);
+    }
     data += bytes;
   }
   p = out;
@@ -110,7 +126,6 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
 }
 
 Status Session::load_state(const void* buf, size_t size) {
-  if (device_) return Unsupported("load_state: the Vulkan backend cannot load a saved state yet");
   if (buf == nullptr) return InvalidArgument("load_state: the buffer is null");
   const auto* in = static_cast<const uint8_t*>(buf);
   if (size < kHeaderBytes || std::memcmp(in, kMagic, sizeof kMagic) != 0) {
@@ -143,34 +158,49 @@ Status Session::load_state(const void* buf, size_t size) {
     return InvalidArgument("the session state holds " + std::to_string(position) + " tokens; this session's max_tokens is " +
                            std::to_string(max_tokens_));
   }
-  // The ops and their sizes must be this session's.
+  // The ops, their layouts and sizes must be this session's.
+  const uint8_t* const states = in + kHeaderBytes + size_t(entries) * kEntryBytes;
+  const uint8_t* data = states;
   uint32_t mine = 0;
   for (const Node& node : model_.nodes()) {
-    const auto& k = kernels_[size_t(node.index)];
-    if (!k->has_state()) continue;
+    if (!op_has_state(node.index)) continue;
     if (mine == entries) return InvalidArgument("the session state lists fewer stateful ops than this session has");
     const auto index = get<uint32_t>(p);
-    get<uint32_t>(p);
+    const auto layout = get<uint32_t>(p);
     const auto bytes = get<uint64_t>(p);
     if (index != uint32_t(node.index)) {
       return InvalidArgument("the session state's op " + std::to_string(mine) + " is op " + std::to_string(index) +
                              "; this session's is " + node.label());
     }
-    const uint64_t want = k->saved_state_bytes(position);
+    if (layout != kCpuLayout) {
+      return InvalidArgument(node.label() + ": the saved state has layout " + std::to_string(layout) +
+                             ", which this " + (device_ ? "Vulkan" : "CPU") + " session cannot load: the CPU and " +
+                             "Vulkan backends both save and load layout 0 (the CPU kernels' bytes) only");
+    }
+    const uint64_t want = op_saved_state_bytes(node.index, position);
     if (bytes != want) {
       return InvalidArgument(node.label() + ": the saved state has " + std::to_string(bytes) + " bytes, this session holds " +
                              std::to_string(want) + " at position " + std::to_string(position) +
                              " (a session created with other options, e.g. max_tokens?)");
     }
+    if (uint64_t(data - states) + bytes > payload) {
+      return InvalidArgument("the session state's ops hold more bytes than its payload of " + std::to_string(payload));
+    }
+    if (device_) TERN_RETURN_IF_ERROR(device_->check_state(node.index, position, data));
+    data += bytes;
     ++mine;
   }
   if (mine != entries) return InvalidArgument("the session state lists more stateful ops than this session has");
-  const uint8_t* data = in + kHeaderBytes + size_t(entries) * kEntryBytes;
+  if (data != in + size) return InvalidArgument("the session state's payload holds bytes that no op's state accounts for");
+  data = states;
   for (const Node& node : model_.nodes()) {
-    const auto& k = kernels_[size_t(node.index)];
-    if (!k->has_state()) continue;
-    k->load_state(position, data);
-    data += k->saved_state_bytes(position);
+    if (!op_has_state(node.index)) continue;
+    if (device_) {
+      TERN_RETURN_IF_ERROR(device_->load_state(node.index, position, data));
+    } else {
+      kernels_[size_t(node.index)]->load_state(position, data);
+    }
+    data += op_saved_state_bytes(node.index, position);
   }
   position_ = position;
   return Status::Ok();

@@ -17,7 +17,7 @@ namespace tern::cpu {
 class KvStore {
  public:
   KvStore(const AttentionPattern& pattern, int heads, int head_dim, int64_t max_tokens)
-      : pattern_(pattern), heads_(heads), dh_(head_dim) {
+      : pattern_(pattern), heads_(heads), dh_(head_dim), max_tokens_(max_tokens) {
     ring_ = ring_slots(pattern, max_tokens);
     slots_ = slots(pattern, max_tokens);
     const size_t floats = size_t(heads) * size_t(slots_) * size_t(head_dim);
@@ -55,8 +55,12 @@ class KvStore {
 
   // Saved state: per head the slots a sequence of `position` tokens uses (every position for dense and strided, the
   // ring plus the summaries so far for the bounded kinds), keys then values.
-  int64_t used_slots(int64_t position) const {
-    return ring_ == 0 ? std::min(position, slots_) : std::min(slots_, ring_ + pattern_.summary_slots(position));
+  int64_t used_slots(int64_t position) const { return used_slots(pattern_, max_tokens_, position); }
+  // The same for a session of max_tokens: the Vulkan backend saves its device state ([slots, 2*inner], the same
+  // slots) as these bytes.
+  static int64_t used_slots(const AttentionPattern& pattern, int64_t max_tokens, int64_t position) {
+    const int64_t ring = ring_slots(pattern, max_tokens), all = slots(pattern, max_tokens);
+    return ring == 0 ? std::min(position, all) : std::min(all, ring + pattern.summary_slots(position));
   }
   uint64_t saved_bytes(int64_t position) const {
     return 2ull * uint64_t(heads_) * uint64_t(used_slots(position)) * uint64_t(dh_) * sizeof(float);
@@ -85,6 +89,7 @@ class KvStore {
 
   AttentionPattern pattern_;
   int heads_, dh_;
+  int64_t max_tokens_;
   int64_t ring_ = 0;   // 0: every position has its own slot
   int64_t slots_ = 0;
   std::vector<float> k_, v_;  // [heads, slots, dh]

@@ -15,6 +15,7 @@
 // and appended to cmem, which keeps its last C rows. State: (M + rate - 1 + C) x d floats, allocated once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct Compressive {
 
   int64_t inner() const { return int64_t(heads) * head_dim; }
   int64_t mem_capacity() const { return mem_len + rate - 1; }
+  // Rows mem and cmem hold after t tokens: the CPU kernel's counts, which shaders/common/memory_rows.glsl derives
+  // alike on the device (mem fills to M, then keeps M + (t - M) % rate; every other row left in groups of rate).
+  int64_t mem_rows(int64_t t) const { return t <= mem_len ? t : mem_len + (t - mem_len) % rate; }
+  int64_t cmem_rows(int64_t t) const { return std::min(cmem_len, (t - mem_rows(t)) / rate); }
   // Rows held after n tokens, at most (the memory fills first, then evictions fill cmem).
   int64_t state_rows(int64_t n) const;
   // One group [rate, d] -> out [d].

@@ -97,6 +97,18 @@ Result<Slice> Lowering::state(uint64_t bytes, const char* what) {
   return slice.value();
 }
 
+void Lowering::save_whole(const Node& node, const Slice& state, uint64_t bytes) {
+  SavedState s;
+  s.node = node.index;
+  s.where = node.label();
+  s.slice = state;
+  s.bytes = [bytes](int64_t) { return bytes; };
+  s.copies = [bytes](int64_t, std::vector<StateCopy>* copies) {
+    if (bytes > 0) copies->push_back({0, 0, bytes});
+  };
+  saved_states.push_back(std::move(s));
+}
+
 Result<Slice> Lowering::scratch(uint64_t bytes, const char* what) {
   auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
   if (!slice.ok()) return slice.status();

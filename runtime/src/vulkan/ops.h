@@ -2,6 +2,7 @@
 // op family's lowering lives in its own file (ops_rowwise.cpp, ops_linear.cpp, ops_attention.cpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,23 @@
 #include "vulkan/program.h"
 
 namespace tern::vk {
+
+// A stateful op's device state as the bytes its CPU kernel saves (CpuKernel::save_state): the session's state blob
+// then reads the same on both backends, and a state moves between them. copies tile the saved bytes after the first
+// host_bytes, in increasing order of `saved`; the host bytes (Compressive's row counts, which the device derives
+// from the position) are written by `host` on save and must equal them on load.
+struct StateCopy {
+  uint64_t saved, device, bytes;  // saved bytes [saved, saved + bytes) <-> the state slice's [device, device + bytes)
+};
+struct SavedState {
+  int node = -1;
+  std::string where;  // the op, for messages
+  Slice slice;        // the op's state (Lowering::state)
+  std::function<uint64_t(int64_t position)> bytes;  // CpuKernel::saved_state_bytes
+  std::function<void(int64_t position, std::vector<StateCopy>* copies)> copies;
+  uint64_t host_bytes = 0;
+  std::function<void(int64_t position, uint8_t* out)> host;  // host_bytes of them, when not 0
+};
 
 // What lowering an op may use: where values live, weights on the device, and the program being built.
 class Lowering {
@@ -44,6 +62,10 @@ class Lowering {
   Status upload();
   uint64_t weight_bytes = 0, state_bytes = 0;
   uint64_t scratch_bytes = 0;  // device scratch ops allocate for max_batch tokens, reported with the arena
+  // The stateful ops, as their CPU kernels' has_state(): what tern_session_save_state saves.
+  std::vector<SavedState> saved_states;
+  // The saved state of an op whose device state is its CPU kernel's bytes as they are (`bytes` of them).
+  void save_whole(const Node& node, const Slice& state, uint64_t bytes);
   // An op that runs whole sequences only (routing): appending after the first call is TERN_UNSUPPORTED, naming it.
   std::string whole_sequence_op;
 

@@ -59,6 +59,7 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   auto state = low.state(std::max<uint64_t>(1, uint64_t(slots) * 2 * uint64_t(dh)) * sizeof(float), "attention state");
   if (!state.ok()) return state.status();
   if (slots == 0) low.state_bytes -= sizeof(float);  // the placeholder float is not state the CPU path counts
+  low.save_whole(node, state.value(), uint64_t(slots) * 2 * uint64_t(dh) * sizeof(float));  // SpanStore::save
 
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
   const Binding tab{table.value(), 0, 0, "adaptive span tables"};

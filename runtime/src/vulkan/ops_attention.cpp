@@ -55,6 +55,26 @@ Status lower_attention(const Node& node, Lowering& low) {
   const int32_t summary = int32_t(std::min<int64_t>(pat.summary, INT32_MAX));
   auto state = low.state(uint64_t(slots) * uint64_t(2 * inner) * sizeof(float), "attention state");  // [slots, 2*inner]
   if (!state.ok()) return state.status();
+  // Saved as KvStore::save: per head the used slots' keys, then the values ([slot][k | v] rows here).
+  SavedState saved;
+  saved.node = node.index;
+  saved.where = node.label();
+  saved.slice = state.value();
+  const int64_t max_tokens = low.max_tokens;
+  saved.bytes = [pat, max_tokens, inner](int64_t position) {
+    return 2ull * uint64_t(cpu::KvStore::used_slots(pat, max_tokens, position)) * uint64_t(inner) * sizeof(float);
+  };
+  saved.copies = [pat, max_tokens, heads, dh, inner](int64_t position, std::vector<StateCopy>* copies) {
+    const int64_t used = cpu::KvStore::used_slots(pat, max_tokens, position);
+    const uint64_t row = uint64_t(dh) * sizeof(float);
+    for (int64_t kv = 0; kv < 2; ++kv)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t r = 0; r < used; ++r) {
+          copies->push_back({uint64_t((kv * heads + h) * used + r) * row,
+                             uint64_t(r * 2 * inner + kv * inner + h * dh) * sizeof(float), row});
+        }
+  };
+  low.saved_states.push_back(std::move(saved));
 
   uint32_t key_tile = kKeyTile;
   while (key_tile > 1 && 2ull * key_tile * uint64_t(dh) * sizeof(float) > low.ctx.limits().max_compute_shared_memory_size) {

@@ -9,6 +9,7 @@
 // XL's r(p) = r_net pe(p) depends on the weights only: computed on the host at session creation, as on the CPU.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ops/compressive.h"
 #include "ops/relative_xl.h"
@@ -177,6 +178,7 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   if (!biases.ok()) return biases.status();
   TERN_RETURN_IF_ERROR(attend(node, low, m, true, biases.value(), r_table.value(), x.scale, x.clamp_len, x.same_length));
   if (x.mem_len == 0) return Status::Ok();
+  low.save_whole(node, m.state, uint64_t(x.mem_len) * uint64_t(x.d) * sizeof(float));  // [M, d] as the CPU kernel
   return update(node, low, m, 0, m.ctx, m.ctx, false);
 }
 
@@ -214,6 +216,25 @@ Status lower_compressive(const Node& node, Lowering& low) {
   } else {
     mode = c.compression == fb::Compression::MEAN_POOL ? 2 : 3;
   }
+  // Saved as the CPU kernel: i64 |mem|, i64 |cmem| (functions of the position here), mem [M + rate - 1, d], then
+  // cmem [C, d]; the state holds cmem first.
+  SavedState saved;
+  saved.node = node.index;
+  saved.where = node.label();
+  saved.slice = m.state;
+  const uint64_t mem_bytes = uint64_t(c.mem_capacity()) * uint64_t(c.d) * sizeof(float);
+  const uint64_t cmem_bytes = uint64_t(c.cmem_len) * uint64_t(c.d) * sizeof(float);
+  saved.bytes = [mem_bytes, cmem_bytes](int64_t) { return 2 * sizeof(int64_t) + mem_bytes + cmem_bytes; };
+  saved.copies = [mem_bytes, cmem_bytes](int64_t, std::vector<StateCopy>* copies) {
+    copies->push_back({2 * sizeof(int64_t), cmem_bytes, mem_bytes});
+    if (cmem_bytes > 0) copies->push_back({2 * sizeof(int64_t) + mem_bytes, 0, cmem_bytes});
+  };
+  saved.host_bytes = 2 * sizeof(int64_t);
+  saved.host = [c](int64_t position, uint8_t* out) {
+    const int64_t rows[2] = {c.mem_rows(position), c.cmem_rows(position)};
+    std::memcpy(out, rows, sizeof rows);
+  };
+  low.saved_states.push_back(std::move(saved));
   return update(node, low, m, mode, conv_w, conv_b, c.conv_bias != nullptr);
 }
 

@@ -19,8 +19,23 @@ class VulkanRunner : public DeviceRunner {
   uint64_t weight_bytes() const override { return weight_bytes_; }
   uint64_t arena_bytes() const override { return arena_bytes_; }
   uint64_t state_bytes() const override { return state_bytes_; }
+  bool has_state(int node) const override { return saved(node) != nullptr; }
+  uint64_t saved_state_bytes(int node, int64_t position) const override {
+    const vk::SavedState* s = saved(node);
+    return s ? s->bytes(position) : 0;
+  }
+  Status check_state(int node, int64_t position, const uint8_t* in) const override;
+  Status save_state(int node, int64_t position, uint8_t* out) const override;
+  Status load_state(int node, int64_t position, const uint8_t* in) override;
 
  private:
+  const vk::SavedState* saved(int node) const {
+    const int i = node >= 0 && size_t(node) < saved_index_.size() ? saved_index_[size_t(node)] : -1;
+    return i < 0 ? nullptr : &saved_states_[size_t(i)];
+  }
+  // Copies the saved bytes after s.host_bytes between the op's state and out (save) or in (load).
+  Status transfer(const vk::SavedState& s, int64_t position, uint8_t* out, const uint8_t* in) const;
+
   // Destroyed in reverse: the program before the pipelines and memory it uses, all before the device.
   std::unique_ptr<vk::Context> ctx_;
   std::unique_ptr<vk::Memory> memory_;
@@ -32,6 +47,8 @@ class VulkanRunner : public DeviceRunner {
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
   std::string whole_sequence_op_;  // an op that cannot continue a sequence (routing), or empty
+  std::vector<vk::SavedState> saved_states_;  // the stateful ops
+  std::vector<int> saved_index_;              // per node: its entry in saved_states_, or -1
 };
 
 Status check_ops(const Model& model) {
@@ -94,6 +111,9 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   state_bytes_ = low.state_bytes;
   arena_bytes_ += low.scratch_bytes;
   whole_sequence_op_ = low.whole_sequence_op;
+  saved_states_ = std::move(low.saved_states);
+  saved_index_.assign(nodes.size(), -1);
+  for (size_t i = 0; i < saved_states_.size(); ++i) saved_index_[size_t(saved_states_[i].node)] = int(i);
   return program_->finish();
 }
 
@@ -112,6 +132,74 @@ Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* log
   std::memcpy(ids_.mapped, ids, size_t(n) * sizeof(int32_t));
   TERN_RETURN_IF_ERROR(program_->run(n, pos0, op_ns));
   if (logits) std::memcpy(logits, output_.mapped, size_t(n) * size_t(vocab_) * sizeof(float));
+  return Status::Ok();
+}
+
+Status VulkanRunner::check_state(int node, int64_t position, const uint8_t* in) const {
+  const vk::SavedState* s = saved(node);
+  if (!s || s->host_bytes == 0) return Status::Ok();
+  std::vector<uint8_t> want(size_t(s->host_bytes));
+  s->host(position, want.data());
+  if (std::memcmp(want.data(), in, want.size()) != 0) {
+    return InvalidArgument(s->where + ": the saved state's row counts are not those of a sequence of " +
+                           std::to_string(position) + " tokens");
+  }
+  return Status::Ok();
+}
+
+Status VulkanRunner::save_state(int node, int64_t position, uint8_t* out) const {
+  const vk::SavedState* s = saved(node);
+  if (!s) return Status::Ok();
+  if (s->host_bytes > 0) s->host(position, out);
+  return transfer(*s, position, out, nullptr);
+}
+
+Status VulkanRunner::load_state(int node, int64_t position, const uint8_t* in) {
+  const vk::SavedState* s = saved(node);
+  if (!s) return Status::Ok();
+  return transfer(*s, position, nullptr, in);
+}
+
+Status VulkanRunner::transfer(const vk::SavedState& s, int64_t position, uint8_t* out, const uint8_t* in) const {
+  std::vector<vk::StateCopy> copies;
+  s.copies(position, &copies);
+  const uint64_t end = s.bytes(position), chunk = output_.size;
+  const vk::Api& api = ctx_->api();
+  std::vector<VkBufferCopy> regions;
+  size_t first = 0;
+  // The logits buffer holds saved bytes [c0, c1) at a time: its part of every copy in one command buffer.
+  for (uint64_t c0 = s.host_bytes; c0 < end; c0 += chunk) {
+    const uint64_t c1 = std::min(end, c0 + chunk);
+    regions.clear();
+    while (first < copies.size() && copies[first].saved + copies[first].bytes <= c0) ++first;
+    for (size_t i = first; i < copies.size() && copies[i].saved < c1; ++i) {
+      const vk::StateCopy& c = copies[i];
+      const uint64_t lo = std::max(c0, c.saved), hi = std::min(c1, c.saved + c.bytes);
+      const uint64_t device = s.slice.offset + c.device + (lo - c.saved), staging = output_.offset + (lo - c0);
+      regions.push_back(out ? VkBufferCopy{device, staging, hi - lo} : VkBufferCopy{staging, device, hi - lo});
+    }
+    if (in) std::memcpy(output_.mapped, in + c0, size_t(c1 - c0));
+    TERN_RETURN_IF_ERROR(vk::run_once(*ctx_, [&](VkCommandBuffer cb) {
+      // The last run's shader writes (and reads, before a load overwrites) come before the copy.
+      VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
+                               nullptr, 0, nullptr);
+      if (out) {
+        api.vkCmdCopyBuffer(cb, s.slice.buffer, output_.buffer, uint32_t(regions.size()), regions.data());
+      } else {
+        api.vkCmdCopyBuffer(cb, output_.buffer, s.slice.buffer, uint32_t(regions.size()), regions.data());
+      }
+      VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      after.dstAccessMask = out ? VK_ACCESS_HOST_READ_BIT : VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               out ? VK_PIPELINE_STAGE_HOST_BIT : VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0,
+                               nullptr, 0, nullptr);
+    }));
+    if (out) std::memcpy(out + c0, output_.mapped, size_t(c1 - c0));
+  }
   return Status::Ok();
 }
 
