@@ -240,22 +240,7 @@ TEST_CASE("lsh op: the planner's bytes grow linearly with n, never as n x n", "[
   LshCase c{4, 32, lsh_kind(64, 1, 0, 4, {32}, 64, 64)};
   LshGraph lg = build_lsh_graph(c, 50, 0.2f, 31);
   tern_model* model = test::finish_and_load(lg.g, lg.y, "lsh_plan", 0);
-  tern_session* s = make_session(model, 2, 65536);
-  tern_memory_plan p4{}, p16{}, p64{};
-  REQUIRE(tern_session_plan(s, 4096, &p4) == TERN_OK);
-  REQUIRE(tern_session_plan(s, 16384, &p16) == TERN_OK);
-  REQUIRE(tern_session_plan(s, 65536, &p64) == TERN_OK);
-  INFO("arena " << p4.arena_bytes << ", " << p16.arena_bytes << ", " << p64.arena_bytes);
-  for (auto [small, large] : {std::pair{p4, p16}, std::pair{p16, p64}}) {
-    const double growth = double(large.arena_bytes) / double(small.arena_bytes);
-    CHECK(growth > 3.9);
-    CHECK(growth < 4.01);
-    CHECK(large.dense_attention_bytes == 16 * small.dense_attention_bytes);
-    CHECK(large.state_bytes == 0);
-  }
-  // At 64k tokens the whole op plans less than 1% of one n x n score matrix.
-  CHECK(p64.arena_bytes * 100 < p64.dense_attention_bytes);
-  tern_session_free(s);
+  test::check_plan_linear_in_n(model, 3.9);  // and at 64k less than 1% of one n x n score matrix
   tern_model_free(model);
 }
 

@@ -254,21 +254,7 @@ TEST_CASE("routing op: the planner's bytes grow linearly with n, never as n x n"
   const RoutingCase c{4, 32, {64, 256, 2, 128}};  // 64 clusters of 256: about n / 64 members each at 16k
   RoutingGraph rg = build_routing_graph(c, 50, 0.2f, 31);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_plan", 0);
-  tern_session* s = make_session(model, 2, 65536);
-  tern_memory_plan p4{}, p16{}, p64{};
-  REQUIRE(tern_session_plan(s, 4096, &p4) == TERN_OK);
-  REQUIRE(tern_session_plan(s, 16384, &p16) == TERN_OK);
-  REQUIRE(tern_session_plan(s, 65536, &p64) == TERN_OK);
-  INFO("arena " << p4.arena_bytes << ", " << p16.arena_bytes << ", " << p64.arena_bytes);
-  for (auto [small, large] : {std::pair{p4, p16}, std::pair{p16, p64}}) {
-    const double growth = double(large.arena_bytes) / double(small.arena_bytes);
-    CHECK(growth > 3.0);  // linear in n, plus the clusters' fixed [K, w] part
-    CHECK(growth < 4.01);
-    CHECK(large.dense_attention_bytes == 16 * small.dense_attention_bytes);
-    CHECK(large.state_bytes == 0);
-  }
-  CHECK(p64.arena_bytes * 100 < p64.dense_attention_bytes);
-  tern_session_free(s);
+  test::check_plan_linear_in_n(model, 3.0);  // linear in n, plus the clusters' fixed [K, w] part
   tern_model_free(model);
 }
 

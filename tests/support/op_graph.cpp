@@ -154,4 +154,22 @@ void expect_load_rejected(OpGraph& g, int32_t output, const std::string& name, c
   CHECK(model == nullptr);
 }
 
+void check_plan_linear_in_n(tern_model* model, double min_growth) {
+  tern_session* s = make_session(model, 2, 65536);
+  tern_memory_plan p4{}, p16{}, p64{};
+  REQUIRE(tern_session_plan(s, 4096, &p4) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 16384, &p16) == TERN_OK);
+  REQUIRE(tern_session_plan(s, 65536, &p64) == TERN_OK);
+  INFO("arena " << p4.arena_bytes << ", " << p16.arena_bytes << ", " << p64.arena_bytes);
+  for (auto [small, large] : {std::pair{p4, p16}, std::pair{p16, p64}}) {
+    const double growth = double(large.arena_bytes) / double(small.arena_bytes);
+    CHECK(growth > min_growth);
+    CHECK(growth < 4.01);
+    CHECK(large.dense_attention_bytes == 16 * small.dense_attention_bytes);
+    CHECK(large.state_bytes == 0);
+  }
+  CHECK(p64.arena_bytes * 100 < p64.dense_attention_bytes);
+  tern_session_free(s);
+}
+
 }  // namespace tern::test

@@ -33,7 +33,8 @@ int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kK
 // Sizes of one call's scratch, in 4-byte words.
 struct Layout {
   int64_t n = 0, n_pad = 0, window = 0;
-  int64_t keys = 0, buckets = 0, order = 0, count = 0, outs = 0, lses = 0, head_qkv = 0, head_out = 0, normed = 0;
+  int64_t keys = 0, buckets = 0, order = 0, count = 0, outs = 0, lses = 0;
+  int64_t head_qkv = 0, head_out = 0, fold_block = 0;
   int64_t tile = 0;
   Layout(const LshAttention& a, int64_t n_tokens, const LshFoldedLayer* folded)
       : n(n_tokens), n_pad(a.padded_length(n_tokens)), window(tile_width(a)) {
@@ -46,10 +47,10 @@ struct Layout {
     lses = nh * n;
     head_qkv = folded ? n * 2 * dh : 0;
     head_out = folded && folded->folds_output() ? n * dh : 0;
-    normed = folded ? folded->block_floats(n) : 0;
+    fold_block = folded ? folded->block_floats(n) : 0;
     tile = dh * window + 2 * window + a.rot_half;  // kt, positions, scores, rotated
   }
-  int64_t shared() const { return keys + buckets + order + count + outs + lses + head_qkv + head_out + normed; }
+  int64_t shared() const { return keys + buckets + order + count + outs + lses + head_qkv + head_out + fold_block; }
   int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
 };
 
@@ -84,8 +85,8 @@ class LshKernel : public CpuKernel {
     lses_ = outs_ + lay.outs;
     float* head_qkv = lses_ + lay.lses;
     float* head_out = head_qkv + lay.head_qkv;
-    normed_ = head_out + lay.head_out;
-    tiles_ = normed_ + lay.normed;
+    fold_block_ = head_out + lay.head_out;
+    tiles_ = fold_block_ + lay.fold_block;
     tile_words_ = lay.tile;
     if (!folded_ || !folded_->folds_output()) {
       out_ = ctx.out(node_, 0);  // [n, inner]: head h in columns h*dh ..
@@ -111,9 +112,9 @@ class LshKernel : public CpuKernel {
       v_offset_ = a_.head_dim;
     }
     for (int h = 0; h < a_.heads; ++h) {
-      if (folded_) TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n_, head_qkv, normed_, node_.label()));
+      if (folded_) TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n_, head_qkv, fold_block_, node_.label()));
       run_head(ctx, h);
-      if (folded_ && folded_->folds_output()) TERN_RETURN_IF_ERROR(folded_->add_output(ctx, h, n_, out_, normed_, node_.label()));
+      if (folded_ && folded_->folds_output()) TERN_RETURN_IF_ERROR(folded_->add_output(ctx, h, n_, out_, fold_block_, node_.label()));
     }
     return Status::Ok();
   }
@@ -300,7 +301,7 @@ class LshKernel : public CpuKernel {
   // Per call.
   const float* qkv_ = nullptr;  // qk of head h, row j: qkv_ + j * row_stride_ + h * head_stride_; v: + v_offset_
   int64_t row_stride_ = 0, head_stride_ = 0, v_offset_ = 0;
-  float* normed_ = nullptr;     // folded layer only: its block of rows (LshFoldedLayer::block_floats)
+  float* fold_block_ = nullptr;  // folded layer only: its block of rows (LshFoldedLayer::block_floats)
   float* out_ = nullptr;        // head h's output row i: out_ + i * out_stride_ + h * out_head_stride_
   int64_t out_stride_ = 0, out_head_stride_ = 0;
   int64_t n_ = 0, n_pad_ = 0;
