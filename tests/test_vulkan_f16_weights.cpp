@@ -23,24 +23,13 @@ using namespace tern;
 using tern::test::random_floats;
 using tern::test::random_ids;
 using tern::test::relative_error;
+using tern::test::round_to_half;
 
 namespace {
 
 constexpr double kSameRounding = 1e-5;   // device float16 storage vs a reference on the same rounded weights
 constexpr double kVsFloat32Op = 2e-3;    // vs the float32 CPU path, one op
 constexpr double kVsFloat32Model = 5e-3; // vs the float32 CPU path, the shipped model end to end
-
-// float -> the nearest float16 value (ties to even) -> float, by scaling: a half has 11 significant bits down to
-// 2^-14 and a fixed quantum of 2^-24 below; std::nearbyint rounds ties to even in the default rounding mode.
-float round_to_half(float f) {
-  if (std::isnan(f) || std::isinf(f) || f == 0.0f) return f;
-  int e = 0;
-  std::frexp(double(f), &e);  // |f| in [2^(e-1), 2^e)
-  const double quantum = std::ldexp(1.0, std::max(e - 11, -24));
-  const double r = std::nearbyint(double(f) / quantum) * quantum;
-  if (std::fabs(r) > 65504.0) return f > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
-  return float(r);
-}
 
 std::vector<float> rounded(std::vector<float> v) {
   for (float& x : v) x = round_to_half(x);

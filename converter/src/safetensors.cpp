@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/half.h"
+
 namespace tern::convert {
 namespace {
 
@@ -36,27 +38,6 @@ std::string snippet(const nlohmann::json& j) {
   std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
-}
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);  // rebias 15 -> 127
-  } else if (mant == 0) {
-    bits = sign;  // +-0
-  } else {
-    // Subnormal half: value = mant * 2^-24, exact in float.
-    float v = std::ldexp(float(mant), -24);
-    return sign ? -v : v;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 struct Span {

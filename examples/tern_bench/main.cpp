@@ -27,6 +27,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   --device N             Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
   --f16-weights          Vulkan: store LINEAR weights and EMBEDDING tables as float16 on the device (half their
                          memory; compute stays float32); needs storageBuffer16BitAccess. The output says the storage
+  --f16-activations      CPU: store the whole-sequence values kept between row blocks (Reformer's residual
+                         streams around LSH layers) as float16: half their memory, results change at ~1e-3
   --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
                          its own; a number at least the prefill length runs every op on the whole call at once)
   -h, --help             this text
@@ -45,6 +47,7 @@ struct Test {
   std::string skipped;
   std::string backend = "cpu", device = "CPU", driver;  // where the session ran (tern_session_get_backend)
   bool f16_weights = false;  // ran on Vulkan with weight_storage F16
+  bool f16_activations = false;  // ran on the CPU with activation_storage F16
   struct OpTime {
     std::string name, kind;
     int64_t calls;
@@ -76,19 +79,15 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // Runs one test; returns false with a message on a runtime error.
-bool run_test(const tern_model* model, tern_backend backend, int device, int64_t row_block_rows, bool f16_weights,
-              int64_t vocab, int64_t context, int reps, bool profile, Test* t, std::string* error) {
+// `base`: the session options the command line sets (backend, device, storage, row blocks).
+bool run_test(const tern_model* model, const tern_session_options& base, int64_t vocab, int64_t context, int reps,
+              bool profile, Test* t, std::string* error) {
   const int64_t total = t->prefill > 0 ? t->prefill : t->depth + t->generate;
   if (context > 0 && total > context) {
     t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
     return true;
   }
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.backend = backend;
-  so.device = device;
-  so.row_block_rows = row_block_rows;
-  so.weight_storage = f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
+  tern_session_options so = base;
   so.threads = t->threads;
   so.max_tokens = total;
   so.max_batch = std::max<int64_t>(1, t->prefill > 0 ? t->prefill : std::max(t->depth, int64_t(1)));
@@ -104,7 +103,9 @@ bool run_test(const tern_model* model, tern_backend backend, int device, int64_t
   t->backend = where.backend == TERN_BACKEND_VULKAN ? "vulkan" : "cpu";
   t->device = where.device_name;
   t->driver = where.driver;
-  t->f16_weights = f16_weights && where.backend == TERN_BACKEND_VULKAN;  // backend auto on the CPU: float32
+  // backend auto: float16 weights only on Vulkan, float16 activations only on the CPU
+  t->f16_weights = so.weight_storage == TERN_WEIGHT_STORAGE_F16 && where.backend == TERN_BACKEND_VULKAN;
+  t->f16_activations = so.activation_storage == TERN_ACTIVATION_STORAGE_F16 && where.backend == TERN_BACKEND_CPU;
   tern_session_plan(s, total, &t->plan);
   std::mt19937 rng(42);
   std::vector<int32_t> ids(static_cast<size_t>(total));
@@ -170,6 +171,7 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
                   tern::cli::format_bytes(t.plan.packed_weight_bytes).c_str());
     } else {
       std::printf("backend: cpu\n");
+      if (t.f16_activations) std::printf("activations: float16 storage between row blocks (--f16-activations)\n");
     }
     break;
   }
@@ -220,7 +222,7 @@ void print_profile(const std::vector<Test>& tests) {
 
 void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
-  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage\n");
+  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage\n");
   bool first = true;
   for (const Test& t : tests) {
     if (!t.skipped.empty()) {  // JSON keeps the test and why it did not run; CSV rows are measurements only
@@ -236,14 +238,16 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
         ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
-          "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\"}"
-        : "%s%s,%s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s";
+          "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\", "
+          "\"activation_storage\": \"%s\"}"
+        : "%s%s,%s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s";
     std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), t.device.c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
                 double(t.n_tokens) / (med / 1e3), (unsigned long long)t.peak_rss,
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
                 (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes,
-                (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32");
+                (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32",
+                t.f16_activations ? "f16" : "f32");
     if (!json) std::printf("\n");
     first = false;
   }
@@ -261,7 +265,7 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},
-                       {"-h", "--help", "--profile", "--f16-weights"});
+                       {"-h", "--help", "--profile", "--f16-weights", "--f16-activations"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -294,6 +298,13 @@ int main(int argc, char** argv) {
   if (block_text.empty() || *end != '\0' || row_block_rows < 0 || row_block_rows > (1LL << 40)) {
     return fail("--row-block-rows: expected a number of rows (0: each chain picks its own)", 2);
   }
+  tern_session_options base;
+  tern_session_options_init(&base);
+  base.backend = backend;
+  base.device = int(device + 1);
+  base.row_block_rows = row_block_rows;
+  base.weight_storage = args.has("--f16-weights") ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
+  base.activation_storage = args.has("--f16-activations") ? TERN_ACTIVATION_STORAGE_F16 : TERN_ACTIVATION_STORAGE_F32;
 
   const std::string path = args.positional()[0];
   tern::cli::Timer load_timer;
@@ -328,7 +339,7 @@ int main(int argc, char** argv) {
   for (Test& t : tests) {
     std::string error;
     std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
-    if (!run_test(model, backend, int(device + 1), row_block_rows, args.has("--f16-weights"), info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
+    if (!run_test(model, base, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
       tern_model_free(model);
       return fail(t.name + ": " + error);
     }

@@ -46,6 +46,9 @@ Session:
   --f16-weights         Vulkan: store LINEAR weights and EMBEDDING tables as float16 on the device (half their
                         memory; compute stays float32: only the weights' rounding differs); needs a device with
                         storageBuffer16BitAccess. With --backend cpu: an error; auto on the CPU: float32
+  --f16-activations     CPU: store the whole-sequence values kept between row blocks (Reformer's residual
+                        streams around LSH layers) as float16: half their memory, results change at ~1e-3.
+                        With --backend vulkan: an error; auto on Vulkan: float32
   -h, --help            this text
 )";
 
@@ -248,7 +251,7 @@ int main(int argc, char** argv) {
                        {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
                         "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
                         "--memory-budget", "--device"},
-                       {"-h", "--help", "--perplexity", "--f16-weights"});
+                       {"-h", "--help", "--perplexity", "--f16-weights", "--f16-activations"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -306,6 +309,7 @@ int main(int argc, char** argv) {
   so.memory_budget_bytes = uint64_t(opt.memory_budget);
   so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
   so.weight_storage = args.has("--f16-weights") ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
+  so.activation_storage = args.has("--f16-activations") ? TERN_ACTIVATION_STORAGE_F16 : TERN_ACTIVATION_STORAGE_F32;
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(err.message);
   const tern_backend_info where = session.backend();
@@ -313,7 +317,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s, weights: %s\n", where.device_name,
                  where.device_type, where.driver, so.weight_storage == TERN_WEIGHT_STORAGE_F16 ? "float16 storage" : "float32");
   } else {
-    std::fprintf(stderr, "backend: cpu\n");
+    std::fprintf(stderr, "backend: cpu%s\n",
+                 so.activation_storage == TERN_ACTIVATION_STORAGE_F16 ? ", activations between row blocks: float16" : "");
   }
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
   std::fprintf(stderr, "model: %s (%s), context %lld, loaded in %.3f s\n", opt.model_path.c_str(), info.description,

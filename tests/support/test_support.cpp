@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,18 @@ double relative_error(const float* a, const float* ref, size_t n) {
   }
   if (norm == 0) return std::numeric_limits<double>::infinity();
   return std::sqrt(diff / norm);
+}
+
+// A half has 11 significant bits down to 2^-14 and a fixed quantum of 2^-24 below; std::nearbyint rounds ties to
+// even in the default rounding mode.
+float round_to_half(float f) {
+  if (std::isnan(f) || std::isinf(f) || f == 0.0f) return f;
+  int e = 0;
+  std::frexp(double(f), &e);  // |f| in [2^(e-1), 2^e)
+  const double quantum = std::ldexp(1.0, std::max(e - 11, -24));
+  const double r = std::nearbyint(double(f) / quantum) * quantum;
+  if (std::fabs(r) > 65504.0) return f > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  return float(r);
 }
 
 std::vector<int32_t> random_ids(int64_t n, int64_t rows, uint32_t seed) {

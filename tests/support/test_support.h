@@ -15,6 +15,9 @@ std::string source_path(const std::string& relative);
 std::string scratch_dir(const std::string& name);
 // ||a - ref|| / ||ref|| over n floats; infinity if any value is NaN or ref is all zeros.
 double relative_error(const float* a, const float* ref, size_t n);
+// float -> the nearest IEEE float16 value (ties to even) -> float, computed by scaling (independent of the runtime's
+// bit-level conversions); beyond the largest half, inf.
+float round_to_half(float f);
 // Uniform floats in [lo, hi), deterministic in seed.
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 // n random token ids in [0, rows).

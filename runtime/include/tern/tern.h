@@ -39,6 +39,18 @@ typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO 
  * one-line notice. */
 typedef enum { TERN_WEIGHT_STORAGE_F32 = 0, TERN_WEIGHT_STORAGE_F16 = 1 } tern_weight_storage;
 
+/* How a CPU session stores the activations it keeps for a whole call between parts of the model that run in row
+ * blocks (tern_session_options.activation_storage): in Reformer, the two residual streams around each LSH layer,
+ * [n, d] each, which bound its memory at long n.
+ * TERN_ACTIVATION_STORAGE_F32: float32.
+ * TERN_ACTIVATION_STORAGE_F16: those values are stored as IEEE float16 (half the bytes), widened to float32 a block
+ * of rows at a time for the ops that read them and rounded back (to nearest even) after the ops that write them;
+ * compute, weights, state and every other value stay float32. Results then differ from float32 by those roundings
+ * (~1e-3 relative), and a stream value above 65504 becomes inf. Only such values change: a model without them runs
+ * as with F32 (tern_session_plan shows the bytes). TERN_BACKEND_VULKAN: TERN_UNSUPPORTED (a CPU option);
+ * TERN_BACKEND_AUTO that picks a Vulkan device runs float32 and says so in its one-line notice. */
+typedef enum { TERN_ACTIVATION_STORAGE_F32 = 0, TERN_ACTIVATION_STORAGE_F16 = 1 } tern_activation_storage;
+
 /* TERN_BACKEND_VULKAN runs every op as a compute shader on a Vulkan device (creation fails with TERN_UNSUPPORTED
  * naming the op when one has no shader yet, or when there is no loader or device). TERN_BACKEND_AUTO takes a Vulkan
  * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
@@ -57,6 +69,7 @@ typedef struct {
   int64_t row_block_rows;       /* 0: each chain of row-wise ops picks its block (256..1024 rows, see
                                  * core/row_chains.h); otherwise every chain runs in blocks of this many rows */
   tern_weight_storage weight_storage; /* TERN_WEIGHT_STORAGE_F32 by default; F16: Vulkan only, see above */
+  tern_activation_storage activation_storage; /* TERN_ACTIVATION_STORAGE_F32 by default; F16: CPU only, see above */
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */

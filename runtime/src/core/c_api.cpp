@@ -35,7 +35,8 @@ tern_status record(tern_session* s, const tern::Status& st) {
 extern "C" {
 
 void tern_session_options_init(tern_session_options* options) {
-  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0, TERN_WEIGHT_STORAGE_F32};
+  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0, TERN_WEIGHT_STORAGE_F32,
+                                                TERN_ACTIVATION_STORAGE_F32};
 }
 
 const char* tern_status_string(tern_status status) {

@@ -6,7 +6,8 @@
 namespace tern {
 
 ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
-                     const std::vector<RowChain>& chains, const std::vector<ValueAlias>& aliases) {
+                     const std::vector<RowChain>& chains, const std::vector<ValueAlias>& aliases,
+                     const std::vector<bool>& half_values) {
   const auto& values = model.values();
   const auto& nodes = model.nodes();
   const size_t nv = values.size();
@@ -50,7 +51,8 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
   for (size_t v = 0; v < nv; ++v) {
     if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0 || host[v] != int(v)) continue;
     if (last[v] < first[v]) last[v] = first[v];  // written but never read: still needs a place
-    uint64_t bytes = uint64_t(value_rows[v]) * uint64_t(values[v].width) * dtype_size(values[v].dtype);
+    const bool half = !half_values.empty() && half_values[v];
+    uint64_t bytes = uint64_t(value_rows[v]) * uint64_t(values[v].width) * (half ? 2 : dtype_size(values[v].dtype));
     size[v] = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     order.push_back(int(v));
   }

@@ -23,8 +23,10 @@ constexpr uint64_t kArenaAlignment = 64;
 // rewrites them before reading; every other value a chain touches is alive across the whole chain, because a later
 // block still reads (or an earlier one already wrote) its rows.
 // `aliases`: values a kernel writes by updating another value's rows in place (core/row_chains.h).
+// `half_values`: per value, stored as float16 (2 bytes an element; tern_activation_storage F16); empty: none.
 ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
-                     const std::vector<RowChain>& chains = {}, const std::vector<ValueAlias>& aliases = {});
+                     const std::vector<RowChain>& chains = {}, const std::vector<ValueAlias>& aliases = {},
+                     const std::vector<bool>& half_values = {});
 
 // The candidates worth running in blocks for calls of `rows` tokens. Blocking a chain shrinks its inner values but
 // keeps its full-size inputs and outputs alive across the whole chain (an input read by the last block, an output

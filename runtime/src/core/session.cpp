@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <numeric>
 #include <thread>
 
 #include "core/lsh_fold.h"
+#include "cpu/half_rows.h"
 #include "cpu/kernels.h"
 
 namespace tern {
@@ -89,6 +91,17 @@ Status Session::build(const tern_session_options& options) {
     return Unsupported("weight_storage F16 is a Vulkan option: the CPU backend runs the file's float32 weights "
                        "(use backend Vulkan, or weight_storage F32)");
   }
+  int activation_storage = 0;
+  static_assert(sizeof activation_storage == sizeof options.activation_storage, "an int-sized enum");
+  std::memcpy(&activation_storage, &options.activation_storage, sizeof activation_storage);
+  if (activation_storage != TERN_ACTIVATION_STORAGE_F32 && activation_storage != TERN_ACTIVATION_STORAGE_F16) {
+    return InvalidArgument("unknown activation_storage " + std::to_string(activation_storage) + " (0: F32, 1: F16)");
+  }
+  const bool half_activations = activation_storage == TERN_ACTIVATION_STORAGE_F16;
+  if (half_activations && backend == TERN_BACKEND_VULKAN) {
+    return Unsupported("activation_storage F16 is a CPU option: the Vulkan backend keeps activations in float32 "
+                       "(use backend CPU, or activation_storage F32)");
+  }
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
@@ -107,7 +120,11 @@ Status Session::build(const tern_session_options& options) {
   const auto& all_nodes = model_.nodes();
   tern_memory_plan estimate{};
   const std::vector<bool> all_ops(all_nodes.size(), true);
-  estimate.arena_bytes = plan_arena(model_, all_ops, max_batch_, pick_row_chains(all_ops, options.row_block_rows)).bytes;
+  // With float16 activations only some values are stored as halves: counting every one at 2 bytes keeps the
+  // estimate a lower bound.
+  const std::vector<bool> all_half(half_activations ? model_.values().size() : 0, true);
+  estimate.arena_bytes =
+      plan_arena(model_, all_ops, max_batch_, pick_row_chains(all_ops, options.row_block_rows), {}, all_half).bytes;
   for (const Node& node : all_nodes) {
     const OpDef* def = find_op(node.code);
     if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_));
@@ -178,7 +195,9 @@ Status Session::build(const tern_session_options& options) {
   chains_ = pick_row_chains(run_all_, options.row_block_rows);
   chain_at_.assign(nodes.size(), -1);
   for (size_t c = 0; c < chains_.size(); ++c) chain_at_[size_t(chains_[c].first_op)] = int(c);
-  arena_plan_ = plan_arena(model_, run_all_, max_batch_, chains_, aliases_);
+  if (half_activations) pick_half_values();
+  const size_t staging_floats = plan_staging();
+  arena_plan_ = plan_arena(model_, run_all_, max_batch_, chains_, aliases_, half_values_);
   tern_memory_plan exact{};
   for (const auto& k : kernels_) {
     exact.packed_weight_bytes += k->packed_weight_bytes();
@@ -186,9 +205,10 @@ Status Session::build(const tern_session_options& options) {
   }
   const size_t arena_floats = arena_plan_.bytes / sizeof(float) + kArenaAlignment / sizeof(float);  // + alignment slack
   const size_t scratch_floats = scratch / sizeof(float);
-  exact.arena_bytes = (arena_floats + scratch_floats + sink_floats) * sizeof(float);
+  exact.arena_bytes = (arena_floats + scratch_floats + sink_floats + staging_floats) * sizeof(float);
   TERN_RETURN_IF_ERROR(check_fits(exact, true, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
   try {
+    staging_.resize(staging_floats);
     arena_.resize(arena_floats);
     scratch_.resize(scratch_floats);
     output_sink_.resize(sink_floats);
@@ -225,6 +245,10 @@ bool Session::build_device(const tern_session_options& options, Status* st) {
     return false;
   }
   device_ = std::move(runner).value();
+  if (options.activation_storage == TERN_ACTIVATION_STORAGE_F16) {  // backend auto (Vulkan itself refused it above)
+    std::fprintf(stderr, "tern: backend auto: running on %s; activations float32 (activation_storage F16 is a CPU "
+                 "option)\n", device_->device().name.c_str());
+  }
   run_all_.assign(model_.nodes().size(), true);
   run_for_state_ = run_all_;
   profile_.assign(model_.nodes().size(), {0, 0});
@@ -272,13 +296,15 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   ctx.ids = ids;
   ctx.values = &value_ptrs_;
   ctx.scratch = scratch_.data();
+  ctx.half_values = half_values_.empty() ? nullptr : &half_values_;
   const int n_ops = int(model_.nodes().size());
   for (int i = 0; i < n_ops; ++i) {
     if (!run[size_t(i)]) continue;
     Status st;
     const int c = chain_at_[size_t(i)];
-    if (c >= 0 && n > chains_[size_t(c)].block_rows) {
-      st = run_chain(chains_[size_t(c)], ctx, run);
+    // A chain with float16 places runs as a chain even in one block: its staging widens and narrows them.
+    if (c >= 0 && (n > chains_[size_t(c)].block_rows || !staged_[size_t(c)].empty())) {
+      st = run_chain(c, ctx, run);
       i = chains_[size_t(c)].last_op;
     } else {
       st = run_op(ctx, i, true);  // a chain of one block is the same as its ops run one after another
@@ -301,6 +327,80 @@ std::vector<RowChain> Session::pick_row_chains(const std::vector<bool>& run, int
   return choose_row_chains(model_, run, max_batch_, candidates);
 }
 
+void Session::pick_half_values() {
+  const auto& values = model_.values();
+  const auto& nodes = model_.nodes();
+  const size_t nv = values.size();
+  // A value kept whole between chains can be: one every op that runs and touches it reads or writes inside a chain
+  // (through the chain's float32 staging), or inside a folded LSH layer (which widens x2 and adds into x1 itself).
+  std::vector<bool> half(nv, false), in_chain(nodes.size(), false);
+  for (const RowChain& chain : chains_) {
+    for (int i = chain.first_op; i <= chain.last_op; ++i) in_chain[size_t(i)] = true;
+    for (int v : chain.full) {
+      half[size_t(v)] = v != model_.input_value() && v != model_.output_value() && values[size_t(v)].dtype == fb::DType::F32;
+    }
+  }
+  for (const Node& node : nodes) {
+    if (!run_all_[size_t(node.index)] || in_chain[size_t(node.index)]) continue;
+    for (const auto* list : {&node.inputs, &node.outputs}) {
+      for (int v : *list) half[size_t(v)] = false;
+    }
+  }
+  // Values sharing a place (a chain's output in its input's rows, an LSH layer's y1 in x1's) are stored alike.
+  std::vector<int> root(nv);
+  std::iota(root.begin(), root.end(), 0);
+  auto find = [&](int v) {
+    while (root[size_t(v)] != v) v = root[size_t(v)] = root[size_t(root[size_t(v)])];
+    return v;
+  };
+  std::vector<std::pair<int, int>> shared;
+  for (const ValueAlias& a : aliases_) shared.push_back({a.host, a.guest});
+  for (const RowChain& chain : chains_) shared.insert(shared.end(), chain.in_place.begin(), chain.in_place.end());
+  for (auto [a, b] : shared) root[size_t(find(a))] = find(b);
+  std::vector<bool> group_half(nv, true);
+  for (size_t v = 0; v < nv; ++v) {
+    if (!half[v]) group_half[size_t(find(int(v)))] = false;
+  }
+  for (auto [a, b] : shared) half[size_t(a)] = half[size_t(b)] = group_half[size_t(find(a))];
+  if (std::find(half.begin(), half.end(), true) != half.end()) half_values_ = std::move(half);
+}
+
+size_t Session::plan_staging() {
+  const auto& values = model_.values();
+  staged_.assign(chains_.size(), {});
+  size_t most = 0;
+  for (size_t c = 0; c < chains_.size() && !half_values_.empty(); ++c) {
+    const RowChain& chain = chains_[c];
+    std::vector<StagedPlace>& places = staged_[c];
+    auto place_of = [&](int v) -> StagedPlace& {
+      for (auto [x, y] : chain.in_place) {
+        const int partner = v == y ? x : v == x ? y : -1;
+        for (StagedPlace& p : places) {
+          if (partner >= 0 && std::find(p.values.begin(), p.values.end(), partner) != p.values.end()) return p;
+        }
+      }
+      places.push_back({});
+      return places.back();
+    };
+    for (int v : chain.full) {
+      if (!half_values_[size_t(v)]) continue;
+      StagedPlace& p = place_of(v);
+      p.values.push_back(v);
+      p.width = values[size_t(v)].width;
+      const int producer = values[size_t(v)].producer;
+      if (producer < chain.first_op) p.widen_from = v;
+      if (producer >= chain.first_op && producer <= chain.last_op) p.narrow_into = v;
+    }
+    size_t floats = 0;
+    for (StagedPlace& p : places) {
+      p.staging = floats;
+      floats += size_t(chain.block_rows) * size_t(p.width);
+    }
+    most = std::max(most, floats);
+  }
+  return most;
+}
+
 Status Session::run_op(const RunContext& ctx, int index, bool count_call) {
   const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   Status st = kernels_[size_t(index)]->run(ctx);
@@ -312,7 +412,9 @@ Status Session::run_op(const RunContext& ctx, int index, bool count_call) {
   return st;
 }
 
-Status Session::run_chain(const RowChain& chain, const RunContext& ctx, const std::vector<bool>& run) {
+Status Session::run_chain(int c, const RunContext& ctx, const std::vector<bool>& run) {
+  const RowChain& chain = chains_[size_t(c)];
+  const std::vector<StagedPlace>& staged = staged_[size_t(c)];
   const auto& values = model_.values();
   RunContext block = ctx;
   block.values = &block_ptrs_;
@@ -327,9 +429,24 @@ Status Session::run_chain(const RowChain& chain, const RunContext& ctx, const st
       const uint64_t row_bytes = uint64_t(values[size_t(v)].width) * dtype_size(values[size_t(v)].dtype);
       block_ptrs_[size_t(v)] = base ? base + uint64_t(row0) * row_bytes : nullptr;
     }
+    // Float16 places: the chain's ops see a float32 block, widened from the rows before and narrowed back after.
+    for (const StagedPlace& p : staged) {
+      float* rows = staging_.data() + p.staging;
+      for (int v : p.values) block_ptrs_[size_t(v)] = rows;
+      if (p.widen_from >= 0) {
+        const auto* halves = static_cast<const uint16_t*>(value_ptrs_[size_t(p.widen_from)]) + row0 * p.width;
+        cpu::halves_to_floats(ctx.pool, halves, block.n * p.width, rows);
+      }
+    }
     for (int i = chain.first_op; i <= chain.last_op; ++i) {
       if (!run[size_t(i)]) continue;
       TERN_RETURN_IF_ERROR(run_op(block, i, row0 == 0));
+    }
+    for (const StagedPlace& p : staged) {
+      if (p.narrow_into >= 0 && run[size_t(values[size_t(p.narrow_into)].producer)]) {
+        auto* halves = static_cast<uint16_t*>(value_ptrs_[size_t(p.narrow_into)]) + row0 * p.width;
+        cpu::floats_to_halves(ctx.pool, staging_.data() + p.staging, block.n * p.width, halves);
+      }
     }
   }
   return Status::Ok();
@@ -355,7 +472,8 @@ tern_memory_plan Session::plan(int64_t n) const {
     scratch = std::max(scratch, k->scratch_bytes_for(n));
   }
   if (device_) p.packed_weight_bytes = device_->weight_bytes();
-  p.arena_bytes = plan_arena(model_, run_all_, n, chains_, aliases_).bytes + scratch;
+  p.arena_bytes = plan_arena(model_, run_all_, n, chains_, aliases_, half_values_).bytes + scratch +
+                  staging_.size() * sizeof(float);
   for (const RowChain& chain : chains_) {
     if (n <= chain.block_rows) continue;  // one block: runs as before, nothing is saved
     ++p.row_chains;
@@ -372,7 +490,7 @@ tern_memory_plan Session::plan(int64_t n) const {
 tern_memory_plan Session::allocated() const {
   tern_memory_plan p = plan(max_tokens_);
   p.n_tokens = max_batch_;
-  p.arena_bytes = (arena_.size() + scratch_.size() + output_sink_.size()) * sizeof(float);
+  p.arena_bytes = (arena_.size() + scratch_.size() + output_sink_.size() + staging_.size()) * sizeof(float);
   p.state_bytes = 0;
   if (device_) {
     p.arena_bytes = device_->arena_bytes();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cpu/half_rows.h"
 #include "cpu/kernels.h"
 
 namespace tern::cpu {
@@ -57,11 +58,14 @@ uint64_t LshFoldedLayer::packed_bytes() const {
 
 Status LshFoldedLayer::project(const RunContext& ctx, int h, int64_t n, float* head_qkv, float* block,
                                const std::string& where) const {
-  const auto* x2 = static_cast<const float*>((*ctx.values)[size_t(x2_)]);
+  const void* x2 = (*ctx.values)[size_t(x2_)];
+  const bool half = ctx.stores_half(x2_);  // x2 [n, d] in float16: widened a block at a time, then normalised in place
   const int64_t dh = head_dim_;
   for (int64_t r0 = 0; r0 < n; r0 += kRows) {
     const int64_t rows = std::min(kRows, n - r0);
-    layer_norm(ctx.pool, x2 + r0 * d_, rows, d_, gamma_, beta_, eps_, block);
+    if (half) halves_to_floats(ctx.pool, static_cast<const uint16_t*>(x2) + r0 * d_, rows * d_, block);
+    const float* x = half ? block : static_cast<const float*>(x2) + r0 * d_;
+    layer_norm(ctx.pool, x, rows, d_, gamma_, beta_, eps_, block);
     TERN_RETURN_IF_ERROR(qk_[size_t(h)].run(ctx.pool, block, rows, head_qkv + r0 * 2 * dh, where));
     TERN_RETURN_IF_ERROR(v_[size_t(h)].run(ctx.pool, block, rows, head_qkv + r0 * 2 * dh + dh, where));
   }
@@ -70,11 +74,17 @@ Status LshFoldedLayer::project(const RunContext& ctx, int h, int64_t n, float* h
 
 Status LshFoldedLayer::add_output(const RunContext& ctx, int h, int64_t n, const float* out, float* block,
                                   const std::string& where) const {
-  auto* x1 = static_cast<float*>((*ctx.values)[size_t(residual_)]);
+  void* x1 = (*ctx.values)[size_t(residual_)];
+  const bool half = ctx.stores_half(residual_);  // x1 [n, d] in float16: each head's share rounded into it
   for (int64_t r0 = 0; r0 < n; r0 += kRows) {
     const int64_t rows = std::min(kRows, n - r0);
     TERN_RETURN_IF_ERROR(out_[size_t(h)].run(ctx.pool, out + r0 * head_dim_, rows, block, where));
-    add(ctx.pool, x1 + r0 * d_, block, rows * d_, x1 + r0 * d_);
+    if (half) {
+      add_into_halves(ctx.pool, static_cast<uint16_t*>(x1) + r0 * d_, block, rows * d_);
+    } else {
+      float* x = static_cast<float*>(x1) + r0 * d_;
+      add(ctx.pool, x, block, rows * d_, x);
+    }
   }
   return Status::Ok();
 }

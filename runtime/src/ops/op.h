@@ -22,6 +22,11 @@ struct RunContext {
   const int32_t* ids = nullptr;    // [n], the model input
   const std::vector<void*>* values = nullptr;  // per value index: [n, width] buffer for this call
   float* scratch = nullptr;        // per-thread scratch, see CpuKernel::scratch_bytes
+  // Per value index: stored as float16 (tern_activation_storage F16); null when none is. Only values kept whole
+  // between row chains are: an op in a chain sees float32 rows (the session widens them), so only a kernel that
+  // reads or writes such a value outside a chain (an LSH layer folded into its attention op) looks here.
+  const std::vector<bool>* half_values = nullptr;
+  bool stores_half(int value) const { return half_values && (*half_values)[size_t(value)]; }
   float* in(const Node& node, int i) const { return static_cast<float*>((*values)[node.inputs[i]]); }
   float* out(const Node& node, int i) const { return static_cast<float*>((*values)[node.outputs[i]]); }
 };

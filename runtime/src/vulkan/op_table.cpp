@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "vulkan/half.h"
+#include "core/half.h"
 #include "vulkan/ops.h"
 
 namespace tern::vk {

@@ -1,10 +1,11 @@
-// float32 -> IEEE float16 on the host, for weights stored as float16 on the device (weight_storage F16).
+// IEEE float16 <-> float32, one value at a time: weights stored as float16 on a Vulkan device (weight_storage F16),
+// float16 tensors of a checkpoint, and the reference for the CPU's bulk conversions (cpu/half_rows.h).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-namespace tern::vk {
+namespace tern {
 
 // Round to nearest, ties to even; overflow to +-inf, NaN stays NaN (quiet), subnormal halves kept.
 inline uint16_t float_to_half(float f) {
@@ -32,4 +33,31 @@ inline uint16_t float_to_half(float f) {
   return uint16_t(sign | h);
 }
 
-}  // namespace tern::vk
+// Exact: every half is a float.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1fu) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf, NaN
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);  // rebias 15 -> 127
+  } else if (mant == 0) {
+    bits = sign;  // +-0
+  } else {
+    // A subnormal half, mant * 2^-24: normalise the mantissa into a float's exponent.
+    int shift = 0;
+    uint32_t m = mant;
+    while (!(m & 0x400u)) {
+      m <<= 1;
+      ++shift;
+    }
+    bits = sign | (uint32_t(113 - shift) << 23) | ((m & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace tern
