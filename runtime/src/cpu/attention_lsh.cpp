@@ -1,15 +1,20 @@
 // ATTENTION of kind Lsh on the CPU (semantics: ops/lsh.h). One head at a time, every phase spread over the threads:
-//   1. per position: the normalised key and the bucket of every round;
+//   1. per position: the key's norm factor rsqrt(mean(qk^2) + eps) and the bucket of every round;
 //   2. per round: a counting sort by bucket (stable, so ties stay in position order) into the sorted axis;
-//   3. per chunk: gather the window's keys (transposed, so scores vectorise across keys) and attend each query,
-//      keeping the round's output and float32 log-sum-exp at the query's position;
-//   4. per position: combine the rounds by a softmax over their log-sum-exps.
-// Scratch is O(hashes * n * dh) for the round outputs plus one [dh, window] tile per thread; nothing is n x n.
+//   3. per chunk: gather the window's keys, normalised as they go in (transposed, so scores vectorise across keys),
+//      and take each query's float32 log-sum-exp for its round (scores only);
+//   4. per position: the rounds' weights, a softmax over their log-sum-exps;
+//   5. round by round (each position once per pass, so no two threads share an output row): per chunk, gather
+//      again, recompute each query's scores and its round output, and add that times the round's weight into o.
+// With one round, 3-5 are one pass that writes each query's output into o. No round's output is kept, so scratch
+// is O(n * dh) only for a folded head's qk | v and output, plus O(hashes * n) ints and floats and one
+// [dh, window] tile per thread; nothing is n x n.
 // With the layer folded in (core/lsh_fold.h), each head first gets its qk | v [n, 2*dh] from the layer input x2
 // (layer norm and the head's rows of the projection, in blocks of kProjectRows rows), and with the output fold its
 // output [n, dh] goes through the head's columns of the output projection and is added into x1's rows.
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -33,24 +38,23 @@ int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kK
 // Sizes of one call's scratch, in 4-byte words.
 struct Layout {
   int64_t n = 0, n_pad = 0, window = 0;
-  int64_t keys = 0, buckets = 0, order = 0, count = 0, outs = 0, lses = 0;
+  int64_t key_norm = 0, buckets = 0, order = 0, count = 0, lses = 0;
   int64_t head_qkv = 0, head_out = 0, fold_block = 0;
   int64_t tile = 0;
   Layout(const LshAttention& a, int64_t n_tokens, const LshFoldedLayer* folded)
       : n(n_tokens), n_pad(a.padded_length(n_tokens)), window(tile_width(a)) {
     const int64_t dh = a.head_dim, nh = a.hashes;
-    keys = n * dh;
+    key_norm = n;
     buckets = nh * n;
     order = nh * n_pad;
     count = a.buckets + 1;
-    outs = nh * n * dh;
     lses = nh * n;
     head_qkv = folded ? n * 2 * dh : 0;
     head_out = folded && folded->folds_output() ? n * dh : 0;
     fold_block = folded ? folded->block_floats(n) : 0;
-    tile = dh * window + 2 * window + a.rot_half;  // kt, positions, scores, rotated
+    tile = dh * window + 2 * window + a.rot_half + dh;  // kt, positions, scores, rotated, row
   }
-  int64_t shared() const { return keys + buckets + order + count + outs + lses + head_qkv + head_out + fold_block; }
+  int64_t shared() const { return key_norm + buckets + order + count + lses + head_qkv + head_out + fold_block; }
   int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
 };
 
@@ -60,6 +64,12 @@ struct Tile {
   int32_t* wpos;    // [width]
   float* s;         // [width], scores of one row, then exp(s - max)
   float* rotated;   // [rot_half]
+  float* row;       // [dh], one query's output for one round
+};
+
+// A query's softmax over its scores: m = max score, lse = log(sum exp(s - m)) + m, both float32.
+struct RowSoftmax {
+  float m, lse;
 };
 
 class LshKernel : public CpuKernel {
@@ -77,12 +87,11 @@ class LshKernel : public CpuKernel {
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
     const Layout lay(a_, ctx.n, folded());
     float* base = ctx.scratch;
-    keys_ = base;
-    bucket_ = reinterpret_cast<int32_t*>(keys_ + lay.keys);
+    key_norm_ = base;
+    bucket_ = reinterpret_cast<int32_t*>(key_norm_ + lay.key_norm);
     order_ = bucket_ + lay.buckets;
     count_ = order_ + lay.order;
-    outs_ = reinterpret_cast<float*>(count_ + lay.count);
-    lses_ = outs_ + lay.outs;
+    lses_ = reinterpret_cast<float*>(count_ + lay.count);
     float* head_qkv = lses_ + lay.lses;
     float* head_out = head_qkv + lay.head_qkv;
     fold_block_ = head_out + lay.head_out;
@@ -120,8 +129,9 @@ class LshKernel : public CpuKernel {
   }
 
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
-  // Linear in n: the keys, buckets, sort and per-round outputs of one head (with a folded input, also its qk | v
-  // and a block of normalised rows), plus one tile per thread.
+  // Linear in n: one head's key norms, buckets, sort and per-round log-sum-exps (O(hashes * n) words; with a folded
+  // input, also its qk | v [n, 2*dh] and a block of normalised rows; with a folded output, its output [n, dh]), plus
+  // one tile per thread.
   uint64_t scratch_bytes_for(int64_t n) const override {
     return uint64_t(Layout(a_, n, folded()).total(threads_)) * 4;
   }
@@ -134,6 +144,7 @@ class LshKernel : public CpuKernel {
   const LshFoldedLayer* folded() const { return folded_ ? &*folded_ : nullptr; }
   const float* qk(int h, int64_t j) const { return qkv_ + j * row_stride_ + int64_t(h) * head_stride_; }
   const float* value(int h, int64_t j) const { return qk(h, j) + v_offset_; }
+  float* out_row(int h, int64_t i) const { return out_ + i * out_stride_ + int64_t(h) * out_head_stride_; }
 
   int64_t tile_width() const { return cpu::tile_width(a_); }
 
@@ -145,6 +156,7 @@ class LshKernel : public CpuKernel {
     t.wpos = reinterpret_cast<int32_t*>(t.kt + dh * W);
     t.s = reinterpret_cast<float*>(t.wpos + W);
     t.rotated = t.s + W;
+    t.row = t.rotated + a_.rot_half;
     return t;
   }
 
@@ -152,15 +164,13 @@ class LshKernel : public CpuKernel {
     const int dh = a_.head_dim;
     const int64_t n = n_, nh = a_.hashes;
     const bool chunked = a_.chunked(n);
-    // 1. Keys (HF: x * rsqrt(mean(x^2) + eps) * dh^-0.5, in float32) and buckets.
+    // 1. Key norm factors (HF: key = x * rsqrt(mean(x^2) + eps) * dh^-0.5, in float32) and buckets.
     run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int slot, int64_t item) {
       Tile t = tile(slot);
       for (int64_t j = item * 64; j < std::min(n, (item + 1) * 64); ++j) {
         const float* x = qk(h, j);
-        float* k = keys_ + j * dh;
         const float ms = dot(x, x, dh) / float(dh);
-        const float r = 1.0f / std::sqrt(ms + a_.key_norm_eps);
-        for (int c = 0; c < dh; ++c) k[c] = x[c] * r * a_.scale;
+        key_norm_[j] = 1.0f / std::sqrt(ms + a_.key_norm_eps);
         if (chunked) {
           for (int64_t rnd = 0; rnd < nh; ++rnd) bucket_[rnd * n + j] = int32_t(a_.bucket(h, rnd, x, t.rotated));
         }
@@ -171,20 +181,19 @@ class LshKernel : public CpuKernel {
       run_slots(ctx.pool, slots_, (n + kQueryBlock - 1) / kQueryBlock, [&](int slot, int64_t item) {
         Tile t = tile(slot);
         const int64_t q0 = item * kQueryBlock, q1 = std::min(n, q0 + kQueryBlock);
-        const int64_t W = tile_width();
-        for (int64_t j = 0; j < q1; ++j) {
-          t.wpos[j] = int32_t(j);
-          for (int c = 0; c < dh; ++c) t.kt[c * W + j] = keys_[j * dh + c];
-        }
-        for (int64_t i = q0; i < q1; ++i) {
-          attend_row(h, i, t, q1, out_ + i * out_stride_ + int64_t(h) * out_head_stride_);
-        }
+        for (int64_t j = 0; j < q1; ++j) put_key(h, j, t, j);
+        for (int64_t i = q0; i < q1; ++i) attend_row(h, i, t, q1, out_row(h, i));
       });
       return;
     }
-    // 2. Counting sort per round: positions by bucket, ties in position order; pads after every bucket.
-    const int64_t B = a_.buckets;
-    for (int64_t r = 0; r < nh; ++r) {
+    sort_rounds();
+    attend_chunks(ctx, h);
+  }
+
+  // 2. Counting sort per round: positions by bucket, ties in position order; pads after every bucket.
+  void sort_rounds() {
+    const int64_t n = n_, B = a_.buckets;
+    for (int64_t r = 0; r < a_.hashes; ++r) {
       std::fill(count_, count_ + B + 1, 0);
       const int32_t* b = bucket_ + r * n;
       for (int64_t j = 0; j < n; ++j) ++count_[b[j] + 1];
@@ -193,56 +202,97 @@ class LshKernel : public CpuKernel {
       for (int64_t j = 0; j < n; ++j) o[count_[b[j]]++] = int32_t(j);
       for (int64_t j = n; j < n_pad_; ++j) o[j] = int32_t(j);  // pads: positions >= n
     }
-    // 3. Chunks of the sorted axis, each against its circular window of neighbouring chunks.
-    const int64_t C = a_.chunk, n_chunks = nh * n_pad_ / C, W = tile_width();
-    run_slots(ctx.pool, slots_, n_chunks, [&](int slot, int64_t c) {
-      Tile t = tile(slot);
-      int64_t w = 0;
-      for (int64_t d = -a_.before; d <= a_.after; ++d) {
-        const int64_t cc = ((c + d) % n_chunks + n_chunks) % n_chunks;
-        for (int64_t u = cc * C; u < (cc + 1) * C; ++u) {
-          const int32_t j = order_[u];
-          if (j >= n) continue;  // a pad: no query sees it
-          t.wpos[w] = j;
-          const float* k = keys_ + int64_t(j) * dh;
-          for (int ch = 0; ch < dh; ++ch) t.kt[ch * W + w] = k[ch];
-          ++w;
+  }
+
+  // 3-5. Chunks of the sorted axis, each against its circular window of neighbouring chunks. n_pad is a multiple of
+  // the chunk (LshAttention::from checks pad_to % chunk == 0, and a chunked n is padded to pad_to or is a multiple
+  // of it), so every chunk lies in one round and a pass over one round's chunks meets each position once.
+  void attend_chunks(const RunContext& ctx, int h) {
+    const int dh = a_.head_dim;
+    const int64_t n = n_, nh = a_.hashes, C = a_.chunk, per_round = n_pad_ / C;
+    assert(n_pad_ % C == 0);
+    // Calls visit(tile, keys, i, round) for every query i of chunks [c0, c1), with the chunk's window in the tile.
+    auto over_chunks = [&](int64_t c0, int64_t c1, const auto& visit) {
+      run_slots(ctx.pool, slots_, c1 - c0, [&](int slot, int64_t item) {
+        const int64_t c = c0 + item;
+        Tile t = tile(slot);
+        const int64_t w = gather_window(h, c, nh * per_round, t);
+        for (int64_t u = c * C; u < (c + 1) * C; ++u) {
+          const int64_t i = order_[u];
+          if (i < n) visit(t, w, i, u / n_pad_);
         }
-      }
-      for (int64_t u = c * C; u < (c + 1) * C; ++u) {
-        const int64_t i = order_[u];
-        if (i >= n) continue;
-        const int64_t r = u / n_pad_;
-        lses_[r * n + i] = attend_row(h, i, t, w, outs_ + (r * n + i) * dh);
-      }
+      });
+    };
+    if (nh == 1) {
+      over_chunks(0, per_round, [&](const Tile& t, int64_t w, int64_t i, int64_t) { attend_row(h, i, t, w, out_row(h, i)); });
+      return;
+    }
+    // 3. Each query's log-sum-exp for its round.
+    over_chunks(0, nh * per_round, [&](const Tile& t, int64_t w, int64_t i, int64_t r) {
+      lses_[r * n + i] = softmax_row(h, i, t, w).lse;
     });
-    // 4. Rounds combined per position (HF: exp(lse_r - logsumexp_r(lse_r)), in float32).
+    // 4. The rounds' weights per position, in place of their lses (HF: exp(lse_r - logsumexp_r(lse_r)), in float32);
+    // the head's output rows start at zero.
     run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int, int64_t item) {
       for (int64_t i = item * 64; i < std::min(n, (item + 1) * 64); ++i) {
-        float* o = out_ + i * out_stride_ + int64_t(h) * out_head_stride_;
-        if (nh == 1) {
-          std::copy(outs_ + i * dh, outs_ + (i + 1) * dh, o);
-          continue;
-        }
         float mx = -INFINITY;
         for (int64_t r = 0; r < nh; ++r) mx = std::max(mx, lses_[r * n + i]);
         float sum = 0.0f;
         for (int64_t r = 0; r < nh; ++r) sum += std::exp(lses_[r * n + i] - mx);
         const float total = std::log(sum) + mx;
-        std::fill(o, o + dh, 0.0f);
-        for (int64_t r = 0; r < nh; ++r) {
-          const float wgt = std::exp(lses_[r * n + i] - total);
-          const float* src = outs_ + (r * n + i) * dh;
-          for (int c = 0; c < dh; ++c) o[c] += src[c] * wgt;
-        }
+        for (int64_t r = 0; r < nh; ++r) lses_[r * n + i] = std::exp(lses_[r * n + i] - total);
+        std::fill(out_row(h, i), out_row(h, i) + dh, 0.0f);
       }
     });
+    // 5. Round by round, so that the sum runs over rounds in order: o += out_r * weight_r.
+    for (int64_t r = 0; r < nh; ++r) {
+      over_chunks(r * per_round, (r + 1) * per_round, [&](const Tile& t, int64_t w, int64_t i, int64_t) {
+        attend_row(h, i, t, w, t.row);
+        const float wgt = lses_[r * n + i];
+        float* o = out_row(h, i);
+        for (int c = 0; c < dh; ++c) o[c] += t.row[c] * wgt;
+      });
+    }
+  }
+
+  // Column w of the tile: position j and its key (HF's float32 x * r * scale, r its norm factor).
+  void put_key(int h, int64_t j, const Tile& t, int64_t w) const {
+    const int dh = a_.head_dim;
+    const int64_t W = tile_width();
+    const float* x = qk(h, j);
+    const float r = key_norm_[j];
+    t.wpos[w] = int32_t(j);
+    for (int c = 0; c < dh; ++c) t.kt[c * W + w] = x[c] * r * a_.scale;
+  }
+
+  // The window of chunk c (chunks c - before .. c + after of n_chunks, circular) into the tile, pads left out;
+  // returns how many keys it holds.
+  int64_t gather_window(int h, int64_t c, int64_t n_chunks, const Tile& t) const {
+    const int64_t C = a_.chunk;
+    int64_t w = 0;
+    for (int64_t d = -a_.before; d <= a_.after; ++d) {
+      const int64_t cc = ((c + d) % n_chunks + n_chunks) % n_chunks;
+      for (int64_t u = cc * C; u < (cc + 1) * C; ++u) {
+        const int32_t j = order_[u];
+        if (j >= n_) continue;  // a pad: no query sees it
+        put_key(h, j, t, w++);
+      }
+    }
+    return w;
   }
 
   // Query position i against the tile's `count` keys; writes out [dh], returns HF's float32 log-sum-exp:
-  // m = max score, lse = log(sum exp(s - m)) + m, out = sum exp(s - lse) v, where exp(s - lse) is taken as
-  // exp(s - m) * exp(m - lse) (equal to float32 rounding; exactly equal where the row sees only itself, s = m).
+  // out = sum exp(s - lse) v, where exp(s - lse) is taken as exp(s - m) * exp(m - lse) (equal to float32
+  // rounding; exactly equal where the row sees only itself, s = m).
   float attend_row(int h, int64_t i, const Tile& t, int64_t count, float* out) const {
+    const RowSoftmax sm = softmax_row(h, i, t, count);
+    weigh_values(h, t, count, std::exp(sm.m - sm.lse), out);
+    return sm.lse;
+  }
+
+  // Query position i's masked scores against the tile's `count` keys, left in t.s as exp(s - m) (0 where masked);
+  // returns m and lse = log(sum exp(s - m)) + m.
+  RowSoftmax softmax_row(int h, int64_t i, const Tile& t, int64_t count) const {
     const int dh = a_.head_dim;
     const int64_t W = tile_width();
     const float* q = qk(h, i);
@@ -272,9 +322,14 @@ class LshKernel : public CpuKernel {
       s[w] = s[w] == -INFINITY ? 0.0f : std::exp(s[w] - m);
       l += s[w];
     }
-    const float lse = std::log(l) + m;  // torch.logsumexp: log(sum(exp(x - max))) + max, in float32
-    const float scale = std::exp(m - lse);
-    // out = sum p v in blocks of kDims columns held in registers.
+    return {m, std::log(l) + m};  // torch.logsumexp: log(sum(exp(x - max))) + max, in float32
+  }
+
+  // out [dh] = sum_w t.s[w] * scale * v(t.wpos[w]) over the tile's `count` keys, in blocks of kDims columns held
+  // in registers.
+  void weigh_values(int h, const Tile& t, int64_t count, float scale, float* out) const {
+    const int dh = a_.head_dim;
+    const float* s = t.s;
     for (int c0 = 0; c0 < dh; c0 += int(kDims)) {
       float acc[kDims] = {};
       const int width = std::min(int(kDims), dh - c0);
@@ -290,7 +345,6 @@ class LshKernel : public CpuKernel {
       }
       std::copy(acc, acc + width, out + c0);
     }
-    return lse;
   }
 
   const Node& node_;
@@ -306,12 +360,11 @@ class LshKernel : public CpuKernel {
   int64_t out_stride_ = 0, out_head_stride_ = 0;
   int64_t n_ = 0, n_pad_ = 0;
   int slots_ = 1;
-  float* keys_ = nullptr;       // [n, dh]
+  float* key_norm_ = nullptr;   // [n], rsqrt(mean(qk_j^2) + eps) of this head
   int32_t* bucket_ = nullptr;   // [hashes, n]
   int32_t* order_ = nullptr;    // [hashes * n_pad], positions along the sorted axis (>= n: pad)
   int32_t* count_ = nullptr;    // [buckets + 1]
-  float* outs_ = nullptr;       // [hashes, n, dh], per round
-  float* lses_ = nullptr;       // [hashes, n]
+  float* lses_ = nullptr;       // [hashes, n]: each round's log-sum-exp, then its weight
   float* tiles_ = nullptr;      // per thread
   int64_t tile_words_ = 0;
 };
