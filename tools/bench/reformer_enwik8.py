@@ -8,10 +8,12 @@ with tern-bench (load, session creation, one warm-up and --reps timed forwards, 
 
 Usage (from the repository root, after building):
     /usr/bin/python3 tools/bench/reformer_enwik8.py [--work /tmp/reformer-enwik8] [--n 65536] [--threads 2]
-        [--reps 1] [--plan 4096,16384,65536] [--config CONFIG.json] [--one-forward]
+        [--reps 1] [--plan 4096,16384,65536] [--config CONFIG.json] [--one-forward] [--f16-activations]
 
 --one-forward runs --n random bytes through `tern-run --ids` instead: a single forward (no warm-up), its wall time,
-CPU time and the process's peak RSS; on a busy 2-core machine that halves the run.
+CPU time and the process's peak RSS against the target (the model's weights + 512 MiB), and the sequence's score
+in bits per byte from the logits it wrote; on a busy 2-core machine that halves the run.
+--f16-activations runs the sessions with activation_storage F16 (the residual streams stored as float16).
 """
 
 import argparse
@@ -106,6 +108,18 @@ def make_checkpoint(config, directory, seed=0):
     return sum(a.size for a in t.values())
 
 
+def score(logits, ids):
+    """Prints the bits per byte of predicting each next byte from the logits [n, vocab]."""
+    bits = 0.0
+    for start in range(0, len(ids) - 1, 4096):
+        rows = np.asarray(logits[start:min(start + 4096, len(ids) - 1)], np.float64)
+        top = rows.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(rows - top).sum(axis=1)) + top[:, 0]
+        nxt = np.asarray(ids[start + 1:start + 1 + len(rows)])
+        bits += float((lse - rows[np.arange(len(rows)), nxt]).sum()) / np.log(2)
+    print(f"score: {bits / (len(ids) - 1):.6f} bits per byte over {len(ids) - 1} predictions", flush=True)
+
+
 def run(cmd):
     """Runs cmd; prints and returns its wall seconds. Also prints the child's own CPU seconds (user + system) and peak
     RSS from wait4: CPU seconds hardly move when other processes share the cores, wall seconds do."""
@@ -113,6 +127,7 @@ def run(cmd):
     start = time.time()
     child = subprocess.Popen(cmd)
     _, status, usage = os.wait4(child.pid, 0)
+    run.peak_rss = usage.ru_maxrss * 1024
     child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.time() - start
     if child.returncode != 0:
@@ -132,7 +147,9 @@ def main():
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--plan", default="4096,16384,65536")
     ap.add_argument("--one-forward", action="store_true", help="one forward with tern-run --ids (see above)")
+    ap.add_argument("--f16-activations", action="store_true", help="activation_storage F16 (see above)")
     args = ap.parse_args()
+    storage = ["--f16-activations"] if args.f16_activations else []
     config = ENWIK8
     if args.config:
         with open(args.config) as f:
@@ -146,14 +163,21 @@ def main():
               f"{time.time() - start:.1f} s", flush=True)
     seconds = run([os.path.join(args.build, "converter", "tern-convert"), ckpt, "-o", model])
     print(f"converted in {seconds:.1f} s", flush=True)
-    run([os.path.join(args.build, "examples", "tern-run"), model, "--plan", args.plan, "--max-tokens", str(args.n)])
+    run([os.path.join(args.build, "examples", "tern-run"), model, "--plan", args.plan, "--max-tokens", str(args.n)] +
+        storage)
     if args.one_forward:
         data = os.path.join(args.work, f"random{args.n}.json")
         with open(data, "w") as f:
             json.dump(np.random.default_rng(0).integers(0, 256, args.n).tolist(), f)
+        logits = os.path.join(args.work, f"logits{args.n}.npy")
         seconds = run([os.path.join(args.build, "examples", "tern-run"), model, "--ids", data, "--threads", args.threads,
-                       "--max-tokens", str(args.n)])
+                       "--max-tokens", str(args.n), "--logits-out", logits] + storage)
         print(f"one forward of {args.n} tokens (with load and session creation): {seconds:.1f} s", flush=True)
+        weights = sum(a.nbytes for a in safetensors_io.load(os.path.join(ckpt, "model.safetensors")).values())
+        target = weights + 512 * 2**20
+        print(f"peak RSS {run.peak_rss:,} bytes; target: weights {weights:,} + 512 MiB = {target:,} bytes: "
+              f"{'within' if run.peak_rss <= target else 'over'} by {abs(target - run.peak_rss):,}", flush=True)
+        score(np.load(logits, mmap_mode="r"), json.load(open(data)))
         return
     run([os.path.join(args.build, "examples", "tern-bench"), model, "-p", str(args.n), "-n", "0", "-r", str(args.reps),
          "-t", args.threads, "--profile"])

@@ -149,6 +149,27 @@ Status Session::build(const tern_session_options& options) {
     }
     if (f.output >= 0) aliases_.push_back({f.residual_in, f.residual_out, f.attention, nodes[size_t(f.attention)].outputs[0]});
   }
+  // Weights only XNNPACK reads (from its packed copy) leave memory: a tensor's pages of the mapped file are dropped
+  // as soon as the last kernel using it has packed it, so the file's pages and the packed copies are not resident
+  // together (at 600 MB of weights that would double the peak). A weight any other kernel reads (a tied embedding,
+  // LSH rotations, the reference kernels of a test) stays, or comes back from the file if read. A folded node's
+  // weights are packed by its fold's attention kernel, which may come after it.
+  const auto& tensors = model_.tensors();
+  std::vector<int> last_user(tensors.size(), -1);
+  auto packer = [&](const Node& node) {
+    const LshFold* fold = fold_of[size_t(node.index)];
+    return fold ? std::max(node.index, fold->attention) : node.index;
+  };
+  for (const Node& node : nodes) {
+    for (const TensorInfo* t : node.weights) {
+      if (t) last_user[size_t(t - tensors.data())] = std::max(last_user[size_t(t - tensors.data())], packer(node));
+    }
+  }
+  std::vector<int8_t> packed_only(tensors.size(), -1);  // per tensor: -1 unused, 1 only packing kernels use it, 0 not
+  std::vector<std::vector<size_t>> release_after(nodes.size());  // per node: the tensors whose pages go once it is built
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (last_user[t] >= 0) release_after[size_t(last_user[t])].push_back(t);
+  }
   uint64_t scratch = 0;
   for (const Node& node : nodes) {
     const LshFold* fold = fold_of[size_t(node.index)];
@@ -159,22 +180,15 @@ Status Session::build(const tern_session_options& options) {
     if (!kernel.ok()) return kernel.status();
     stateful[node.index] = kernel.value()->has_state();
     scratch = std::max(scratch, kernel.value()->scratch_bytes());
-    kernels_.push_back(std::move(kernel).value());
-  }
-  // Weights only XNNPACK reads (from its packed copy, made above) leave memory: their pages of the mapped file are
-  // dropped before the arena is touched, so the weights are not resident twice. A weight any other kernel reads
-  // (a tied embedding, LSH rotations, the reference kernels of a test) stays, or comes back from the file if read.
-  const auto& tensors = model_.tensors();
-  std::vector<int8_t> packed_only(tensors.size(), -1);  // per tensor: -1 unused, 1 only packing kernels use it, 0 not
-  for (const Node& node : nodes) {
     for (const TensorInfo* t : node.weights) {
       if (!t) continue;
       int8_t& p = packed_only[size_t(t - tensors.data())];
-      p = p != 0 && kernels_[node.index]->weights_packed() ? 1 : 0;
+      p = p != 0 && kernel.value()->weights_packed() ? 1 : 0;
     }
-  }
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    if (packed_only[t] == 1) model_.release_pages(tensors[t]);
+    kernels_.push_back(std::move(kernel).value());
+    for (size_t t : release_after[size_t(node.index)]) {
+      if (packed_only[t] == 1) model_.release_pages(tensors[t]);
+    }
   }
   // A call without logits runs only the ops that feed the state. When the op writing the output is one of them, it
   // writes into output_sink_ instead of the caller's absent logits.
