@@ -7,9 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <numeric>
 #include <thread>
 
+#include "core/half_values.h"
 #include "core/lsh_fold.h"
 #include "cpu/half_rows.h"
 #include "cpu/kernels.h"
@@ -209,8 +209,9 @@ Status Session::build(const tern_session_options& options) {
   chains_ = pick_row_chains(run_all_, options.row_block_rows);
   chain_at_.assign(nodes.size(), -1);
   for (size_t c = 0; c < chains_.size(); ++c) chain_at_[size_t(chains_[c].first_op)] = int(c);
-  if (half_activations) pick_half_values();
-  const size_t staging_floats = plan_staging();
+  if (half_activations) half_values_ = pick_half_values(model_, run_all_, chains_, aliases_);
+  size_t staging_floats = 0;
+  staged_ = plan_staging(model_, chains_, half_values_, &staging_floats);
   arena_plan_ = plan_arena(model_, run_all_, max_batch_, chains_, aliases_, half_values_);
   tern_memory_plan exact{};
   for (const auto& k : kernels_) {
@@ -339,80 +340,6 @@ std::vector<RowChain> Session::pick_row_chains(const std::vector<bool>& run, int
   // A block size set by the caller runs every chain in blocks (tests check the blocked path on small models).
   if (block_rows > 0) return candidates;
   return choose_row_chains(model_, run, max_batch_, candidates);
-}
-
-void Session::pick_half_values() {
-  const auto& values = model_.values();
-  const auto& nodes = model_.nodes();
-  const size_t nv = values.size();
-  // A value kept whole between chains can be: one every op that runs and touches it reads or writes inside a chain
-  // (through the chain's float32 staging), or inside a folded LSH layer (which widens x2 and adds into x1 itself).
-  std::vector<bool> half(nv, false), in_chain(nodes.size(), false);
-  for (const RowChain& chain : chains_) {
-    for (int i = chain.first_op; i <= chain.last_op; ++i) in_chain[size_t(i)] = true;
-    for (int v : chain.full) {
-      half[size_t(v)] = v != model_.input_value() && v != model_.output_value() && values[size_t(v)].dtype == fb::DType::F32;
-    }
-  }
-  for (const Node& node : nodes) {
-    if (!run_all_[size_t(node.index)] || in_chain[size_t(node.index)]) continue;
-    for (const auto* list : {&node.inputs, &node.outputs}) {
-      for (int v : *list) half[size_t(v)] = false;
-    }
-  }
-  // Values sharing a place (a chain's output in its input's rows, an LSH layer's y1 in x1's) are stored alike.
-  std::vector<int> root(nv);
-  std::iota(root.begin(), root.end(), 0);
-  auto find = [&](int v) {
-    while (root[size_t(v)] != v) v = root[size_t(v)] = root[size_t(root[size_t(v)])];
-    return v;
-  };
-  std::vector<std::pair<int, int>> shared;
-  for (const ValueAlias& a : aliases_) shared.push_back({a.host, a.guest});
-  for (const RowChain& chain : chains_) shared.insert(shared.end(), chain.in_place.begin(), chain.in_place.end());
-  for (auto [a, b] : shared) root[size_t(find(a))] = find(b);
-  std::vector<bool> group_half(nv, true);
-  for (size_t v = 0; v < nv; ++v) {
-    if (!half[v]) group_half[size_t(find(int(v)))] = false;
-  }
-  for (auto [a, b] : shared) half[size_t(a)] = half[size_t(b)] = group_half[size_t(find(a))];
-  if (std::find(half.begin(), half.end(), true) != half.end()) half_values_ = std::move(half);
-}
-
-size_t Session::plan_staging() {
-  const auto& values = model_.values();
-  staged_.assign(chains_.size(), {});
-  size_t most = 0;
-  for (size_t c = 0; c < chains_.size() && !half_values_.empty(); ++c) {
-    const RowChain& chain = chains_[c];
-    std::vector<StagedPlace>& places = staged_[c];
-    auto place_of = [&](int v) -> StagedPlace& {
-      for (auto [x, y] : chain.in_place) {
-        const int partner = v == y ? x : v == x ? y : -1;
-        for (StagedPlace& p : places) {
-          if (partner >= 0 && std::find(p.values.begin(), p.values.end(), partner) != p.values.end()) return p;
-        }
-      }
-      places.push_back({});
-      return places.back();
-    };
-    for (int v : chain.full) {
-      if (!half_values_[size_t(v)]) continue;
-      StagedPlace& p = place_of(v);
-      p.values.push_back(v);
-      p.width = values[size_t(v)].width;
-      const int producer = values[size_t(v)].producer;
-      if (producer < chain.first_op) p.widen_from = v;
-      if (producer >= chain.first_op && producer <= chain.last_op) p.narrow_into = v;
-    }
-    size_t floats = 0;
-    for (StagedPlace& p : places) {
-      p.staging = floats;
-      floats += size_t(chain.block_rows) * size_t(p.width);
-    }
-    most = std::max(most, floats);
-  }
-  return most;
 }
 
 Status Session::run_op(const RunContext& ctx, int index, bool count_call) {

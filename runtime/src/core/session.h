@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/device_runner.h"
+#include "core/half_values.h"
 #include "core/model.h"
 #include "core/planner.h"
 #include "core/row_chains.h"
@@ -59,20 +60,6 @@ class Session {
   std::vector<RowChain> pick_row_chains(const std::vector<bool>& run, int64_t block_rows) const;
   // Runs chains_[c] on the call's n rows, block by block (ops not in `run` skipped).
   Status run_chain(int c, const RunContext& ctx, const std::vector<bool>& run);
-  // tern_activation_storage F16: the values to store as float16 (half_values_) and each chain's staging.
-  void pick_half_values();
-  size_t plan_staging();  // the floats of staging_
-
-  // A place of float16 rows a chain reads or writes through a float32 block (activation_storage F16).
-  struct StagedPlace {
-    std::vector<int> values;  // the chain's full values at this place (an input and the output taking its rows)
-    int64_t width = 0;
-    size_t staging = 0;       // offset in staging_, in floats: [block_rows, width]
-    // The value made before the chain (its rows widened into the block first) and the one an op of the chain
-    // writes (narrowed into its rows after); -1 if none. A chain run in one block shares no place between them.
-    int widen_from = -1;
-    int narrow_into = -1;
-  };
 
   const Model& model_;
   pthreadpool_t pool_ = nullptr;
@@ -94,7 +81,7 @@ class Session {
   std::vector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
   std::vector<bool> half_values_;     // per value: stored as float16; empty unless activation_storage F16
-  std::vector<std::vector<StagedPlace>> staged_;  // per chain: its float16 places
+  std::vector<std::vector<StagedPlace>> staged_;  // per chain: its float16 places (core/half_values.h)
   std::vector<float> staging_;        // the float32 blocks of the largest chain's staged places
   bool profiling_ = false;
   std::vector<std::pair<int64_t, uint64_t>> profile_;  // per node: calls, total ns; sized at creation

@@ -26,7 +26,8 @@
 // Step 5's float32 lse matters where a query sees only copies of itself: lse = -1e5 + log(k) rounds to a multiple
 // of 2^-7, so those rows' weights do not sum to 1 (HF's own numbers; the kernels keep that rounding).
 //
-// Work O(hashes * n * chunk * (1 + before + after) * dh); memory O(hashes * n * dh), never n x n. The op has no
+// Work O(hashes * n * chunk * (1 + before + after) * dh); memory O(n * dh + hashes * n) on the CPU (rounds combined
+// in a second pass, cpu/attention_lsh.cpp), O(hashes * n * dh) on Vulkan; never n x n. The op has no
 // streaming state: buckets, sort and chunks depend on the whole sequence, so it runs on whole sequences only.
 #pragma once
 
