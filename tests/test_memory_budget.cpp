@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "op_graph.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -160,4 +162,40 @@ TEST_CASE("tern-run --memory-budget: a budget too small fails with the planner's
   CHECK(exit_code(run + "--memory-budget 100000000 >/dev/null 2>&1") == 0);
   CHECK(exit_code(run + "--memory-budget 1000 >/dev/null 2>" + dir + "/err.txt") == 1);
   CHECK_THAT(tern::test::read_file(dir + "/err.txt"), Catch::Contains("more than its memory budget of 1000 bytes"));
+}
+
+TEST_CASE("packed weights: each tensor's mapped pages go once it is packed, so creation never holds both copies",
+          "[budget][cli]") {
+  // 24 linears of [1024, 1024] (96 MiB of float32 weights), which XNNPACK packs into its own copy. Were the mapped
+  // pages dropped only after every kernel is built, the session's creation would hold the file's pages and the packed
+  // copies together, twice the weights; dropped as each tensor is packed, it holds one copy and a layer. The peak is
+  // the process's own (tern-run's VmHWM), so it runs in a fresh process.
+  constexpr int64_t kWidth = 1024, kLayers = 24;
+  tern::test::OpGraph g = tern::test::start_graph(8, kWidth, 3);
+  int32_t x = g.x;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    const std::string name = "linear" + std::to_string(l);
+    const int32_t w = tern::test::add_constant(g, name + ".w", {kWidth, kWidth},
+                                               tern::test::random_floats(size_t(kWidth * kWidth), uint32_t(l), -0.03f, 0.03f));
+    const int32_t y = g.graph.add_value(name, tern::fb::DType::F32, kWidth).value();
+    REQUIRE(g.graph.add_op(tern::fb::OpCode::LINEAR, name, {x}, {y}, {w, -1}, tern::convert::params::Linear{}).ok());
+    x = y;
+  }
+  tern_model_free(tern::test::finish_and_load(g, x, "packed_pages", 16));
+  // finish_and_load's file (test_support's scratch_dir layout, which a second call would empty).
+  const std::string model_path = std::string(TERN_BINARY_DIR) + "/test-scratch/op_graph_packed_pages-" +
+                                 std::to_string(::getpid()) + "/model.tern";
+  const std::string dir = tern::test::scratch_dir("packed_pages_cli");
+  const std::string cmd = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model_path + " --plan 8 --threads 1 >" +
+                          dir + "/out.txt 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string out = tern::test::read_file(dir + "/out.txt");
+  const size_t at = out.find("peak memory: ");
+  REQUIRE(at != std::string::npos);
+  const double mib = std::strtod(out.c_str() + at + 13, nullptr);
+  INFO(out);
+  REQUIRE(out.find(" MiB", at) != std::string::npos);  // not GiB: below 1 GiB either way
+  const double weights_mib = double(kLayers * kWidth * kWidth * 4) / double(1 << 20);
+  CHECK(mib > weights_mib);               // the packed copy is resident
+  CHECK(mib < weights_mib * 1.4 + 24.0);  // the mapped one is not, beyond a layer or two (and the process's own ~15 MiB)
 }
