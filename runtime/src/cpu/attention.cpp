@@ -2,7 +2,6 @@
 // [kQueryBlock, kKeyBlock] score tile exists, never an [n, T] matrix, and keys a pattern hides are never read.
 // Keys of this call come from the qkv input; older ones from the op's KvStore.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -185,19 +184,13 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
 void run_attention(pthreadpool_t pool, int threads, const AttentionCall& call, float* scratch) {
   const int64_t q_blocks = (call.n + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = q_blocks * call.heads;
-  const int slots = int(std::min<int64_t>(std::max(1, threads), items));
-  std::atomic<int64_t> next{0};
-  // One task per slot; each slot owns its scratch tile and pulls (head, query block) items until none are left.
-  parallel_for(pool, size_t(slots), 1, [&](size_t b, size_t e) {
-    for (size_t slot = b; slot < e; ++slot) {
-      Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
-      for (int64_t item; (item = next.fetch_add(1)) < items;) {
-        // Later query blocks cost more under causal patterns: hand them out first.
-        const int64_t qb = q_blocks - 1 - item / call.heads;
-        const int h = int(item % call.heads);
-        attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
-      }
-    }
+  // Each thread's slot owns a scratch tile and pulls (head, query block) items until none are left.
+  run_slots(pool, threads, items, [&](int slot, int64_t item) {
+    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+    // Later query blocks cost more under causal patterns: hand them out first.
+    const int64_t qb = q_blocks - 1 - item / call.heads;
+    const int h = int(item % call.heads);
+    attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
   });
 }
 

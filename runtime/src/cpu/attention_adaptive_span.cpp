@@ -8,7 +8,6 @@
 // term counts). State: one ring per head holding that head's reach of most recent keys and values, so a head with a
 // short learned span keeps a short ring.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -212,18 +211,12 @@ void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& 
 void run_span_attention(pthreadpool_t pool, int threads, const SpanCall& call, float* scratch) {
   const int64_t q_blocks = (call.n + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = q_blocks * call.heads;
-  const int slots = int(std::min<int64_t>(std::max(1, threads), items));
-  std::atomic<int64_t> next{0};
-  // One task per slot; each slot owns its scratch tile and pulls (head, query block) items until none are left.
-  parallel_for(pool, size_t(slots), 1, [&](size_t b, size_t e) {
-    for (size_t slot = b; slot < e; ++slot) {
-      Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
-      for (int64_t item; (item = next.fetch_add(1)) < items;) {
-        const int64_t qb = item / call.heads;
-        const int h = int(item % call.heads);
-        attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
-      }
-    }
+  // Each thread's slot owns a scratch tile and pulls (head, query block) items until none are left.
+  run_slots(pool, threads, items, [&](int slot, int64_t item) {
+    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+    const int64_t qb = item / call.heads;
+    const int h = int(item % call.heads);
+    attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
   });
 }
 
