@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench_common.h"
 #include "cli.h"
 #include "graph_builder.h"
 #include "tern/tern.h"
@@ -95,18 +96,6 @@ bool write_model(Kind kind, const std::string& path, std::string* error) {
   return st.ok();
 }
 
-std::vector<int64_t> parse_list(const std::string& list) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos < list.size()) {
-    const size_t comma = list.find(',', pos);
-    out.push_back(std::stoll(list.substr(pos, comma - pos)));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 std::string mib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", bytes / double(1 << 20));
@@ -120,13 +109,8 @@ struct Row {
 
 // One session of `threads` on the model; a warm-up and 3 timed runs below 16k tokens, one run from 16k on.
 bool measure(tern_model* model, int64_t n, int threads, Row* row) {
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = n;
-  so.max_batch = n;
-  tern_session* s = nullptr;
-  if (tern_session_create(model, &so, &s) != TERN_OK) return false;
+  tern_session* s = bench::open_session(model, threads, n);
+  if (!s) return false;
   std::vector<int32_t> ids(size_t(n), 0);
   for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7919) % kRows);
   std::vector<float> out(size_t(n * kInner));
@@ -159,8 +143,8 @@ int main(int argc, char** argv) {
     std::puts("usage: bucketed_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]");
     return 0;
   }
-  const std::vector<int64_t> thread_counts = parse_list(args.get("--threads", "1,2"));
-  const std::vector<int64_t> lengths = parse_list(args.get("--lengths", "4096,16384,65536"));
+  const std::vector<int64_t> thread_counts = bench::parse_list(args.get("--threads", "1,2"));
+  const std::vector<int64_t> lengths = bench::parse_list(args.get("--lengths", "4096,16384,65536"));
   const int64_t skip_dense = args.get_int("--skip-dense-above", int64_t(1) << 31, 1, int64_t(1) << 31);
   if (!args.ok()) {
     std::fprintf(stderr, "bucketed_bench: %s\n", args.error().c_str());

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "cli.h"
 #include "core/model.h"
 #include "tern/tern.h"
@@ -83,13 +84,8 @@ int main(int argc, char** argv) {
   }
 
   // Tern: the LINEAR ops' share of warm forwards, from the session's per-op profile.
-  tern_session_options so;
-  tern_session_options_init(&so);
-  so.threads = threads;
-  so.max_tokens = n;
-  so.max_batch = n;
-  tern_session* s = nullptr;
-  if (tern_session_create(model, &so, &s) != TERN_OK) {
+  tern_session* s = tern::bench::open_session(model, threads, n);
+  if (!s) {
     std::fprintf(stderr, "linear_bench: %s\n", tern_last_error());
     return 1;
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "cli.h"
 #include "cpu/kernels.h"
 #include "graph_builder.h"
@@ -177,17 +178,7 @@ int main(int argc, char** argv) {
   }
   const int threads = int(args.get_int("--threads", 1, 1, 256));
   const int64_t skip_dense = args.get_int("--skip-dense-above", 16384, 1, int64_t(1) << 31);
-  std::vector<int64_t> lengths;
-  {
-    std::string list = args.get("--lengths", "1024,4096,16384,65536");
-    size_t pos = 0;
-    while (pos < list.size()) {
-      size_t comma = list.find(',', pos);
-      lengths.push_back(std::stoll(list.substr(pos, comma - pos)));
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-  }
+  const std::vector<int64_t> lengths = bench::parse_list(args.get("--lengths", "1024,4096,16384,65536"));
   if (!args.ok()) {
     std::fprintf(stderr, "windowed_bench: %s\n", args.error().c_str());
     return 2;
@@ -218,13 +209,8 @@ int main(int argc, char** argv) {
       }
       double op_s = attention_op_seconds(kind, n, threads);
       if (is_dense) dense_op[li] = op_s;
-      tern_session_options so;
-      tern_session_options_init(&so);
-      so.threads = threads;
-      so.max_tokens = n;
-      so.max_batch = n;
-      tern_session* s = nullptr;
-      if (tern_session_create(model, &so, &s) != TERN_OK) {
+      tern_session* s = bench::open_session(model, threads, n);
+      if (!s) {
         std::fprintf(stderr, "windowed_bench: %s\n", tern_last_error());
         return 1;
       }

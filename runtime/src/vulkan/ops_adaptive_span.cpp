@@ -64,31 +64,15 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
   const Binding tab{table.value(), 0, 0, "adaptive span tables"};
   const Binding st{state.value(), 0, 0, "attention state"};
-  DispatchSpec d;
-  d.where = where(node);
-  d.shader = "adaptive_span";
-  d.spec = {uint32_t(dh)};
-  d.local_size = {64, 1, 1};
-  d.args[0] = heads;
-  d.args[1] = float_bits(node.fb_op->params_as_AttentionParams()->scale());
-  d.args[2] = float_bits(a.masked() ? float(kAdaptiveSpanEps) : 0.0f);
-  d.args[3] = int32_t(4 * heads);
-  d.args[4] = int32_t(pe_at);
-  d.args[5] = int32_t(slots);
-  d.groups = [heads](int64_t n) { return Groups{uint32_t((n + 63) / 64), uint32_t(heads), 1}; };
-  d.bindings = {qkv, st, tab, low.values[node.outputs[0]]};
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(d)));
-
-  DispatchSpec kv;
-  kv.where = where(node);
-  kv.shader = "span_append";
-  kv.spec = {uint32_t(dh)};
-  kv.local_size = {256, 1, 1};
-  kv.args[0] = heads;
-  kv.args[1] = int32_t(slots);
-  kv.groups = [inner](int64_t n) { return stride_groups(n * inner, 256); };
-  kv.bindings = {qkv, st, tab};
-  return low.program.add(std::move(kv));
+  // args: heads, scale, span eps (0 unmasked), where the masks and pe start in the tables, ring slots.
+  TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
+      node, "adaptive_span", {uint32_t(dh)}, 64,
+      {heads, float_bits(node.fb_op->params_as_AttentionParams()->scale()),
+       float_bits(a.masked() ? float(kAdaptiveSpanEps) : 0.0f), int32_t(4 * heads), int32_t(pe_at), int32_t(slots)},
+      [heads](int64_t n) { return Groups{uint32_t((n + 63) / 64), uint32_t(heads), 1}; },
+      {qkv, st, tab, low.values[node.outputs[0]]})));
+  return low.program.add(make_dispatch(node, "span_append", {uint32_t(dh)}, 256, {heads, int32_t(slots)},
+                                       [inner](int64_t n) { return stride_groups(n * inner, 256); }, {qkv, st, tab}));
 }
 
 }  // namespace tern::vk

@@ -28,6 +28,19 @@ struct MemoryOp {
   Slice state, ctx, qkv;
 };
 
+// The fields both kinds set alike (family 0: RelativeXL, 1: Compressive); the caller sets the rest.
+template <typename Attention>
+MemoryOp memory_op(const Attention& a, int32_t family) {
+  MemoryOp m;
+  m.d = a.d;
+  m.inner = a.inner();
+  m.heads = a.heads;
+  m.head_dim = a.head_dim;
+  m.family = family;
+  m.mem_len = int32_t(a.mem_len);
+  return m;
+}
+
 void memory_args(DispatchSpec& s, const MemoryOp& m) {
   s.args[12] = m.family;
   s.args[13] = m.mem_len;
@@ -145,13 +158,7 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   auto spec = RelativeXL::from(node);
   if (!spec.ok()) return spec.status();
   const RelativeXL& x = spec.value();
-  MemoryOp m;
-  m.d = x.d;
-  m.inner = x.inner();
-  m.heads = x.heads;
-  m.head_dim = x.head_dim;
-  m.family = 0;
-  m.mem_len = int32_t(x.mem_len);
+  MemoryOp m = memory_op(x, 0);
   m.prefix_max = x.mem_len;
   m.state_rows = x.mem_len;  // [M, d]: RelativeXL::state_bytes()
   TERN_RETURN_IF_ERROR(begin(node, low, m));
@@ -186,13 +193,7 @@ Status lower_compressive(const Node& node, Lowering& low) {
   auto spec = Compressive::from(node);
   if (!spec.ok()) return spec.status();
   const Compressive& c = spec.value();
-  MemoryOp m;
-  m.d = c.d;
-  m.inner = c.inner();
-  m.heads = c.heads;
-  m.head_dim = c.head_dim;
-  m.family = 1;
-  m.mem_len = int32_t(c.mem_len);
+  MemoryOp m = memory_op(c, 1);
   m.cmem_len = int32_t(c.cmem_len);
   m.rate = int32_t(c.rate);
   m.prefix_max = c.cmem_len + c.mem_capacity();

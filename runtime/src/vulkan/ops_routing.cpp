@@ -46,21 +46,14 @@ Status lower_routing(const Node& node, Lowering& low) {
     const uint32_t tile = key_tile_for(low, dh, 0);
     auto unused = low.scratch(sizeof(float), "routing local heads (no state)");
     if (!unused.ok()) return unused.status();
-    DispatchSpec d;
-    d.where = where(node);
-    d.shader = "attention";
-    d.spec = {kQueryRows, uint32_t(dh), tile, 2};
-    d.local_size = {kQueryRows, 1, 1};
+    // attention.comp's args: heads, window 0, chunk, one chunk before, ring 1 (never read: every key is in this
+    // call), scale, stride 1, block 1.
+    DispatchSpec d = make_dispatch(
+        node, "attention", {kQueryRows, uint32_t(dh), tile, 2}, kQueryRows,
+        {heads, 0, int32_t(clamp32(a.local_chunk)), 1, 1, float_bits(a.scale), 1, 1},
+        [local](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(local), 1}; },
+        {qkv, {unused.value(), 0, 0, "routing local heads (no state)"}, out});
     d.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
-    d.args[0] = heads;
-    d.args[2] = int32_t(clamp32(a.local_chunk));
-    d.args[3] = 1;
-    d.args[4] = 1;  // ring: never read, every key is in this call
-    d.args[5] = float_bits(a.scale);
-    d.args[6] = 1;
-    d.args[7] = 1;
-    d.groups = [local](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(local), 1}; };
-    d.bindings = {qkv, {unused.value(), 0, 0, "routing local heads (no state)"}, out};
     TERN_RETURN_IF_ERROR(low.program.add(std::move(d)));
   }
 
@@ -80,84 +73,44 @@ Status lower_routing(const Node& node, Lowering& low) {
   if (!outputs.ok()) return outputs.status();
   auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
 
-  DispatchSpec prep;
-  prep.where = where(node);
-  prep.shader = "routing_prep";
-  prep.spec = {uint32_t(dh)};
-  prep.local_size = {64, 1, 1};
-  prep.args[0] = heads;
-  prep.args[1] = local;
-  prep.args[2] = int32_t(batch);
-  prep.args[3] = float_bits(a.norm_eps);
-  prep.groups = [hr](int64_t n) { return stride_groups(n * hr * 2, 64); };
-  prep.bindings = {qkv, bind(xn, "routing normalised queries and keys")};
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(prep)));
+  TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
+      node, "routing_prep", {uint32_t(dh)}, 64, {heads, local, int32_t(batch), float_bits(a.norm_eps)},
+      [hr](int64_t n) { return stride_groups(n * hr * 2, 64); }, {qkv, bind(xn, "routing normalised queries and keys")})));
 
-  DispatchSpec sc;
-  sc.where = where(node);
-  sc.shader = "routing_scores";
-  sc.spec = {uint32_t(dh)};
-  sc.local_size = {64, 1, 1};
-  sc.args[0] = hr;
-  sc.args[1] = int32_t(K);
-  sc.args[2] = int32_t(batch);
-  sc.groups = [hr, K](int64_t n) { return stride_groups(n * K * 2 * hr, 64); };
-  sc.bindings = {bind(xn, "routing normalised queries and keys"), {mu.value(), 0, 0, "routing centroids"},
-                 bind(scores, "routing cluster scores")};
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(sc)));
+  TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
+      node, "routing_scores", {uint32_t(dh)}, 64, {hr, int32_t(K), int32_t(batch)},
+      [hr, K](int64_t n) { return stride_groups(n * K * 2 * hr, 64); },
+      {bind(xn, "routing normalised queries and keys"), {mu.value(), 0, 0, "routing centroids"},
+       bind(scores, "routing cluster scores")})));
 
-  DispatchSpec sel;
-  sel.where = where(node);
-  sel.shader = "routing_select";
-  sel.local_size = {256, 1, 1};
+  DispatchSpec sel = make_dispatch(
+      node, "routing_select", {}, 256, {hr, int32_t(K), int32_t(batch), int32_t(clamp32(a.window)), int32_t(max_w)},
+      [hr, K](int64_t) { return stride_groups(K * 2 * hr, 1); },
+      {bind(scores, "routing cluster scores"), bind(members, "routing cluster members"),
+       bind(slot_of, "routing member slots")});
   sel.shared_bytes = 2 * 256 * 4;
-  sel.args[0] = hr;
-  sel.args[1] = int32_t(K);
-  sel.args[2] = int32_t(batch);
-  sel.args[3] = int32_t(clamp32(a.window));
-  sel.args[4] = int32_t(max_w);
-  sel.groups = [hr, K](int64_t) { return stride_groups(K * 2 * hr, 1); };
-  sel.bindings = {bind(scores, "routing cluster scores"), bind(members, "routing cluster members"),
-                  bind(slot_of, "routing member slots")};
   TERN_RETURN_IF_ERROR(low.program.add(std::move(sel)));
 
   const uint32_t tile = key_tile_for(low, dh, sizeof(int32_t));
-  DispatchSpec att;
-  att.where = where(node);
-  att.shader = "routing_attend";
-  att.spec = {kQueryRows, uint32_t(dh), tile};
-  att.local_size = {kQueryRows, 1, 1};
-  att.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * f + tile * sizeof(int32_t), UINT32_MAX));
-  att.args[0] = heads;
-  att.args[1] = local;
-  att.args[2] = int32_t(K);
-  att.args[3] = int32_t(batch);
-  att.args[4] = int32_t(clamp32(a.window));
-  att.args[5] = int32_t(max_w);
-  att.args[6] = float_bits(a.scale);
   const int64_t window = a.window;
-  att.groups = [hr, K, window](int64_t n) {
-    const int64_t w = std::min(window, n);
-    return Groups{uint32_t((w + kQueryRows - 1) / kQueryRows), uint32_t(std::min<int64_t>(K, UINT32_MAX)), uint32_t(hr)};
-  };
-  att.bindings = {bind(xn, "routing normalised queries and keys"), qkv, bind(members, "routing cluster members"),
-                  bind(outputs, "routing cluster outputs")};
+  DispatchSpec att = make_dispatch(
+      node, "routing_attend", {kQueryRows, uint32_t(dh), tile}, kQueryRows,
+      {heads, local, int32_t(K), int32_t(batch), int32_t(clamp32(a.window)), int32_t(max_w), float_bits(a.scale)},
+      [hr, K, window](int64_t n) {
+        const int64_t w = std::min(window, n);
+        return Groups{uint32_t((w + kQueryRows - 1) / kQueryRows), uint32_t(std::min<int64_t>(K, UINT32_MAX)),
+                      uint32_t(hr)};
+      },
+      {bind(xn, "routing normalised queries and keys"), qkv, bind(members, "routing cluster members"),
+       bind(outputs, "routing cluster outputs")});
+  att.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * f + tile * sizeof(int32_t), UINT32_MAX));
   TERN_RETURN_IF_ERROR(low.program.add(std::move(att)));
 
-  DispatchSpec comb;
-  comb.where = where(node);
-  comb.shader = "routing_combine";
-  comb.spec = {uint32_t(dh)};
-  comb.local_size = {64, 1, 1};
-  comb.args[0] = heads;
-  comb.args[1] = local;
-  comb.args[2] = int32_t(K);
-  comb.args[3] = int32_t(batch);
-  comb.args[4] = int32_t(max_w);
-  comb.args[5] = float_bits(a.count_eps);
-  comb.groups = [hr, dh](int64_t n) { return stride_groups(n * hr * dh, 64); };
-  comb.bindings = {bind(slot_of, "routing member slots"), bind(outputs, "routing cluster outputs"), out};
-  return low.program.add(std::move(comb));
+  return low.program.add(make_dispatch(
+      node, "routing_combine", {uint32_t(dh)}, 64,
+      {heads, local, int32_t(K), int32_t(batch), int32_t(max_w), float_bits(a.count_eps)},
+      [hr, dh](int64_t n) { return stride_groups(n * hr * dh, 64); },
+      {bind(slot_of, "routing member slots"), bind(outputs, "routing cluster outputs"), out}));
 }
 
 }  // namespace tern::vk
