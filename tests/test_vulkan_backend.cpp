@@ -158,6 +158,40 @@ TEST_CASE("vulkan: per-op profiling times each op's dispatches on the device", "
   tern_model_free(m.model);
 }
 
+TEST_CASE("vulkan: per-op profiling times the dispatches of every model family's ops", "[vulkan]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  // One golden checkpoint per family whose ops lower to several dispatches of their own (LSH, routing, adaptive
+  // span, Transformer-XL and compressive memory, adaptive input and softmax): each op run gets device time.
+  for (const char* name : {"reformer_mixed_factorized", "routing_mixed", "adaptive_span_learned", "transfo_xl_adaptive",
+                           "compressive_conv_mean"}) {
+    INFO(name);
+    const std::string dir = test::source_path(std::string("tests/goldens/") + name);
+    const std::string path = test::scratch_dir(std::string("vk_profile_") + name) + "/model.tern";
+    REQUIRE(convert::convert_checkpoint(dir, path, {true}).ok());
+    tern_model* model = nullptr;
+    REQUIRE(tern_model_load(path.c_str(), &model) == TERN_OK);
+    tern_model_info info{};
+    tern_model_get_info(model, &info);
+    const int64_t n = 16;
+    tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, n);
+    REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);
+    const std::vector<int32_t> ids = random_ids(n, info.vocab_size, 7);
+    std::vector<float> out(size_t(n * info.vocab_size));
+    REQUIRE(tern_session_forward(s, ids.data(), n, out.data()) == TERN_OK);
+    size_t count = 0;
+    REQUIRE(tern_session_get_profile(s, nullptr, 0, &count) == TERN_OK);
+    std::vector<tern_op_profile> ops(count);
+    REQUIRE(tern_session_get_profile(s, ops.data(), count, &count) == TERN_OK);
+    for (const auto& op : ops) {
+      INFO(op.name << " (" << op.kind << ")");
+      CHECK(op.calls == 1);
+      CHECK(op.total_ns > 0);
+    }
+    tern_session_free(s);
+    tern_model_free(model);
+  }
+}
+
 TEST_CASE("vulkan: relative XL: a layer too wide for the device's shared memory fails session creation by the limit",
           "[vulkan][attention][transfo_xl]") {
   TERN_SKIP_WITHOUT_VULKAN();

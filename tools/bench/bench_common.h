@@ -1,7 +1,9 @@
 // What the benchmarks here share: reading a comma-separated option and opening a session for one call of n tokens.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -9,17 +11,22 @@
 
 namespace tern::bench {
 
-// "1024,4096" -> {1024, 4096} (--lengths, --threads). std::stoll throws on an entry that is not a number.
-inline std::vector<int64_t> parse_list(const std::string& list) {
-  std::vector<int64_t> out;
+// "1024,4096" -> {1024, 4096} (--lengths, --threads); false when an entry is empty, not a whole number, or outside
+// [lo, hi].
+inline bool parse_list(const std::string& list, int64_t lo, int64_t hi, std::vector<int64_t>* out) {
+  out->clear();
   size_t pos = 0;
-  while (pos < list.size()) {
+  while (true) {
     const size_t comma = list.find(',', pos);
-    out.push_back(std::stoll(list.substr(pos, comma - pos)));
-    if (comma == std::string::npos) break;
+    const std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi) return false;
+    out->push_back(v);
+    if (comma == std::string::npos) return true;
     pos = comma + 1;
   }
-  return out;
 }
 
 // A session of `threads` threads whose first call may hold n tokens; nullptr when creation fails (tern_last_error()).

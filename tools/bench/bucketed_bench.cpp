@@ -143,8 +143,12 @@ int main(int argc, char** argv) {
     std::puts("usage: bucketed_bench [--threads 1,2] [--lengths 4096,16384,65536] [--skip-dense-above N]");
     return 0;
   }
-  const std::vector<int64_t> thread_counts = bench::parse_list(args.get("--threads", "1,2"));
-  const std::vector<int64_t> lengths = bench::parse_list(args.get("--lengths", "4096,16384,65536"));
+  std::vector<int64_t> thread_counts, lengths;
+  if (!bench::parse_list(args.get("--threads", "1,2"), 1, 256, &thread_counts) ||
+      !bench::parse_list(args.get("--lengths", "4096,16384,65536"), 1, int64_t(1) << 31, &lengths)) {
+    std::fprintf(stderr, "bucketed_bench: --threads and --lengths take comma-separated positive whole numbers\n");
+    return 2;
+  }
   const int64_t skip_dense = args.get_int("--skip-dense-above", int64_t(1) << 31, 1, int64_t(1) << 31);
   if (!args.ok()) {
     std::fprintf(stderr, "bucketed_bench: %s\n", args.error().c_str());

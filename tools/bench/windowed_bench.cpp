@@ -178,7 +178,11 @@ int main(int argc, char** argv) {
   }
   const int threads = int(args.get_int("--threads", 1, 1, 256));
   const int64_t skip_dense = args.get_int("--skip-dense-above", 16384, 1, int64_t(1) << 31);
-  const std::vector<int64_t> lengths = bench::parse_list(args.get("--lengths", "1024,4096,16384,65536"));
+  std::vector<int64_t> lengths;
+  if (!bench::parse_list(args.get("--lengths", "1024,4096,16384,65536"), 1, int64_t(1) << 31, &lengths)) {
+    std::fprintf(stderr, "windowed_bench: --lengths takes comma-separated positive whole numbers\n");
+    return 2;
+  }
   if (!args.ok()) {
     std::fprintf(stderr, "windowed_bench: %s\n", args.error().c_str());
     return 2;

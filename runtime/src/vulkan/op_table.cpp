@@ -53,6 +53,7 @@ Groups stride_groups(int64_t count, int64_t per_group) {
 DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uint32_t> spec, uint32_t local_x,
                            std::initializer_list<int32_t> args, GroupsFn groups, std::vector<Binding> bindings) {
   DispatchSpec d;
+  d.node = node.index;
   d.where = where(node);
   d.shader = shader;
   d.spec = std::move(spec);

@@ -75,6 +75,7 @@ Status lower_adaptive_embedding(const Node& node, Lowering& low) {
   TERN_RETURN_IF_ERROR(upload(low, p, &hdr, &data, "adaptive embedding tables"));
   const int64_t d = a.d;
   DispatchSpec s;
+  s.node = node.index;  // its device time counts for the op
   s.where = where(node);
   s.shader = "adaptive_embedding";
   s.local_size = {kGroup, 1, 1};
@@ -124,6 +125,7 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
   const uint32_t wg = row_group(low);
   for (int stage = 0; stage < 3; ++stage) {
     DispatchSpec s;
+    s.node = node.index;  // its device time counts for the op
     s.where = where(node);
     s.shader = "adaptive_log_softmax";
     s.spec = {wg, uint32_t(stage)};

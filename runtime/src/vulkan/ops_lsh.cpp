@@ -89,6 +89,8 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   const auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
 
   DispatchSpec hash;
+
+  hash.node = node.index;  // its device time counts for the op
   hash.where = label;
   hash.shader = "lsh_hash";
   hash.spec = {uint32_t(dh), kCpuUsesFma ? 1u : 0u};
@@ -104,6 +106,8 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
 
   DispatchSpec sort;
+
+  sort.node = node.index;  // its device time counts for the op
   sort.where = label;
   sort.shader = "lsh_sort";
   uint32_t sort_group = kSortGroup;
@@ -125,6 +129,7 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   const auto tile_bytes = [dh](uint64_t bk) { return 2 * bk * uint64_t(dh) * sizeof(float) + bk * sizeof(uint32_t); };
   while (key_tile > 1 && tile_bytes(key_tile) > limits.max_compute_shared_memory_size) key_tile /= 2;
   DispatchSpec attend;
+  attend.node = node.index;  // its device time counts for the op
   attend.where = label;
   attend.shader = "lsh_attend";
   attend.spec = {kQueryRows, uint32_t(dh), key_tile};
@@ -146,6 +151,8 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   TERN_RETURN_IF_ERROR(low.program.add(std::move(attend)));
 
   DispatchSpec combine;
+
+  combine.node = node.index;  // its device time counts for the op
   combine.where = label;
   combine.shader = "lsh_combine";
   combine.spec = {uint32_t(dh)};

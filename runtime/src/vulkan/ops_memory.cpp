@@ -79,6 +79,7 @@ Status begin(const Node& node, Lowering& low, MemoryOp& m) {
   m.ctx = ctx.value();
   m.qkv = qkv.value();
   DispatchSpec s;
+  s.node = node.index;  // its device time counts for the op
   s.where = where(node);
   s.shader = "memory_concat";
   s.local_size = {kGroup, 1, 1};
@@ -103,6 +104,7 @@ Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorI
   }
   const uint32_t wg = project_group(low);
   DispatchSpec s;
+  s.node = node.index;  // its device time counts for the op
   s.where = where(node);
   s.shader = "memory_project";
   s.spec = {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u};
@@ -121,6 +123,7 @@ Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorI
 Status attend(const Node& node, Lowering& low, const MemoryOp& m, bool xl, Slice uv, Slice r, float scale,
               int64_t clamp_len, bool same_length) {
   DispatchSpec s;
+  s.node = node.index;  // its device time counts for the op
   s.where = where(node);
   s.shader = "memory_attention";
   s.spec = {uint32_t(m.head_dim), xl ? 1u : 0u};
@@ -139,6 +142,7 @@ Status attend(const Node& node, Lowering& low, const MemoryOp& m, bool xl, Slice
 
 Status update(const Node& node, Lowering& low, const MemoryOp& m, uint32_t mode, Slice conv_w, Slice conv_b, bool has_bias) {
   DispatchSpec s;
+  s.node = node.index;  // its device time counts for the op
   s.where = where(node);
   s.shader = "memory_update";
   s.spec = {mode, has_bias ? 1u : 0u};
