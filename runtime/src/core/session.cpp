@@ -32,6 +32,16 @@ std::vector<bool> ops_feeding(const Model& model, const std::vector<bool>& seeds
   return needed;
 }
 
+// The raw value of an enum option: a caller (C, or a cast) may pass a number outside the enum, which C++ must not
+// load as the enum.
+template <typename E>
+int raw_enum(const E& option) {
+  static_assert(sizeof(int) == sizeof(E), "an int-sized enum");
+  int raw = 0;
+  std::memcpy(&raw, &option, sizeof raw);
+  return raw;
+}
+
 uint64_t add_saturating(uint64_t a, uint64_t b) {
   uint64_t sum;
   return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
@@ -74,16 +84,11 @@ Session::~Session() {
 }
 
 Status Session::build(const tern_session_options& options) {
-  // The raw value: a caller (C, or a cast) may pass a number outside the enum, which C++ must not load as the enum.
-  int backend = 0;
-  static_assert(sizeof backend == sizeof options.backend, "tern_backend is an int-sized enum");
-  std::memcpy(&backend, &options.backend, sizeof backend);
+  const int backend = raw_enum(options.backend);
   if (backend != TERN_BACKEND_CPU && backend != TERN_BACKEND_AUTO && backend != TERN_BACKEND_VULKAN) {
     return InvalidArgument("unknown backend " + std::to_string(backend));
   }
-  int weight_storage = 0;
-  static_assert(sizeof weight_storage == sizeof options.weight_storage, "tern_weight_storage is an int-sized enum");
-  std::memcpy(&weight_storage, &options.weight_storage, sizeof weight_storage);
+  const int weight_storage = raw_enum(options.weight_storage);
   if (weight_storage != TERN_WEIGHT_STORAGE_F32 && weight_storage != TERN_WEIGHT_STORAGE_F16) {
     return InvalidArgument("unknown weight_storage " + std::to_string(weight_storage) + " (0: F32, 1: F16)");
   }
@@ -91,9 +96,7 @@ Status Session::build(const tern_session_options& options) {
     return Unsupported("weight_storage F16 is a Vulkan option: the CPU backend runs the file's float32 weights "
                        "(use backend Vulkan, or weight_storage F32)");
   }
-  int activation_storage = 0;
-  static_assert(sizeof activation_storage == sizeof options.activation_storage, "an int-sized enum");
-  std::memcpy(&activation_storage, &options.activation_storage, sizeof activation_storage);
+  const int activation_storage = raw_enum(options.activation_storage);
   if (activation_storage != TERN_ACTIVATION_STORAGE_F32 && activation_storage != TERN_ACTIVATION_STORAGE_F16) {
     return InvalidArgument("unknown activation_storage " + std::to_string(activation_storage) + " (0: F32, 1: F16)");
   }
