@@ -14,6 +14,7 @@
 #include "convert.h"
 #include "cpu/half_rows.h"
 #include "npy.h"
+#include "op_graph.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -69,11 +70,9 @@ tern_session* session(const Golden& g, tern_activation_storage storage, int64_t 
   return s;
 }
 
+// One forward of the golden's ids [n, vocab].
 std::vector<float> forward(tern_session* s, const Golden& g) {
-  std::vector<float> out(g.logits.data.size());
-  INFO(tern_session_last_error(s));
-  REQUIRE(tern_session_forward(s, g.ids.data(), int64_t(g.ids.size()), out.data()) == TERN_OK);
-  return out;
+  return tern::test::run_ids(s, g.ids, g.logits.shape[1]);
 }
 
 }  // namespace

@@ -72,10 +72,13 @@ tern_session_options options(tern_backend backend, tern_weight_storage storage, 
 }
 
 // A Vulkan session with float16 weights, or null when the device has no storageBuffer16BitAccess: then the message
-// must say so, and the case warns that the float16 path was not run.
-tern_session* f16_session(const tern_model* model, int64_t max_tokens, int64_t max_batch) {
+// must say so, and the case warns that the float16 path was not run. `range`, unless empty: the
+// maxStorageBufferRange the session sees (TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE while it is created).
+tern_session* f16_session(const tern_model* model, int64_t max_tokens, int64_t max_batch, const std::string& range = "") {
   const tern_session_options so = options(TERN_BACKEND_VULKAN, TERN_WEIGHT_STORAGE_F16, max_tokens, max_batch);
   tern_session* s = nullptr;
+  std::unique_ptr<EnvOverride> lowered;
+  if (!range.empty()) lowered = std::make_unique<EnvOverride>("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE", range);
   const tern_status st = tern_session_create(model, &so, &s);
   if (st == TERN_OK) return s;
   const std::string message = tern_last_error();
@@ -86,22 +89,10 @@ tern_session* f16_session(const tern_model* model, int64_t max_tokens, int64_t m
   return nullptr;
 }
 
-// The output for ids in appends of `batch` tokens (one call when batch covers them).
-std::vector<float> run(tern_session* s, const std::vector<int32_t>& ids, int64_t width, int64_t batch) {
-  const int64_t n = int64_t(ids.size());
-  std::vector<float> out(size_t(n * width));
-  for (int64_t pos = 0; pos < n; pos += batch) {
-    const int64_t len = std::min(batch, n - pos);
-    INFO(tern_session_last_error(s));
-    REQUIRE(tern_session_append(s, ids.data() + pos, len, out.data() + pos * width) == TERN_OK);
-  }
-  return out;
-}
-
 std::vector<float> run_cpu(const tern_model* model, const std::vector<int32_t>& ids, int64_t width) {
   const int64_t n = int64_t(ids.size());
   tern_session* s = test::make_session(model, 2, n);
-  auto out = run(s, ids, width, n);
+  auto out = test::run_ids(s, ids, width, n);
   tern_session_free(s);
   return out;
 }
@@ -144,14 +135,9 @@ void check_linear(int64_t rows, int64_t in, int64_t out, bool bias, int64_t n, i
   // The float16 path: the embedding's table and W rounded, the bias kept in float32.
   const auto want16 = linear_reference(rounded(g.table), ids, in, rounded(w), b, out);
   const auto cpu32 = run_cpu(model, ids, out);
-  tern_session* s = nullptr;
-  {
-    std::unique_ptr<EnvOverride> lowered;
-    if (!range.empty()) lowered = std::make_unique<EnvOverride>("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE", range);
-    s = f16_session(model, n, batch);
-  }
+  tern_session* s = f16_session(model, n, batch, range);
   if (s) {
-    const auto gpu = run(s, ids, out, batch);
+    const auto gpu = test::run_ids(s, ids, out, batch);
     const double err16 = relative_error(gpu.data(), want16.data(), want16.size());
     const double err32 = relative_error(gpu.data(), cpu32.data(), cpu32.size());
     INFO("rows " << rows << ", in " << in << ", out " << out << ", bias " << bias << ", range '" << range
@@ -164,7 +150,7 @@ void check_linear(int64_t rows, int64_t in, int64_t out, bool bias, int64_t n, i
     if (!range.empty()) {  // split or not, each output column sums over k in the same order
       tern_session* whole = f16_session(model, n, batch);
       REQUIRE(whole);
-      const auto unsplit = run(whole, ids, out, batch);
+      const auto unsplit = test::run_ids(whole, ids, out, batch);
       CHECK(relative_error(gpu.data(), unsplit.data(), unsplit.size()) <= 1e-6);
       tern_session_free(whole);
     }
@@ -186,14 +172,9 @@ void check_embedding(int64_t rows, int64_t d, int64_t n, int64_t batch, const st
     for (int64_t j = 0; j < d; ++j) want[size_t(i * d + j)] = table16[size_t(ids[size_t(i)] * d + j)];
   }
   const auto cpu32 = run_cpu(model, ids, d);
-  tern_session* s = nullptr;
-  {
-    std::unique_ptr<EnvOverride> lowered;
-    if (!range.empty()) lowered = std::make_unique<EnvOverride>("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE", range);
-    s = f16_session(model, n, batch);
-  }
+  tern_session* s = f16_session(model, n, batch, range);
   if (s) {
-    const auto gpu = run(s, ids, d, batch);
+    const auto gpu = test::run_ids(s, ids, d, batch);
     const double err16 = relative_error(gpu.data(), want.data(), want.size());
     const double err32 = relative_error(gpu.data(), cpu32.data(), cpu32.size());
     INFO("rows " << rows << ", d " << d << ", range '" << range << "': vs float16-rounded table " << err16
@@ -262,20 +243,19 @@ TEST_CASE("f16 weights: the shipped kjv-byte model stores half the weights and m
 
   tern_session* s16 = f16_session(model, n, n);
   if (s16) {
-    const auto gpu16 = run(s16, ids, vocab, n);
+    const auto gpu16 = test::run_ids(s16, ids, vocab, n);
     const tern_session_options so32 = options(TERN_BACKEND_VULKAN, TERN_WEIGHT_STORAGE_F32, n, n);
     tern_session* s32 = nullptr;
     REQUIRE(tern_session_create(model, &so32, &s32) == TERN_OK);
-    const auto gpu32 = run(s32, ids, vocab, n);
+    const auto gpu32 = test::run_ids(s32, ids, vocab, n);
     const uint64_t bytes16 = device_weight_bytes(s16), bytes32 = device_weight_bytes(s32);
     const double err = relative_error(gpu16.data(), cpu.data(), cpu.size());
     // Split at 64 KiB (the LM head in 2 parts, the [768, 256] weights in 6), appends of 8 tokens.
     std::vector<float> split;
     {
-      EnvOverride lowered("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE", std::to_string(64 * 1024));
-      tern_session* sp = f16_session(model, 32, 8);
+      tern_session* sp = f16_session(model, 32, 8, std::to_string(64 * 1024));
       REQUIRE(sp);
-      split = run(sp, std::vector<int32_t>(ids.begin(), ids.begin() + 32), vocab, 8);
+      split = test::run_ids(sp, std::vector<int32_t>(ids.begin(), ids.begin() + 32), vocab, 8);
       tern_session_free(sp);
     }
     const double split_err = relative_error(split.data(), gpu16.data(), split.size());  // the first 32 tokens
@@ -354,7 +334,7 @@ TEST_CASE("f16 weights: the CPU backend refuses them, auto on the CPU runs float
   REQUIRE(tern_session_get_backend(s, &where) == TERN_OK);
   if (where.backend == TERN_BACKEND_CPU) {
     const auto ids = random_ids(8, 16, 502);
-    const auto got = run(s, ids, 5, 8);
+    const auto got = test::run_ids(s, ids, 5, 8);
     const auto cpu = run_cpu(model, ids, 5);
     CHECK(got == cpu);
   } else {
