@@ -1,5 +1,5 @@
-// IEEE float16 <-> float32, one value at a time: weights stored as float16 on a Vulkan device (weight_storage F16),
-// float16 tensors of a checkpoint, and the reference for the CPU's bulk conversions (cpu/half_rows.h).
+// IEEE float16 <-> float32, one value at a time: float16 tensors of a checkpoint, and the bulk conversions
+// (cpu/half_rows.h) where the build has no F16C instructions, and for the values past their last group of 8.
 #pragma once
 
 #include <cstdint>
