@@ -74,17 +74,10 @@ Status lower_adaptive_embedding(const Node& node, Lowering& low) {
   Slice hdr, data;
   TERN_RETURN_IF_ERROR(upload(low, p, &hdr, &data, "adaptive embedding tables"));
   const int64_t d = a.d;
-  DispatchSpec s;
-  s.node = node.index;  // its device time counts for the op
-  s.where = where(node);
-  s.shader = "adaptive_embedding";
-  s.local_size = {kGroup, 1, 1};
-  s.args[0] = int32_t(d);
-  s.args[1] = float_bits(a.scale);
-  s.args[2] = K;
-  s.groups = [d](int64_t n) { return stride_groups(n * d, kGroup); };
-  s.bindings = {low.values[node.inputs[0]], {hdr, 0, 0, "header"}, {data, 0, 0, "tables"}, low.values[node.outputs[0]]};
-  return low.program.add(std::move(s));
+  return low.program.add(make_dispatch(
+      node, "adaptive_embedding", {}, kGroup, {int32_t(d), float_bits(a.scale), K},
+      [d](int64_t n) { return stride_groups(n * d, kGroup); },
+      {low.values[node.inputs[0]], {hdr, 0, 0, "header"}, {data, 0, 0, "tables"}, low.values[node.outputs[0]]}));
 }
 
 Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
@@ -124,30 +117,23 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
 
   const uint32_t wg = row_group(low);
   for (int stage = 0; stage < 3; ++stage) {
-    DispatchSpec s;
-    s.node = node.index;  // its device time counts for the op
-    s.where = where(node);
-    s.shader = "adaptive_log_softmax";
-    s.spec = {wg, uint32_t(stage)};
-    s.local_size = {wg, 1, 1};
-    s.shared_bytes = wg * sizeof(float);
-    s.args[0] = int32_t(d);
-    s.args[1] = int32_t(V);
-    s.args[2] = K;
-    s.args[3] = pxw;
+    GroupsFn groups;
     if (stage == 0) {
-      s.groups = [pxw, wg](int64_t n) { return stride_groups(n * pxw, wg); };
+      groups = [pxw, wg](int64_t n) { return stride_groups(n * pxw, wg); };
     } else if (stage == 1) {
-      s.groups = [V, T, wg](int64_t n) { return stride_groups(n * (V + T), wg); };
+      groups = [V, T, wg](int64_t n) { return stride_groups(n * (V + T), wg); };
     } else {
-      s.groups = [](int64_t n) { return stride_groups(n, 1); };
+      groups = [](int64_t n) { return stride_groups(n, 1); };
     }
-    s.bindings = {{hdr, 0, 0, "header"},
-                  {data, 0, 0, "weights"},
-                  low.values[node.inputs[0]],
-                  {px_buf.value(), 0, 0, "projections"},
-                  {hc_buf.value(), 0, 0, "cluster columns"},
-                  low.values[node.outputs[0]]};
+    DispatchSpec s = make_dispatch(node, "adaptive_log_softmax", {wg, uint32_t(stage)}, wg,
+                                   {int32_t(d), int32_t(V), K, pxw}, std::move(groups),
+                                   {{hdr, 0, 0, "header"},
+                                    {data, 0, 0, "weights"},
+                                    low.values[node.inputs[0]],
+                                    {px_buf.value(), 0, 0, "projections"},
+                                    {hc_buf.value(), 0, 0, "cluster columns"},
+                                    low.values[node.outputs[0]]});
+    s.shared_bytes = wg * sizeof(float);
     TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
   }
   return Status::Ok();

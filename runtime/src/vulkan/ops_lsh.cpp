@@ -88,78 +88,57 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   const Binding qkv = low.values[node.inputs[0]];  // [n, 2*inner]
   const auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
 
-  DispatchSpec hash;
-
-  hash.node = node.index;  // its device time counts for the op
-  hash.where = label;
-  hash.shader = "lsh_hash";
-  hash.spec = {uint32_t(dh), kCpuUsesFma ? 1u : 0u};
-  hash.local_size = {kHashGroup, 1, 1};
+  DispatchSpec hash = make_dispatch(
+      node, "lsh_hash", {uint32_t(dh), kCpuUsesFma ? 1u : 0u}, kHashGroup, {},
+      [H](int64_t n) { return stride_groups(n * H, kHashGroup); },
+      {qkv, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"), bind(keys, "LSH keys"),
+       bind(buckets, "LSH buckets")});
   common_args(hash, a);
   hash.args[7] = int32_t(a.factors.size());
   hash.args[8] = int32_t(a.rot_half);
   hash.args[9] = float_bits(a.key_norm_eps);
   hash.args[10] = float_bits(a.scale);
-  hash.groups = [H](int64_t n) { return stride_groups(n * H, kHashGroup); };
-  hash.bindings = {qkv, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"), bind(keys, "LSH keys"),
-                   bind(buckets, "LSH buckets")};
   TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
 
-  DispatchSpec sort;
-
-  sort.node = node.index;  // its device time counts for the op
-  sort.where = label;
-  sort.shader = "lsh_sort";
   uint32_t sort_group = kSortGroup;
   const DeviceLimits& limits = low.ctx.limits();
   while (sort_group > 32 && (sort_group > limits.max_compute_work_group_invocations ||
                              sort_group > limits.max_compute_work_group_size[0])) {
     sort_group /= 2;
   }
-  sort.spec = {sort_group};
-  sort.local_size = {sort_group, 1, 1};
+  DispatchSpec sort = make_dispatch(
+      node, "lsh_sort", {sort_group}, sort_group, {}, [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; },
+      {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")});
   sort.shared_bytes = 2 * sort_group * sizeof(uint32_t);
   common_args(sort, a);
   sort.args[7] = int32_t(a.buckets);
-  sort.groups = [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; };
-  sort.bindings = {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")};
   TERN_RETURN_IF_ERROR(low.program.add(std::move(sort)));
 
   uint32_t key_tile = kKeyTile;
   const auto tile_bytes = [dh](uint64_t bk) { return 2 * bk * uint64_t(dh) * sizeof(float) + bk * sizeof(uint32_t); };
   while (key_tile > 1 && tile_bytes(key_tile) > limits.max_compute_shared_memory_size) key_tile /= 2;
-  DispatchSpec attend;
-  attend.node = node.index;  // its device time counts for the op
-  attend.where = label;
-  attend.shader = "lsh_attend";
-  attend.spec = {kQueryRows, uint32_t(dh), key_tile};
-  attend.local_size = {kQueryRows, 1, 1};
+  const LshAttention shape = a;
+  DispatchSpec attend = make_dispatch(
+      node, "lsh_attend", {kQueryRows, uint32_t(dh), key_tile}, kQueryRows, {},
+      [shape, H](int64_t n) {
+        const int64_t blocks = shape.chunked(n) ? shape.hashes * shape.padded_length(n) / shape.chunk *
+                                                      ((shape.chunk + kQueryRows - 1) / kQueryRows)
+                                                : (n + kQueryRows - 1) / kQueryRows;
+        Groups g = stride_groups(blocks, 1);
+        g[1] = uint32_t(H);
+        return g;
+      },
+      {qkv, bind(keys, "LSH keys"), bind(order, "LSH sorted order"), bind(outs, "LSH round outputs"),
+       bind(lses, "LSH round log-sum-exps")});
   attend.shared_bytes = uint32_t(std::min<uint64_t>(tile_bytes(key_tile), UINT32_MAX));
   common_args(attend, a);
   attend.args[7] = float_bits(a.self_mask_value);
-  const LshAttention shape = a;
-  attend.groups = [shape, H](int64_t n) {
-    const int64_t blocks = shape.chunked(n)
-                               ? shape.hashes * shape.padded_length(n) / shape.chunk * ((shape.chunk + kQueryRows - 1) / kQueryRows)
-                               : (n + kQueryRows - 1) / kQueryRows;
-    Groups g = stride_groups(blocks, 1);
-    g[1] = uint32_t(H);
-    return g;
-  };
-  attend.bindings = {qkv, bind(keys, "LSH keys"), bind(order, "LSH sorted order"), bind(outs, "LSH round outputs"),
-                     bind(lses, "LSH round log-sum-exps")};
   TERN_RETURN_IF_ERROR(low.program.add(std::move(attend)));
 
-  DispatchSpec combine;
-
-  combine.node = node.index;  // its device time counts for the op
-  combine.where = label;
-  combine.shader = "lsh_combine";
-  combine.spec = {uint32_t(dh)};
-  combine.local_size = {256, 1, 1};
+  DispatchSpec combine = make_dispatch(
+      node, "lsh_combine", {uint32_t(dh)}, 256, {}, [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); },
+      {bind(outs, "LSH round outputs"), bind(lses, "LSH round log-sum-exps"), low.values[node.outputs[0]]});
   common_args(combine, a);
-  combine.groups = [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); };
-  combine.bindings = {bind(outs, "LSH round outputs"), bind(lses, "LSH round log-sum-exps"), low.values[node.outputs[0]]};
   return low.program.add(std::move(combine));
 }
 

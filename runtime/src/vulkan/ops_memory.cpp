@@ -78,16 +78,12 @@ Status begin(const Node& node, Lowering& low, MemoryOp& m) {
   m.state = state.value();
   m.ctx = ctx.value();
   m.qkv = qkv.value();
-  DispatchSpec s;
-  s.node = node.index;  // its device time counts for the op
-  s.where = where(node);
-  s.shader = "memory_concat";
-  s.local_size = {kGroup, 1, 1};
-  s.args[0] = int32_t(m.d);
-  memory_args(s, m);
   const int64_t d = m.d, pm = m.prefix_max;
-  s.groups = [d, pm](int64_t n) { return stride_groups((pm + n) * d, kGroup); };
-  s.bindings = {low.values[node.inputs[0]], {m.state, 0, 0, "attention memory"}, {m.ctx, 0, 0, "memory rows"}};
+  DispatchSpec s = make_dispatch(
+      node, "memory_concat", {}, kGroup, {int32_t(m.d)},
+      [d, pm](int64_t n) { return stride_groups((pm + n) * d, kGroup); },
+      {low.values[node.inputs[0]], {m.state, 0, 0, "attention memory"}, {m.ctx, 0, 0, "memory rows"}});
+  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
@@ -103,56 +99,38 @@ Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorI
     if (!r->ok()) return r->status();
   }
   const uint32_t wg = project_group(low);
-  DispatchSpec s;
-  s.node = node.index;  // its device time counts for the op
-  s.where = where(node);
-  s.shader = "memory_project";
-  s.spec = {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u};
-  s.local_size = {wg, 1, 1};
-  s.shared_bytes = uint32_t(std::min<uint64_t>((uint64_t(m.d) + wg) * sizeof(float), UINT32_MAX));
-  s.args[0] = int32_t(3 * m.inner);
-  s.args[1] = float_bits(eps);
-  memory_args(s, m);
   const int64_t pm = m.prefix_max;
-  s.groups = [pm](int64_t n) { return stride_groups(pm + n, 1); };
-  s.bindings = {{m.ctx, 0, 0, "memory rows"}, {wt.value(), 0, 0, "qkv weight"}, {b.value(), 0, 0, "qkv bias"},
-                {g.value(), 0, 0, "norm weight"}, {be.value(), 0, 0, "norm bias"}, {m.qkv, 0, 0, "memory projections"}};
+  DispatchSpec s = make_dispatch(
+      node, "memory_project", {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u}, wg,
+      {int32_t(3 * m.inner), float_bits(eps)}, [pm](int64_t n) { return stride_groups(pm + n, 1); },
+      {{m.ctx, 0, 0, "memory rows"}, {wt.value(), 0, 0, "qkv weight"}, {b.value(), 0, 0, "qkv bias"},
+       {g.value(), 0, 0, "norm weight"}, {be.value(), 0, 0, "norm bias"}, {m.qkv, 0, 0, "memory projections"}});
+  s.shared_bytes = uint32_t(std::min<uint64_t>((uint64_t(m.d) + wg) * sizeof(float), UINT32_MAX));
+  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
 Status attend(const Node& node, Lowering& low, const MemoryOp& m, bool xl, Slice uv, Slice r, float scale,
               int64_t clamp_len, bool same_length) {
-  DispatchSpec s;
-  s.node = node.index;  // its device time counts for the op
-  s.where = where(node);
-  s.shader = "memory_attention";
-  s.spec = {uint32_t(m.head_dim), xl ? 1u : 0u};
-  s.local_size = {kQueries, 1, 1};
-  s.args[0] = m.heads;
-  s.args[1] = float_bits(scale);
-  s.args[2] = int32_t(std::min<int64_t>(clamp_len, INT32_MAX));
-  s.args[3] = same_length ? 1 : 0;
-  memory_args(s, m);
   const int heads = m.heads;
-  s.groups = [heads](int64_t n) { return Groups{uint32_t((n + kQueries - 1) / kQueries), uint32_t(heads), 1}; };
-  s.bindings = {{m.qkv, 0, 0, "memory projections"}, {uv, 0, 0, "r_w_bias | r_r_bias"}, {r, 0, 0, "position table"},
-                low.values[node.outputs[0]]};
+  DispatchSpec s = make_dispatch(
+      node, "memory_attention", {uint32_t(m.head_dim), xl ? 1u : 0u}, kQueries,
+      {m.heads, float_bits(scale), int32_t(std::min<int64_t>(clamp_len, INT32_MAX)), same_length ? 1 : 0},
+      [heads](int64_t n) { return Groups{uint32_t((n + kQueries - 1) / kQueries), uint32_t(heads), 1}; },
+      {{m.qkv, 0, 0, "memory projections"}, {uv, 0, 0, "r_w_bias | r_r_bias"}, {r, 0, 0, "position table"},
+       low.values[node.outputs[0]]});
+  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
 Status update(const Node& node, Lowering& low, const MemoryOp& m, uint32_t mode, Slice conv_w, Slice conv_b, bool has_bias) {
-  DispatchSpec s;
-  s.node = node.index;  // its device time counts for the op
-  s.where = where(node);
-  s.shader = "memory_update";
-  s.spec = {mode, has_bias ? 1u : 0u};
-  s.local_size = {kGroup, 1, 1};
-  s.args[0] = int32_t(m.d);
-  memory_args(s, m);
   const int64_t count = m.state_rows * m.d;
-  s.groups = [count](int64_t) { return stride_groups(std::max<int64_t>(count, 1), kGroup); };
-  s.bindings = {{m.ctx, 0, 0, "memory rows"}, {conv_w, 0, 0, "conv weight"}, {conv_b, 0, 0, "conv bias"},
-                {m.state, 0, 0, "attention memory"}};
+  DispatchSpec s = make_dispatch(
+      node, "memory_update", {mode, has_bias ? 1u : 0u}, kGroup, {int32_t(m.d)},
+      [count](int64_t) { return stride_groups(std::max<int64_t>(count, 1), kGroup); },
+      {{m.ctx, 0, 0, "memory rows"}, {conv_w, 0, 0, "conv weight"}, {conv_b, 0, 0, "conv bias"},
+       {m.state, 0, 0, "attention memory"}});
+  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
