@@ -89,7 +89,7 @@ TEST_CASE("reference family: full forward matches PyTorch goldens (and, on Vulka
   if (backend == TERN_BACKEND_VULKAN) CHECK(tern::test::vulkan_validation_messages() == 0);
 }
 
-// Row blocks on the CPU (core/row_chains.h): every golden's ops (dense, windowed and sparse attention included: they
+// Row blocks on the CPU (cpu/row_chains.h): every golden's ops (dense, windowed and sparse attention included: they
 // run a block as an append over their KV cache or ring) form one chain, run here in blocks of 37 rows, which no
 // chunk, window or stride divides.
 TEST_CASE("reference family: one forward in 37-row blocks through attention matches the goldens", "[model][rowblock]") {

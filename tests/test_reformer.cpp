@@ -131,7 +131,7 @@ TEST_CASE("reformer goldens: one forward reproduces HF's logits (and, on Vulkan,
 
 TEST_CASE("reformer: an LSH layer's norm, projections and residual add run inside its attention op on the CPU",
           "[model][reformer][lsh][memory]") {
-  // core/lsh_fold.h: the attention normalises x2 and projects one head at a time, and adds each head's share of
+  // cpu/lsh_fold.h: the attention normalises x2 and projects one head at a time, and adds each head's share of
   // the output projection into x1, so the LAYER_NORM, both LINEARs and the ADD never run and their values take no
   // arena. The goldens above check the result; this checks that the fold happened in the LSH layers and only
   // there. The model's layers are [local, lsh, local, lsh].

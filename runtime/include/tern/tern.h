@@ -67,7 +67,7 @@ typedef struct {
   int device;           /* Vulkan device. 0: the best one (discrete GPU > integrated > virtual > CPU implementation);
                          * N >= 1: the loader's device N-1 (what vulkaninfo lists as GPU N-1). Ignored on the CPU. */
   int64_t row_block_rows;       /* 0: each chain of row-wise ops picks its block (256..1024 rows, see
-                                 * core/row_chains.h); otherwise every chain runs in blocks of this many rows */
+                                 * cpu/row_chains.h); otherwise every chain runs in blocks of this many rows */
   tern_weight_storage weight_storage; /* TERN_WEIGHT_STORAGE_F32 by default; F16: Vulkan only, see above */
   tern_activation_storage activation_storage; /* TERN_ACTIVATION_STORAGE_F32 by default; F16: CPU only, see above */
 } tern_session_options;

@@ -1,7 +1,9 @@
-// IEEE float16 <-> float32, one value at a time: float16 tensors of a checkpoint, and the bulk conversions
-// (cpu/half_rows.h) where the build has no F16C instructions, and for the values past their last group of 8.
+// IEEE float16 <-> float32: one value at a time (float16 tensors of a checkpoint), and arrays of them (core/half.cpp:
+// with the F16C instructions where the build targets them, 8 at a time, and one at a time for the rest). The CPU
+// backend splits the arrays of activations across threads (cpu/half_rows.h); Vulkan stages float16 weights.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -59,5 +61,9 @@ inline float half_to_float(uint16_t h) {
   std::memcpy(&f, &bits, sizeof f);
   return f;
 }
+
+// Elements [b, e) of the arrays, rounded as float_to_half / exactly as half_to_float.
+void halves_to_floats(const uint16_t* in, float* out, size_t b, size_t e);
+void floats_to_halves(const float* in, uint16_t* out, size_t b, size_t e);
 
 }  // namespace tern

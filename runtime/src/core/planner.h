@@ -1,39 +1,39 @@
-// Memory planner: places every intermediate value of a call in one arena, reusing space between values
-// whose lifetimes do not overlap (greedy by size, as TFLite's arena planner does).
+// Memory planner: places buffers with known lifetimes in one arena, reusing space between buffers whose lifetimes
+// do not overlap (greedy by size, as TFLite's arena planner and TFLite Micro's MicroMemoryPlanner do). It knows
+// buffers, not ops: a backend's rewrites (cpu/arena.h) adjust sizes and lifetimes, the planner places them.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "core/model.h"
-#include "core/row_chains.h"
 
 namespace tern {
 
+constexpr uint64_t kArenaAlignment = 64;
+
+// A buffer alive from op `first` to op `last` (node indices, inclusive); first < 0: takes no place.
+struct BufferUse {
+  uint64_t bytes = 0;
+  int first = -1;
+  int last = -1;
+};
+
 struct ArenaPlan {
-  std::vector<int64_t> offsets;  // per value: byte offset in the arena, -1 if not in the arena
+  std::vector<int64_t> offsets;  // per buffer: byte offset in the arena (a multiple of kArenaAlignment), -1 if none
   uint64_t bytes = 0;            // arena size
 };
 
-constexpr uint64_t kArenaAlignment = 64;
+// Places every buffer with first >= 0 (each rounded up to kArenaAlignment), largest first (ties in index order),
+// each at the lowest offset clear of the buffers already placed that are alive at the same time.
+ArenaPlan place_buffers(const std::vector<BufferUse>& buffers);
 
-// Plans for calls of `rows` tokens, running the ops where run_op[i] is true. The model's input and output
-// values live in caller memory and are not placed. `chains` (from find_row_chains with the same run_op) run block
-// by block: their blocked values take min(rows, block_rows) rows and keep their own lifetimes, since each block
-// rewrites them before reading; every other value a chain touches is alive across the whole chain, because a later
-// block still reads (or an earlier one already wrote) its rows.
-// `aliases`: values a kernel writes by updating another value's rows in place (core/row_chains.h).
-// `half_values`: per value, stored as float16 (2 bytes an element; tern_activation_storage F16); empty: none.
-ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows,
-                     const std::vector<RowChain>& chains = {}, const std::vector<ValueAlias>& aliases = {},
-                     const std::vector<bool>& half_values = {});
+// Per value, among the ops with run_op[i] true: the op writing it and the last op reading it (-1 if none).
+void value_lifetimes(const Model& model, const std::vector<bool>& run_op, std::vector<int>* first,
+                     std::vector<int>* last);
 
-// The candidates worth running in blocks for calls of `rows` tokens. Blocking a chain shrinks its inner values but
-// keeps its full-size inputs and outputs alive across the whole chain (an input read by the last block, an output
-// written by the first), so in a narrow model it can cost more than it saves: a candidate is kept when the most
-// bytes alive at any of its ops is smaller run in blocks than in one pass. Chains of one block (rows <= block_rows)
-// are never kept.
-std::vector<RowChain> choose_row_chains(const Model& model, const std::vector<bool>& run_op, int64_t rows,
-                                        const std::vector<RowChain>& candidates);
+// One buffer per value for calls of `rows` tokens, running the ops where run_op[i] is true. The model's input and
+// output values live in caller memory and are not placed; a value written but never read still needs a place.
+ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows);
 
 }  // namespace tern

@@ -1,25 +1,19 @@
-// A session: one sequence being run on one model, with its kernels, arena and streaming state.
+// A session: one sequence being run on one model, on one backend (core/backend.h). The session keeps what is the
+// same on every backend: the options, the position, the whole-sequence rule, the state blob and plan reporting.
 #pragma once
-
-#include <pthreadpool.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/device_runner.h"
-#include "core/half_values.h"
+#include "core/backend.h"
 #include "core/model.h"
-#include "core/planner.h"
-#include "core/row_chains.h"
-#include "ops/op.h"
 
 namespace tern {
 
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(const Model& model, const tern_session_options& options);
-  ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -36,7 +30,7 @@ class Session {
 
   void set_profiling(bool enabled);
   // Per op: {calls, total ns} since profiling was last enabled.
-  const std::vector<std::pair<int64_t, uint64_t>>& profile() const { return profile_; }
+  const OpProfile& profile() const { return profile_; }
 
   int64_t position() const { return position_; }
   int64_t max_tokens() const { return max_tokens_; }
@@ -44,48 +38,23 @@ class Session {
   int threads() const { return threads_; }
   const Model& model() const { return model_; }
   // The device a Vulkan session runs on; null on the CPU.
-  const DeviceInfo* device() const { return device_ ? &device_->device() : nullptr; }
+  const DeviceInfo* device() const { return backend_->device(); }
 
  private:
   explicit Session(const Model& model) : model_(model) {}
   Status build(const tern_session_options& options);
-  // Tries the Vulkan backend; false with *st ok when `auto` should go on with the CPU.
-  bool build_device(const tern_session_options& options, Status* st);
-  Status run_op(const RunContext& ctx, int index, bool count_call);
-  // Whether op `index` keeps streaming state, and the bytes it saves at a position, on the session's backend
-  // (core/session_state.cpp).
-  bool op_has_state(int index) const;
-  uint64_t op_saved_state_bytes(int index, int64_t position) const;
-  // The row-wise chains (core/row_chains.h) of the ops in `run` that shrink the arena for max_batch_ rows.
-  std::vector<RowChain> pick_row_chains(const std::vector<bool>& run, int64_t block_rows) const;
-  // Runs chains_[c] on the call's n rows, block by block (ops not in `run` skipped).
-  Status run_chain(int c, const RunContext& ctx, const std::vector<bool>& run);
+  // Every node supported, then the backend created; under backend auto a refusal goes on to the next candidate.
+  Status create_backend(const BackendEntry& entry, const BackendConfig& config);
 
   const Model& model_;
-  pthreadpool_t pool_ = nullptr;
   int threads_ = 1;
   int64_t max_tokens_ = 0;
   int64_t max_batch_ = 0;
   int64_t position_ = 0;
-  std::unique_ptr<DeviceRunner> device_;             // a Vulkan session: runs every op; kernels_ stays empty
-  std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
-  std::vector<bool> run_all_;         // every op
-  std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
-  std::vector<RowChain> chains_;      // row-wise chains of run_all_, run block by block (core/row_chains.h)
-  std::vector<ValueAlias> aliases_;   // values LSH layers folded into their attention update in place (core/lsh_fold.h)
-  std::vector<int> chain_at_;         // per node: index in chains_ of the chain starting there, -1 if none
-  std::vector<void*> block_ptrs_;     // per value: its rows for the block being run (run_chain)
-  ArenaPlan arena_plan_;              // for max_batch rows
-  std::vector<float> arena_;          // arena_plan_.bytes, allocated once
-  std::vector<float> scratch_;        // largest per-call scratch of any kernel
-  std::vector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
-  std::vector<void*> value_ptrs_;     // per value: its place in the arena
-  std::vector<bool> half_values_;     // per value: stored as float16; empty unless activation_storage F16
-  std::vector<std::vector<StagedPlace>> staged_;  // per chain: its float16 places (core/half_values.h)
-  std::vector<float> staging_;        // the float32 blocks of the largest chain's staged places
+  std::unique_ptr<Backend> backend_;
+  int whole_sequence_node_ = -1;  // the first op that runs whole sequences only (LSH, routing), or -1
   bool profiling_ = false;
-  std::vector<std::pair<int64_t, uint64_t>> profile_;  // per node: calls, total ns; sized at creation
-  std::vector<uint64_t> device_ns_;   // per node: device time of the last call, when profiling a Vulkan session
+  OpProfile profile_;  // per node: calls, total ns; sized at creation
 };
 
 }  // namespace tern

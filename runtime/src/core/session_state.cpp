@@ -13,7 +13,7 @@
 //   48  entries x {u32 op index, u32 layout, u64 bytes}
 //   ..  payload: each stateful op's bytes in op order
 // Layout 0, the only one written: the CPU kernel's bytes (CpuKernel::save_state). The Vulkan backend saves its device
-// state in the same bytes (DeviceRunner::save_state: every stateful op it runs has the CPU kernel's slots, rows and
+// state in the same bytes (Backend::save_state: every stateful op it runs has the CPU kernel's slots, rows and
 // rings), so a state saved on one backend loads on the other. Blobs written before the field had a name hold 0
 // there. Any other layout is rejected (reserved for a backend-specific layout).
 // A blob loads only into a session of the same model whose ops hold the same state sizes at that position (same
@@ -76,20 +76,12 @@ T get(const uint8_t*& p) {
 
 }  // namespace
 
-bool Session::op_has_state(int index) const {
-  return device_ ? device_->has_state(index) : kernels_[size_t(index)]->has_state();
-}
-
-uint64_t Session::op_saved_state_bytes(int index, int64_t position) const {
-  return device_ ? device_->saved_state_bytes(index, position) : kernels_[size_t(index)]->saved_state_bytes(position);
-}
-
 Result<size_t> Session::save_state(void* buf, size_t size) const {
   uint64_t payload = 0;
   uint32_t entries = 0;
   for (const Node& node : model_.nodes()) {
-    if (!op_has_state(node.index)) continue;
-    payload += op_saved_state_bytes(node.index, position_);
+    if (!backend_->has_state(node.index)) continue;
+    payload += backend_->saved_state_bytes(node.index, position_);
     ++entries;
   }
   const uint64_t total = kHeaderBytes + uint64_t(entries) * kEntryBytes + payload;
@@ -101,16 +93,12 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
   uint8_t* p = out + kHeaderBytes;
   uint8_t* data = p + size_t(entries) * kEntryBytes;
   for (const Node& node : model_.nodes()) {
-    if (!op_has_state(node.index)) continue;
-    const uint64_t bytes = op_saved_state_bytes(node.index, position_);
+    if (!backend_->has_state(node.index)) continue;
+    const uint64_t bytes = backend_->saved_state_bytes(node.index, position_);
     put<uint32_t>(p, uint32_t(node.index));
     put<uint32_t>(p, kCpuLayout);
     put<uint64_t>(p, bytes);
-    if (device_) {
-      TERN_RETURN_IF_ERROR(device_->save_state(node.index, position_, data));
-    } else {
-      kernels_[size_t(node.index)]->save_state(position_, data);
-    }
+    TERN_RETURN_IF_ERROR(backend_->save_state(node.index, position_, data));
     data += bytes;
   }
   p = out;
@@ -163,7 +151,7 @@ Status Session::load_state(const void* buf, size_t size) {
   const uint8_t* data = states;
   uint32_t mine = 0;
   for (const Node& node : model_.nodes()) {
-    if (!op_has_state(node.index)) continue;
+    if (!backend_->has_state(node.index)) continue;
     if (mine == entries) return InvalidArgument("the session state lists fewer stateful ops than this session has");
     const auto index = get<uint32_t>(p);
     const auto layout = get<uint32_t>(p);
@@ -174,10 +162,10 @@ Status Session::load_state(const void* buf, size_t size) {
     }
     if (layout != kCpuLayout) {
       return InvalidArgument(node.label() + ": the saved state has layout " + std::to_string(layout) +
-                             ", which this " + (device_ ? "Vulkan" : "CPU") + " session cannot load: the CPU and " +
+                             ", which this " + backend_->name() + " session cannot load: the CPU and " +
                              "Vulkan backends both save and load layout 0 (the CPU kernels' bytes) only");
     }
-    const uint64_t want = op_saved_state_bytes(node.index, position);
+    const uint64_t want = backend_->saved_state_bytes(node.index, position);
     if (bytes != want) {
       return InvalidArgument(node.label() + ": the saved state has " + std::to_string(bytes) + " bytes, this session holds " +
                              std::to_string(want) + " at position " + std::to_string(position) +
@@ -186,7 +174,7 @@ Status Session::load_state(const void* buf, size_t size) {
     if (uint64_t(data - states) + bytes > payload) {
       return InvalidArgument("the session state's ops hold more bytes than its payload of " + std::to_string(payload));
     }
-    if (device_) TERN_RETURN_IF_ERROR(device_->check_state(node.index, position, data));
+    TERN_RETURN_IF_ERROR(backend_->check_state(node.index, position, data));
     data += bytes;
     ++mine;
   }
@@ -194,13 +182,9 @@ Status Session::load_state(const void* buf, size_t size) {
   if (data != in + size) return InvalidArgument("the session state's payload holds bytes that no op's state accounts for");
   data = states;
   for (const Node& node : model_.nodes()) {
-    if (!op_has_state(node.index)) continue;
-    if (device_) {
-      TERN_RETURN_IF_ERROR(device_->load_state(node.index, position, data));
-    } else {
-      kernels_[size_t(node.index)]->load_state(position, data);
-    }
-    data += op_saved_state_bytes(node.index, position);
+    if (!backend_->has_state(node.index)) continue;
+    TERN_RETURN_IF_ERROR(backend_->load_state(node.index, position, data));
+    data += backend_->saved_state_bytes(node.index, position);
   }
   position_ = position;
   return Status::Ok();

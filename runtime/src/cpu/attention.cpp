@@ -248,13 +248,9 @@ void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
   run_attention(pool, threads, call, args.scratch);
 }
 
-Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model& model, const KernelConfig& cfg) {
+Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, const Model& /*model*/,
+                                                           const KernelConfig& cfg) {
   const auto* p = node.fb_op->params_as_AttentionParams();
-  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) return make_adaptive_span_attention(node, model, cfg);
-  if (p->kind_type() == fb::AttentionKind::RelativeXL) return make_relative_xl_attention(node, model, cfg);
-  if (p->kind_type() == fb::AttentionKind::Compressive) return make_compressive_attention(node, model, cfg);
-  if (p->kind_type() == fb::AttentionKind::Lsh) return make_lsh_attention(node, model, cfg);
-  if (p->kind_type() == fb::AttentionKind::Routing) return make_routing_attention(node, model, cfg);
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) *

@@ -9,7 +9,7 @@
 // With one round, 3-5 are one pass that writes each query's output into o. No round's output is kept, so scratch
 // is O(n * dh) only for a folded head's qk | v and output, plus O(hashes * n) ints and floats and one
 // [dh, window] tile per thread; nothing is n x n.
-// With the layer folded in (core/lsh_fold.h), each head first gets its qk | v [n, 2*dh] from the layer input x2
+// With the layer folded in (cpu/lsh_fold.h), each head first gets its qk | v [n, 2*dh] from the layer input x2
 // (layer norm and the head's rows of the projection, in blocks of kProjectRows rows), and with the output fold its
 // output [n, dh] goes through the head's columns of the output projection and is added into x1's rows.
 #include <algorithm>
@@ -79,11 +79,7 @@ class LshKernel : public CpuKernel {
       : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch), folded_(std::move(folded)) {}
 
   Status run(const RunContext& ctx) override {
-    if (ctx.pos0 != 0) {
-      return Unsupported(node_.label() + ": LSH attention buckets and sorts the whole sequence at once, so it cannot "
-                         "continue one: appending after " + std::to_string(ctx.pos0) + " tokens is not supported; run "
-                         "the whole sequence in one forward call (models with LSH layers do not stream)");
-    }
+    // Always a call at position 0: the session refuses one that continues a sequence (Streaming::kWholeSequence).
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
     const Layout lay(a_, ctx.n, folded());
     float* base = ctx.scratch;
@@ -400,7 +396,7 @@ Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, c
 }
 
 Result<std::unique_ptr<CpuKernel>> make_folded_away(bool weights_packed) {
-  // A node whose work another op's kernel does (core/lsh_fold.h): never run. weights_packed: that kernel
+  // A node whose work another op's kernel does (cpu/lsh_fold.h): never run. weights_packed: that kernel
   // packed this node's weights (XNNPACK), so the session may drop their pages of the file.
   class FoldedAway : public CpuKernel {
    public:

@@ -56,11 +56,7 @@ class RoutingKernel : public CpuKernel {
       : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch) {}
 
   Status run(const RunContext& ctx) override {
-    if (ctx.pos0 != 0) {
-      return Unsupported(node_.label() + ": routing attention clusters the whole sequence at once, so it cannot "
-                         "continue one: appending after " + std::to_string(ctx.pos0) + " tokens is not supported; run "
-                         "the whole sequence in one forward call (models with routing layers do not stream)");
-    }
+    // Always a call at position 0: the session refuses one that continues a sequence (Streaming::kWholeSequence).
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
     lay_ = Layout(a_, ctx.n);
     qn_ = ctx.scratch;

@@ -1,36 +1,18 @@
 #include "cpu/half_rows.h"
 
+#include <algorithm>
+
 #include "core/half.h"
 #include "cpu/parallel.h"
-
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
 
 namespace tern::cpu {
 namespace {
 
 constexpr size_t kTile = 1 << 14;  // elements per work item
 
-// [b, e) of the arrays; the F16C instructions where the build targets them (8 at a time), core/half.h otherwise.
-void widen(const uint16_t* in, float* out, size_t b, size_t e) {
-#if defined(__F16C__)
-  for (; b + 8 <= e; b += 8) {
-    _mm256_storeu_ps(out + b, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + b))));
-  }
-#endif
-  for (; b < e; ++b) out[b] = half_to_float(in[b]);
-}
-
-void narrow(const float* in, uint16_t* out, size_t b, size_t e) {
-#if defined(__F16C__)
-  for (; b + 8 <= e; b += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b), h);
-  }
-#endif
-  for (; b < e; ++b) out[b] = float_to_half(in[b]);
-}
+// [b, e) of the arrays (core/half.h).
+void widen(const uint16_t* in, float* out, size_t b, size_t e) { tern::halves_to_floats(in, out, b, e); }
+void narrow(const float* in, uint16_t* out, size_t b, size_t e) { tern::floats_to_halves(in, out, b, e); }
 
 }  // namespace
 

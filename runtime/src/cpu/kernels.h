@@ -1,11 +1,13 @@
-// CPU kernels: the optimised paths behind each op, and the factories the op registry points at.
+// CPU kernels: the optimised paths behind each op, and the factories the CPU backend's op table points at
+// (cpu/op_table.cpp).
 #pragma once
 
 #include <pthreadpool.h>
 
 #include <memory>
 
-#include "core/lsh_fold.h"
+#include "cpu/lsh_fold.h"
+#include "cpu/kernel.h"
 #include "ops/attention_pattern.h"
 #include "ops/op.h"
 
@@ -17,12 +19,13 @@ Result<std::unique_ptr<CpuKernel>> make_layer_norm(const Node& node, const Model
 Result<std::unique_ptr<CpuKernel>> make_linear(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_activation(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_add(const Node& node, const Model& model, const KernelConfig& cfg);
-Result<std::unique_ptr<CpuKernel>> make_attention(const Node& node, const Model& model, const KernelConfig& cfg);
-// ATTENTION of kind AdaptiveSpan (cpu/attention_adaptive_span.cpp); make_attention hands it such ops.
+// ATTENTION of the windowed kinds: Dense, SlidingWindow, ChunkedLocal, Strided, Fixed (cpu/attention.cpp).
+Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, const Model& model, const KernelConfig& cfg);
+// ATTENTION of kind AdaptiveSpan (cpu/attention_adaptive_span.cpp).
 Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 // ATTENTION of kind Lsh (cpu/attention_lsh.cpp).
 Result<std::unique_ptr<CpuKernel>> make_lsh_attention(const Node& node, const Model& model, const KernelConfig& cfg);
-// The same with the layer's other ops run inside (core/lsh_fold.h).
+// The same with the layer's other ops run inside (cpu/lsh_fold.h).
 Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, const LshFold& fold, const Model& model,
                                                              const KernelConfig& cfg);
 // The kernel of a node another kernel runs (folded): never run on its own.

@@ -25,14 +25,9 @@ class KvStore {
     v_.assign(floats, 0.0f);
   }
 
-  // Slots per head for a session of max_tokens. A ring never outgrows the tokens the session can hold (a window
-  // wider than that would otherwise size the state by the window: a hostile file could ask for gigabytes).
-  static int64_t ring_slots(const AttentionPattern& pattern, int64_t max_tokens) {
-    return pattern.keeps_all_keys() ? 0 : std::max<int64_t>(1, std::min(pattern.ring_keys(), max_tokens));
-  }
-  static int64_t slots(const AttentionPattern& pattern, int64_t max_tokens) {
-    return pattern.keeps_all_keys() ? max_tokens : ring_slots(pattern, max_tokens) + pattern.summary_slots(max_tokens);
-  }
+  // Slots per head for a session of max_tokens (AttentionPattern::cache_slots).
+  static int64_t ring_slots(const AttentionPattern& pattern, int64_t max_tokens) { return pattern.ring_slots(max_tokens); }
+  static int64_t slots(const AttentionPattern& pattern, int64_t max_tokens) { return pattern.cache_slots(max_tokens); }
 
   const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
   const float* value(int h, int64_t j) const { return &v_[index(h, j)]; }
@@ -56,11 +51,8 @@ class KvStore {
   // Saved state: per head the slots a sequence of `position` tokens uses (every position for dense and strided, the
   // ring plus the summaries so far for the bounded kinds), keys then values.
   int64_t used_slots(int64_t position) const { return used_slots(pattern_, max_tokens_, position); }
-  // The same for a session of max_tokens: the Vulkan backend saves its device state ([slots, 2*inner], the same
-  // slots) as these bytes.
   static int64_t used_slots(const AttentionPattern& pattern, int64_t max_tokens, int64_t position) {
-    const int64_t ring = ring_slots(pattern, max_tokens), all = slots(pattern, max_tokens);
-    return ring == 0 ? std::min(position, all) : std::min(all, ring + pattern.summary_slots(position));
+    return pattern.used_slots(max_tokens, position);
   }
   uint64_t saved_bytes(int64_t position) const {
     return 2ull * uint64_t(heads_) * uint64_t(used_slots(position)) * uint64_t(dh_) * sizeof(float);

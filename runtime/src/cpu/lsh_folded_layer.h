@@ -1,4 +1,4 @@
-// The ops of a folded LSH layer (core/lsh_fold.h) that its attention kernel (cpu/attention_lsh.cpp) runs one head
+// The ops of a folded LSH layer (cpu/lsh_fold.h) that its attention kernel (cpu/attention_lsh.cpp) runs one head
 // at a time: x2's layer norm and the head's rows of the qk | v projection before the head, and with the output
 // fold the head's columns of the output projection, added into x1, after it.
 #pragma once
@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/lsh_fold.h"
+#include "cpu/lsh_fold.h"
 #include "cpu/xnn_linear.h"
+#include "cpu/kernel.h"
 #include "ops/op.h"
 
 namespace tern::cpu {

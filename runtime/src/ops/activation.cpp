@@ -1,7 +1,6 @@
 // ACTIVATION: elementwise RELU, GELU_ERF (exact) or GELU_TANH on [n, d].
 #include <cmath>
 
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -32,6 +31,6 @@ void ref::activation(fb::ActivationKind kind, const float* x, int64_t count, flo
 }
 
 extern const OpDef kActivationOp = {fb::OpCode::ACTIVATION, "ACTIVATION", 1, 0, 0, fb::OpParams::ActivationParams,
-                                    validate, cpu::make_activation, nullptr, nullptr, true, nullptr};
+                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

@@ -2,7 +2,6 @@
 // weights, per cluster i: table_i [r_i - l_i, d_i], proj_i [d, d_i] or -1 (then d_i = d). ops/adaptive.h.
 #include <cmath>
 
-#include "cpu/kernels.h"
 #include "ops/adaptive.h"
 #include "ops/op.h"
 #include "ops/reference.h"
@@ -102,6 +101,6 @@ void ref::adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput&
 
 extern const OpDef kAdaptiveEmbeddingOp = {fb::OpCode::ADAPTIVE_EMBEDDING, "ADAPTIVE_EMBEDDING", 1, 1,
                                            2 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveEmbeddingParams, validate,
-                                           cpu::make_adaptive_embedding, nullptr, nullptr, false, nullptr};
+                                           nullptr, nullptr, streams<Streaming::kWholeCall>};
 
 }  // namespace tern

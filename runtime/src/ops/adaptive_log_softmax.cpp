@@ -5,7 +5,6 @@
 #include <cmath>
 #include <vector>
 
-#include "cpu/kernels.h"
 #include "ops/adaptive.h"
 #include "ops/op.h"
 #include "ops/reference.h"
@@ -134,6 +133,6 @@ void ref::adaptive_log_softmax(const float* x, int64_t n, const AdaptiveSoftmax&
 
 extern const OpDef kAdaptiveLogSoftmaxOp = {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "ADAPTIVE_LOG_SOFTMAX", 1, 0,
                                             2 + 3 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveLogSoftmaxParams,
-                                            validate, cpu::make_adaptive_log_softmax, nullptr, nullptr, false, nullptr};
+                                            validate, nullptr, nullptr, streams<Streaming::kWholeCall>};
 
 }  // namespace tern

@@ -1,5 +1,4 @@
 // ADD: a [n, d] + b [n, d].
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -18,7 +17,6 @@ void ref::add(const float* a, const float* b, int64_t count, float* out) {
   for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
 }
 
-extern const OpDef kAddOp = {fb::OpCode::ADD, "ADD", 2, 0, 0, fb::OpParams::AddParams, validate, cpu::make_add, nullptr,
-                             nullptr, true, nullptr};
+extern const OpDef kAddOp = {fb::OpCode::ADD, "ADD", 2, 0, 0, fb::OpParams::AddParams, validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

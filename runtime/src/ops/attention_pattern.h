@@ -48,6 +48,23 @@ struct AttentionPattern {
     return summary * (max_tokens / block) + std::max<int64_t>(0, max_tokens % block - (block - summary));
   }
   bool is_summary(int64_t j) const { return kind == PatternKind::kFixed && j % block >= block - summary; }
+
+  // The layout of the state every backend keeps (and saves, on every backend, as the CPU's KV store saves it), per
+  // head for a session of max_tokens: ring slots (0 for the kinds that keep every key) and all slots. A ring never
+  // outgrows the tokens the session can hold (a window wider than that would otherwise size the state by the
+  // window: a hostile file could ask for gigabytes).
+  int64_t ring_slots(int64_t max_tokens) const {
+    return keeps_all_keys() ? 0 : std::max<int64_t>(1, std::min(ring_keys(), max_tokens));
+  }
+  int64_t cache_slots(int64_t max_tokens) const {
+    return keeps_all_keys() ? max_tokens : ring_slots(max_tokens) + summary_slots(max_tokens);
+  }
+  // The slots a sequence of `position` tokens uses: every position for dense and strided, the ring plus the
+  // summaries so far for the bounded kinds. A saved state holds these, per head keys then values.
+  int64_t used_slots(int64_t max_tokens, int64_t position) const {
+    const int64_t ring = ring_slots(max_tokens), all = cache_slots(max_tokens);
+    return ring == 0 ? std::min(position, all) : std::min(all, ring + summary_slots(position));
+  }
   bool second_part(int head) const { return split && head >= heads / 2; }
 };
 

@@ -1,7 +1,6 @@
 // CONCAT: a [n, da], b [n, db] -> [a | b] [n, da + db], row by row (Reformer joins its two reversible streams).
 #include <cstring>
 
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -22,6 +21,6 @@ void ref::concat(const float* a, int64_t da, const float* b, int64_t db, int64_t
 }
 
 extern const OpDef kConcatOp = {fb::OpCode::CONCAT, "CONCAT", 2, 0, 0, fb::OpParams::ConcatParams, validate,
-                                cpu::make_concat, nullptr, nullptr, true, nullptr};
+                                nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

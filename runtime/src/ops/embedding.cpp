@@ -1,7 +1,6 @@
 // EMBEDDING: ids [n] (I32) -> table[ids] [n, d]. weights: table [V, d].
 #include <cstring>
 
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -24,6 +23,6 @@ void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n
 }
 
 extern const OpDef kEmbeddingOp = {fb::OpCode::EMBEDDING, "EMBEDDING", 1, 1, 1, fb::OpParams::EmbeddingParams,
-                                   validate, cpu::make_embedding, nullptr, nullptr, true, nullptr};
+                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

@@ -1,7 +1,6 @@
 // LAYER_NORM: x [n, d] -> (x - mean) / sqrt(var + eps) * gamma + beta. weights: gamma [d], beta [d] (optional).
 #include <cmath>
 
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -36,6 +35,6 @@ void ref::layer_norm(const float* x, int64_t n, int64_t d, const float* gamma, c
 }
 
 extern const OpDef kLayerNormOp = {fb::OpCode::LAYER_NORM, "LAYER_NORM", 1, 1, 2, fb::OpParams::LayerNormParams,
-                                   validate, cpu::make_layer_norm, nullptr, nullptr, true, nullptr};
+                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

@@ -1,5 +1,4 @@
 // LINEAR: x [n, in] -> x W^T + b [n, out]. weights: W [out, in], b [out] (optional).
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -28,6 +27,6 @@ void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const fl
 }
 
 extern const OpDef kLinearOp = {fb::OpCode::LINEAR, "LINEAR", 1, 1, 2, fb::OpParams::LinearParams,
-                                validate, cpu::make_linear, nullptr, nullptr, true, nullptr};
+                                validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -27,6 +26,6 @@ void ref::log_softmax(const float* x, int64_t n, int64_t d, float* out) {
 }
 
 extern const OpDef kLogSoftmaxOp = {fb::OpCode::LOG_SOFTMAX, "LOG_SOFTMAX", 1, 0, 0, fb::OpParams::LogSoftmaxParams,
-                                    validate, cpu::make_log_softmax, nullptr, nullptr, true, nullptr};
+                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

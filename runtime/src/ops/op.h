@@ -1,11 +1,11 @@
-// An op is one registry entry: structural checks at load, and a factory for its CPU kernel.
-// Adding an op: a schema entry, ops/<op>.cpp (checks + reference kernel), its CPU kernel, and a line in registry.cpp.
+// An op is one registry entry of facts: what the loader checks, what the planner and a session need to know of it
+// (state bytes, dense bytes, how it streams). No backend code: each backend keeps its own op -> kernel table
+// (cpu/op_table.cpp, vulkan/op_table.cpp). Adding an op: a schema entry, ops/<op>.cpp (facts + reference kernel),
+// a row in registry.cpp, and a row in each backend's table.
 #pragma once
 
-#include <pthreadpool.h>
-
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "core/model.h"
@@ -13,54 +13,19 @@
 
 namespace tern {
 
-// What a kernel sees for one call.
-struct RunContext {
-  int64_t n = 0;                   // tokens in this call
-  int64_t pos0 = 0;                // absolute position of the first of them
-  pthreadpool_t pool = nullptr;    // shared by XNNPACK and Tern's kernels
-  int threads = 1;
-  const int32_t* ids = nullptr;    // [n], the model input
-  const std::vector<void*>* values = nullptr;  // per value index: [n, width] buffer for this call
-  float* scratch = nullptr;        // per-thread scratch, see CpuKernel::scratch_bytes
-  // Per value index: stored as float16 (tern_activation_storage F16); null when none is. Only values kept whole
-  // between row chains are: an op in a chain sees float32 rows (the session widens them), so only a kernel that
-  // reads or writes such a value outside a chain (an LSH layer folded into its attention op) looks here.
-  const std::vector<bool>* half_values = nullptr;
-  bool stores_half(int value) const { return half_values && (*half_values)[size_t(value)]; }
-  float* in(const Node& node, int i) const { return static_cast<float*>((*values)[node.inputs[i]]); }
-  float* out(const Node& node, int i) const { return static_cast<float*>((*values)[node.outputs[i]]); }
-};
-
-// Facts a kernel needs when it is built at session creation.
-struct KernelConfig {
-  int64_t max_tokens = 0;  // state capacity
-  int64_t max_batch = 0;   // most tokens per call
-  int threads = 1;
-  pthreadpool_t pool = nullptr;
-};
-
-class CpuKernel {
- public:
-  virtual ~CpuKernel() = default;
-  virtual Status run(const RunContext& ctx) = 0;
-  // Forget the sequence (streaming state back to empty).
-  virtual void reset() {}
-  // True if run() changes state that later calls read (such ops run even when no logits are wanted).
-  virtual bool has_state() const { return false; }
-  virtual uint64_t state_bytes() const { return 0; }          // allocated at creation
-  // The streaming state as bytes (tern_session_save_state / load_state), for a sequence of `position` tokens: how
-  // many, written by save_state and read back by load_state. The count depends only on the kernel's configuration
-  // and the position, so a session can check a saved state's sizes before it changes anything.
-  virtual uint64_t saved_state_bytes(int64_t /*position*/) const { return 0; }
-  virtual void save_state(int64_t /*position*/, uint8_t* /*out*/) const {}
-  virtual void load_state(int64_t /*position*/, const uint8_t* /*in*/) {}
-  virtual uint64_t packed_weight_bytes() const { return 0; }  // backend-owned weight copies
-  // True if the kernel copied every weight it uses into its own packed form at creation and never reads the model's
-  // copies again: the session may then drop those pages of the mapped file from memory (Model::release_pages).
-  virtual bool weights_packed() const { return false; }
-  virtual uint64_t scratch_bytes() const { return 0; }        // all threads together
-  // Scratch a call of n tokens needs (for the planner); kernels whose scratch grows with n override it.
-  virtual uint64_t scratch_bytes_for(int64_t /*n*/) const { return scratch_bytes(); }
+// How an op's output rows depend on the rows of the same call and of earlier calls: what a backend may split and
+// what a session may continue.
+enum class Streaming {
+  // Row i of every output needs only row i of the inputs (and the weights), and the op holds no state: it may run on
+  // any block of rows.
+  kRowWise,
+  // Row i needs rows <= i only, and what later rows need of earlier ones is in the op's streaming state (a KV cache
+  // or a ring of the window's keys): a call may be split into consecutive appends with the same rows.
+  kAppends,
+  // A call runs as one unit (e.g. Transformer-XL memory moves once per call), and the next call continues it.
+  kWholeCall,
+  // The whole sequence at once, no state (LSH buckets, routing clusters): only a call at position 0.
+  kWholeSequence,
 };
 
 struct OpDef {
@@ -72,21 +37,33 @@ struct OpDef {
   fb::OpParams params;
   // Checks params, weight shapes and value widths. Counts, indices and param type are checked before.
   Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
-  Result<std::unique_ptr<CpuKernel>> (*make_cpu)(const Node& node, const Model& model, const KernelConfig& cfg);
   // Bytes of streaming state the op holds after n tokens (for the planner); null for stateless ops.
   uint64_t (*state_bytes)(const Node& node, int64_t n);
   // Bytes a dense implementation would materialise for n tokens (scores), 0 if none.
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
-  // Row i of every output depends only on row i of the inputs (and the weights), and the op holds no state: the
-  // session may run it on any block of rows (core/row_chains.h).
-  bool row_wise;
-  // Null, or true for a node whose kernel gives the same rows when a call is split into consecutive appends: row i
-  // depends on rows <= i only, and what later rows need of earlier ones is in the op's streaming state (a KV cache
-  // or a ring of the window's keys). The session may then run it block by block inside a row chain.
-  bool (*runs_in_appends)(const Node& node);
+  // The node's streaming class (of a validated node).
+  Streaming (*streaming)(const Node& node);
 };
 
+// The op's facts; null for a code this runtime does not know.
 const OpDef* find_op(fb::OpCode code);
+
+// For OpDef::streaming of ops whose class does not depend on the node.
+template <Streaming S>
+Streaming streams(const Node& /*node*/) {
+  return S;
+}
+
+// True when rows[i].code is op code i for every code of the schema and there are no more rows: each backend's op
+// table static_asserts this, so it covers every op in schema order.
+template <typename Row, size_t N>
+constexpr bool covers_every_op_code(const Row (&rows)[N]) {
+  if (N != size_t(fb::OpCode::MAX) + 1) return false;
+  for (size_t i = 0; i < N; ++i) {
+    if (size_t(rows[i].code) != i) return false;
+  }
+  return true;
+}
 
 // Helpers for validate().
 Status expect_width(const Node& node, const std::vector<ValueInfo>& values, bool output, int i, int64_t width);

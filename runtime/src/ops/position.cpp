@@ -2,7 +2,6 @@
 // cols [s1, d1] (AXIAL, Reformer: pe[p] = [rows[p / s1] | cols[p % s1]], P = s0 * s1, d0 + d1 = d).
 #include <cmath>
 
-#include "cpu/kernels.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -75,6 +74,6 @@ void ref::axial_position(const float* rows, int64_t d0, const float* cols, int64
 }
 
 extern const OpDef kPositionOp = {fb::OpCode::POSITION, "POSITION", 1, 0, 2, fb::OpParams::PositionParams,
-                                  validate, cpu::make_position, nullptr, nullptr, true, nullptr};
+                                  validate, nullptr, nullptr, streams<Streaming::kRowWise>};
 
 }  // namespace tern

@@ -1,3 +1,4 @@
+#include <iterator>
 #include <string>
 
 #include "ops/op.h"
@@ -16,15 +17,15 @@ extern const OpDef kAdaptiveEmbeddingOp;
 extern const OpDef kAdaptiveLogSoftmaxOp;
 extern const OpDef kConcatOp;
 
-// The one list of ops this runtime knows.
+// The one list of ops this runtime knows, in op code order (every code of the schema).
 const OpDef* find_op(fb::OpCode code) {
   static const OpDef* const kOps[] = {&kEmbeddingOp, &kPositionOp, &kLayerNormOp, &kLinearOp,
                                       &kActivationOp, &kAddOp, &kAttentionOp, &kLogSoftmaxOp,
                                       &kAdaptiveEmbeddingOp, &kAdaptiveLogSoftmaxOp, &kConcatOp};
-  for (const OpDef* def : kOps) {
-    if (def->code == code) return def;
-  }
-  return nullptr;
+  static_assert(std::size(kOps) == size_t(fb::OpCode::MAX) + 1, "one entry per op code of the schema");
+  const auto i = size_t(code);
+  if (i >= std::size(kOps) || kOps[i]->code != code) return nullptr;
+  return kOps[i];
 }
 
 Status expect_width(const Node& node, const std::vector<ValueInfo>& values, bool output, int i, int64_t width) {

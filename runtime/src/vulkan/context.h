@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/device_runner.h"
+#include "core/backend.h"
 #include "vulkan/limits.h"
 #include "vulkan/loader.h"
 

@@ -1,37 +1,68 @@
-// The ops the Vulkan backend runs, and the pieces of Lowering every op shares.
+// The ops the Vulkan backend runs (by op code, and ATTENTION by kind: both tables list every entry of the schema in
+// order, checked at compile time), and the pieces of Lowering every op shares.
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <iterator>
 
-#include "cpu/half_rows.h"
+#include "core/half.h"
+#include "ops/attention_kinds.h"
 #include "vulkan/ops.h"
 
 namespace tern::vk {
 namespace {
 
 Status supports_f32(const Node& node, const Model&) { return f32_weights_only(node); }
+Status supports_any(const Node&, const Model&) { return Status::Ok(); }
 
-const VulkanOp kOps[] = {
+struct KindLowering {
+  fb::AttentionKind kind;
+  Status (*supports)(const Node& node, const Model& model);
+  Status (*lower)(const Node& node, Lowering& low);
+};
+
+constexpr KindLowering kAttentionLowerings[] = {
+    {fb::AttentionKind::Dense, supports_any, lower_windowed_attention},          // ops_attention.cpp
+    {fb::AttentionKind::SlidingWindow, supports_any, lower_windowed_attention},
+    {fb::AttentionKind::ChunkedLocal, supports_any, lower_windowed_attention},
+    {fb::AttentionKind::Strided, supports_any, lower_windowed_attention},
+    {fb::AttentionKind::Fixed, supports_any, lower_windowed_attention},
+    {fb::AttentionKind::AdaptiveSpan, supports_any, lower_adaptive_span},        // ops_adaptive_span.cpp
+    {fb::AttentionKind::RelativeXL, supports_f32, lower_relative_xl},            // ops_memory.cpp
+    {fb::AttentionKind::Lsh, supports_any, lower_lsh_attention},                 // ops_lsh.cpp
+    {fb::AttentionKind::Compressive, supports_f32, lower_compressive},           // ops_memory.cpp
+    {fb::AttentionKind::Routing, supports_any, lower_routing},                   // ops_routing.cpp
+};
+static_assert(covers_every_attention_kind(kAttentionLowerings), "a Vulkan lowering for every attention kind, in schema order");
+
+const KindLowering& kind_lowering(const Node& node) {
+  return kAttentionLowerings[size_t(node.fb_op->params_as_AttentionParams()->kind_type()) - 1];  // validated: 1..count
+}
+
+Status supports_attention(const Node& node, const Model& model) { return kind_lowering(node).supports(node, model); }
+Status lower_attention(const Node& node, Lowering& low) { return kind_lowering(node).lower(node, low); }
+
+constexpr VulkanOp kOps[] = {
     {fb::OpCode::EMBEDDING, supports_f32, lower_embedding},
     {fb::OpCode::POSITION, supports_position, lower_position},
     {fb::OpCode::LAYER_NORM, supports_f32, lower_layer_norm},
     {fb::OpCode::LINEAR, supports_f32, lower_linear},
     {fb::OpCode::ACTIVATION, supports_f32, lower_activation},
     {fb::OpCode::ADD, supports_f32, lower_add},
-    {fb::OpCode::LOG_SOFTMAX, supports_f32, lower_log_softmax},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention},
+    {fb::OpCode::LOG_SOFTMAX, supports_f32, lower_log_softmax},
     {fb::OpCode::ADAPTIVE_EMBEDDING, supports_f32, lower_adaptive_embedding},
     {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_f32, lower_adaptive_log_softmax},
     {fb::OpCode::CONCAT, supports_f32, lower_concat},
 };
 
+static_assert(covers_every_op_code(kOps), "a Vulkan lowering for every op code, in schema order");
+
 }  // namespace
 
 const VulkanOp* find_vulkan_op(fb::OpCode code) {
-  for (const VulkanOp& op : kOps) {
-    if (op.code == code) return &op;
-  }
-  return nullptr;
+  const auto i = size_t(code);
+  return i < std::size(kOps) ? &kOps[i] : nullptr;
 }
 
 Status f32_weights_only(const Node& node) {
@@ -145,8 +176,7 @@ Status Lowering::upload() {
   for (const Pending& p : pending_) {
     uint8_t* dst = buf.value().mapped + at;
     if (p.to_f16) {  // tensor data is 64-byte aligned (the loader checks), staging offsets multiples of 4
-      cpu::floats_to_halves(nullptr, reinterpret_cast<const float*>(p.data), int64_t(p.bytes / 2),
-                            reinterpret_cast<uint16_t*>(dst));
+      floats_to_halves(reinterpret_cast<const float*>(p.data), reinterpret_cast<uint16_t*>(dst), 0, p.bytes / 2);
     } else {
       std::memcpy(dst, p.data, p.bytes);
     }

@@ -67,8 +67,6 @@ class Lowering {
   std::vector<SavedState> saved_states;
   // The saved state of an op whose device state is its CPU kernel's bytes as they are (`bytes` of them).
   void save_whole(const Node& node, const Slice& state, uint64_t bytes);
-  // An op that runs whole sequences only (routing): appending after the first call is TERN_UNSUPPORTED, naming it.
-  std::string whole_sequence_op;
 
  private:
   struct Pending {
@@ -113,7 +111,8 @@ Status lower_activation(const Node& node, Lowering& low);
 Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
-Status lower_attention(const Node& node, Lowering& low);
+// ATTENTION by kind (the kind table is in op_table.cpp).
+Status lower_windowed_attention(const Node& node, Lowering& low);  // Dense, SlidingWindow, ChunkedLocal, Strided, Fixed
 Status lower_relative_xl(const Node& node, Lowering& low);
 Status lower_compressive(const Node& node, Lowering& low);
 Status lower_adaptive_embedding(const Node& node, Lowering& low);
@@ -123,6 +122,5 @@ Status lower_concat(const Node& node, Lowering& low);
 Status lower_routing(const Node& node, Lowering& low);
 Status lower_adaptive_span(const Node& node, Lowering& low);
 Status supports_position(const Node& node, const Model& model);
-Status supports_attention(const Node& node, const Model& model);
 
 }  // namespace tern::vk

@@ -1,7 +1,6 @@
 // Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local, strided, fixed; merged or
 // split heads): shaders/attention.comp,
 // then shaders/kv_append.comp to keep what later calls can reach in the op's device state.
-#include "cpu/kv_store.h"
 #include "ops/attention_pattern.h"
 #include "vulkan/ops.h"
 
@@ -23,34 +22,17 @@ uint32_t pattern_kind(PatternKind k) {
 
 }  // namespace
 
-Status supports_attention(const Node& node, const Model&) {
-  const auto kind = node.fb_op->params_as_AttentionParams()->kind_type();
-  if (kind == fb::AttentionKind::RelativeXL || kind == fb::AttentionKind::Compressive) return f32_weights_only(node);
-  if (kind != fb::AttentionKind::Dense && kind != fb::AttentionKind::SlidingWindow &&
-      kind != fb::AttentionKind::ChunkedLocal && kind != fb::AttentionKind::Strided && kind != fb::AttentionKind::Fixed &&
-      kind != fb::AttentionKind::Routing && kind != fb::AttentionKind::AdaptiveSpan && kind != fb::AttentionKind::Lsh) {
-    return Unsupported(node.label() + ": attention kind " + fb::EnumNameAttentionKind(kind) +
-                       " has no Vulkan shader yet");
-  }
-  return Status::Ok();
-}
-
-Status lower_attention(const Node& node, Lowering& low) {
+Status lower_windowed_attention(const Node& node, Lowering& low) {
   const auto* p = node.fb_op->params_as_AttentionParams();
-  if (p->kind_type() == fb::AttentionKind::RelativeXL) return lower_relative_xl(node, low);  // ops_memory.cpp
-  if (p->kind_type() == fb::AttentionKind::Compressive) return lower_compressive(node, low);
-  if (p->kind_type() == fb::AttentionKind::Lsh) return lower_lsh_attention(node, low);
-  if (p->kind_type() == fb::AttentionKind::Routing) return lower_routing(node, low);  // ops_routing.cpp
-  if (p->kind_type() == fb::AttentionKind::AdaptiveSpan) return lower_adaptive_span(node, low);  // ops_adaptive_span.cpp
   auto pattern = AttentionPattern::from(*p, node.label());
   if (!pattern.ok()) return pattern.status();
   const int heads = p->heads(), dh = p->head_dim();
   const int64_t inner = int64_t(heads) * dh;
-  // The same slots as the CPU path's KvStore: every position for dense and strided, a ring for the windowed kinds,
+  // The same slots as the CPU path's KvStore (AttentionPattern::cache_slots): every position for dense and strided, a ring for the windowed kinds,
   // a ring of the current block plus every block's summaries for fixed.
   const AttentionPattern& pat = pattern.value();
-  const int64_t slots = cpu::KvStore::slots(pat, low.max_tokens);
-  const int64_t ring = pat.keeps_all_keys() ? slots : cpu::KvStore::ring_slots(pat, low.max_tokens);
+  const int64_t slots = pat.cache_slots(low.max_tokens);
+  const int64_t ring = pat.keeps_all_keys() ? slots : pat.ring_slots(low.max_tokens);
   const int32_t block = pat.kind == PatternKind::kFixed ? int32_t(std::min<int64_t>(pat.block, INT32_MAX)) : 0;
   const int32_t summary = int32_t(std::min<int64_t>(pat.summary, INT32_MAX));
   auto state = low.state(uint64_t(slots) * uint64_t(2 * inner) * sizeof(float), "attention state");  // [slots, 2*inner]
@@ -62,10 +44,10 @@ Status lower_attention(const Node& node, Lowering& low) {
   saved.slice = state.value();
   const int64_t max_tokens = low.max_tokens;
   saved.bytes = [pat, max_tokens, inner](int64_t position) {
-    return 2ull * uint64_t(cpu::KvStore::used_slots(pat, max_tokens, position)) * uint64_t(inner) * sizeof(float);
+    return 2ull * uint64_t(pat.used_slots(max_tokens, position)) * uint64_t(inner) * sizeof(float);
   };
   saved.copies = [pat, max_tokens, heads, dh, inner](int64_t position, std::vector<StateCopy>* copies) {
-    const int64_t used = cpu::KvStore::used_slots(pat, max_tokens, position);
+    const int64_t used = pat.used_slots(max_tokens, position);
     const uint64_t row = uint64_t(dh) * sizeof(float);
     for (int64_t kv = 0; kv < 2; ++kv)
       for (int64_t h = 0; h < heads; ++h)

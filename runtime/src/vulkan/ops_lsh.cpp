@@ -6,7 +6,7 @@
 //   lsh_combine  the rounds combined by a softmax over their log-sum-exps, into the op's output.
 // Scratch, per op, for max_batch tokens: keys [H, n, dh], buckets [H, hashes, n], counts [H, hashes, buckets],
 // order [H, hashes * n_pad], outs [H, hashes, n, dh], lses [H, hashes, n]: linear in n, nothing n x n.
-// LSH keeps no state: a call that continues a sequence (pos0 > 0) is refused as on the CPU.
+// LSH keeps no state: the session refuses a call that continues a sequence (pos0 > 0) on every backend.
 #include <algorithm>
 #include <string>
 
@@ -55,13 +55,6 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
     return Unsupported(where(node) + ": LSH attention for max_batch " + std::to_string(N) +
                        " needs indices past 2^31; use a smaller max_batch on the Vulkan backend");
   }
-  const std::string label = where(node);
-  low.program.add_check([label](int64_t, int64_t pos0) -> Status {
-    if (pos0 == 0) return Status::Ok();
-    return Unsupported(label + ": LSH attention buckets and sorts the whole sequence at once, so it cannot continue "
-                       "one: appending after " + std::to_string(pos0) + " tokens is not supported; run the whole "
-                       "sequence in one forward call (models with LSH layers do not stream)");
-  });
 
   auto scratch = [&](int64_t words, const char* what) {
     low.scratch_bytes += uint64_t(words) * 4;

@@ -39,7 +39,6 @@ Status lower_routing(const Node& node, Lowering& low) {
   const int64_t K = a.clusters, batch = low.max_batch, max_w = std::min<int64_t>(a.window, batch);
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*heads*dh]
   const Binding out = low.values[node.outputs[0]];  // [n, heads*dh]
-  low.whole_sequence_op = node.label();
 
   // Local heads: chunked local attention of chunk local_chunk with one chunk before, on heads [0, local).
   if (local > 0) {

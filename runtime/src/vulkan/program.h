@@ -48,8 +48,6 @@ class Program {
 
   // Checks the dispatch against the device's limits for calls of up to max_batch tokens, then appends it.
   Status add(DispatchSpec spec);
-  // A host-side check every call passes before anything runs (e.g. an op that runs whole sequences only).
-  void add_check(std::function<Status(int64_t n, int64_t pos0)> check) { checks_.push_back(std::move(check)); }
   // Allocates descriptor sets and the per-call buffers, and records the command buffer.
   Status finish();
   // Runs the recorded program for a call of n tokens after pos0 held ones, and waits for it. With op_ns (per node)
@@ -71,7 +69,6 @@ class Program {
   PipelineCache& pipelines_;
   int64_t max_batch_;
   std::vector<Dispatch> dispatches_;
-  std::vector<std::function<Status(int64_t n, int64_t pos0)>> checks_;
   Slice call_;      // host: uint32 n, pos0
   Slice indirect_;  // host: [dispatches, 3] uint32 workgroup counts
   VkDescriptorPool pool_ = VK_NULL_HANDLE;

@@ -1,4 +1,4 @@
-#include "core/lsh_fold.h"
+#include "cpu/lsh_fold.h"
 
 #include <algorithm>
 

@@ -1,9 +1,10 @@
 // The Vulkan backend of a session: checks that every op has a shader, opens the device, places the values, uploads
-// the weights, records the forward pass once, and replays it per call.
+// the weights, records the forward pass once, and replays it per call. Its own rewrite: a weight over the device's
+// maxStorageBufferRange is split into parts (vulkan/ops_linear.cpp, ops_rowwise.cpp).
 #include <algorithm>
 #include <cstring>
 
-#include "core/device_runner.h"
+#include "core/backend.h"
 #include "core/planner.h"
 #include "ops/op.h"
 #include "vulkan/ops.h"
@@ -11,14 +12,29 @@
 namespace tern {
 namespace {
 
-class VulkanRunner : public DeviceRunner {
+// Everything as one full-size buffer per value: the Vulkan backend has no row chains or folds.
+ArenaPlan plain_plan(const Model& model, int64_t rows) {
+  return plan_arena(model, std::vector<bool>(model.nodes().size(), true), rows);
+}
+
+class VulkanBackend : public Backend {
  public:
-  Status build(const Model& model, const VulkanConfig& config);
-  Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, uint64_t* op_ns) override;
-  const DeviceInfo& device() const override { return ctx_->info(); }
-  uint64_t weight_bytes() const override { return weight_bytes_; }
-  uint64_t arena_bytes() const override { return arena_bytes_; }
-  uint64_t state_bytes() const override { return state_bytes_; }
+  explicit VulkanBackend(const Model& model) : model_(model) {}
+  Status build(const BackendConfig& config);
+  const char* name() const override { return "Vulkan"; }
+  const DeviceInfo* device() const override { return &ctx_->info(); }
+  std::string ignored_options() const override { return ignored_; }
+  Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
+  void reset() override {}  // a run reads only the state of the positions before it: nothing to forget
+  void plan(int64_t n, tern_memory_plan* p) const override {
+    p->packed_weight_bytes = weight_bytes_;
+    p->arena_bytes = plain_plan(model_, n).bytes;
+  }
+  void allocated(tern_memory_plan* p) const override {
+    p->packed_weight_bytes = weight_bytes_;
+    p->arena_bytes = arena_bytes_;
+    p->state_bytes = state_bytes_;
+  }
   bool has_state(int node) const override { return saved(node) != nullptr; }
   uint64_t saved_state_bytes(int node, int64_t position) const override {
     const vk::SavedState* s = saved(node);
@@ -36,6 +52,8 @@ class VulkanRunner : public DeviceRunner {
   // Copies the saved bytes after s.host_bytes between the op's state and out (save) or in (load).
   Status transfer(const vk::SavedState& s, int64_t position, uint8_t* out, const uint8_t* in) const;
 
+  const Model& model_;
+  std::string ignored_;
   // Destroyed in reverse: the program before the pipelines and memory it uses, all before the device.
   std::unique_ptr<vk::Context> ctx_;
   std::unique_ptr<vk::Memory> memory_;
@@ -46,21 +64,38 @@ class VulkanRunner : public DeviceRunner {
   int64_t vocab_ = 0;
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
-  std::string whole_sequence_op_;  // an op that cannot continue a sequence (routing), or empty
+  std::vector<uint64_t> op_ns_;  // per node: device time of the last call, when profiling
   std::vector<vk::SavedState> saved_states_;  // the stateful ops
   std::vector<int> saved_index_;              // per node: its entry in saved_states_, or -1
 };
 
-Status check_ops(const Model& model) {
-  for (const Node& node : model.nodes()) {
-    const vk::VulkanOp* op = vk::find_vulkan_op(node.code);
-    if (!op) return Unsupported(node.label() + ": op " + find_op(node.code)->name + " has no Vulkan shader yet");
-    TERN_RETURN_IF_ERROR(op->supports(node, model));
-  }
-  return Status::Ok();
+Status supports(const Node& node, const Model& model) {
+  const vk::VulkanOp* op = vk::find_vulkan_op(node.code);
+  if (!op) return Unsupported(node.label() + ": op " + find_op(node.code)->name + " has no Vulkan shader yet");
+  return op->supports(node, model);
 }
 
-Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
+uint64_t arena_lower_bound(const Model& model, const BackendConfig& config) {
+  return plain_plan(model, config.max_batch).bytes;
+}
+
+Status VulkanBackend::build(const BackendConfig& backend_config) {
+  const tern_session_options& options = *backend_config.options;
+  if (options.activation_storage == TERN_ACTIVATION_STORAGE_F16) {
+    if (backend_config.named) {
+      return Unsupported("activation_storage F16 is a CPU option: the Vulkan backend keeps activations in float32 "
+                         "(use backend CPU, or activation_storage F32)");
+    }
+    ignored_ = "activations float32 (activation_storage F16 is a CPU option)";
+  }
+  struct {
+    int device;
+    bool allow_cpu_device;  // false (backend auto): a CPU implementation such as lavapipe does not count
+    int64_t max_tokens, max_batch;
+    bool f16_weights;  // LINEAR weights and EMBEDDING tables stored as float16 (needs storageBuffer16BitAccess)
+  } const config{options.device, backend_config.named || options.device > 0, backend_config.max_tokens,
+                 backend_config.max_batch, options.weight_storage == TERN_WEIGHT_STORAGE_F16};
+  const Model& model = model_;
   auto ctx = vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights);
   if (!ctx.ok()) return ctx.status();
   ctx_ = std::move(ctx).value();
@@ -71,7 +106,7 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
 
   // Values: the intermediate ones in one device arena placed by the planner; ids and logits in host-visible memory.
   const auto& nodes = model.nodes();
-  const ArenaPlan plan = plan_arena(model, std::vector<bool>(nodes.size(), true), config.max_batch);
+  const ArenaPlan plan = plain_plan(model, config.max_batch);
   auto arena = memory_->allocate(plan.bytes, vk::MemoryKind::kDevice, "the arena");
   if (!arena.ok()) return arena.status();
   auto ids = memory_->allocate(uint64_t(config.max_batch) * sizeof(int32_t), vk::MemoryKind::kHost, "the ids");
@@ -110,19 +145,14 @@ Status VulkanRunner::build(const Model& model, const VulkanConfig& config) {
   weight_bytes_ = low.weight_bytes;
   state_bytes_ = low.state_bytes;
   arena_bytes_ += low.scratch_bytes;
-  whole_sequence_op_ = low.whole_sequence_op;
+  op_ns_.assign(nodes.size(), 0);
   saved_states_ = std::move(low.saved_states);
   saved_index_.assign(nodes.size(), -1);
   for (size_t i = 0; i < saved_states_.size(); ++i) saved_index_[size_t(saved_states_[i].node)] = int(i);
   return program_->finish();
 }
 
-Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, uint64_t* op_ns) {
-  if (pos0 != 0 && !whole_sequence_op_.empty()) {
-    return Unsupported(whole_sequence_op_ + ": routing attention clusters the whole sequence at once, so it cannot "
-                       "continue one: appending after " + std::to_string(pos0) + " tokens is not supported; run the "
-                       "whole sequence in one forward call (models with routing layers do not stream)");
-  }
+Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= id_limit_) {
       return InvalidArgument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(pos0 + i) +
@@ -130,12 +160,18 @@ Status VulkanRunner::run(const int32_t* ids, int64_t n, int64_t pos0, float* log
     }
   }
   std::memcpy(ids_.mapped, ids, size_t(n) * sizeof(int32_t));
-  TERN_RETURN_IF_ERROR(program_->run(n, pos0, op_ns));
+  if (profile) std::fill(op_ns_.begin(), op_ns_.end(), 0);
+  const Status st = program_->run(n, pos0, profile ? op_ns_.data() : nullptr);
+  for (size_t i = 0; profile && i < op_ns_.size(); ++i) {
+    (*profile)[i].first += 1;
+    (*profile)[i].second += op_ns_[i];
+  }
+  TERN_RETURN_IF_ERROR(st);
   if (logits) std::memcpy(logits, output_.mapped, size_t(n) * size_t(vocab_) * sizeof(float));
   return Status::Ok();
 }
 
-Status VulkanRunner::check_state(int node, int64_t position, const uint8_t* in) const {
+Status VulkanBackend::check_state(int node, int64_t position, const uint8_t* in) const {
   const vk::SavedState* s = saved(node);
   if (!s || s->host_bytes == 0) return Status::Ok();
   std::vector<uint8_t> want(size_t(s->host_bytes));
@@ -147,20 +183,20 @@ Status VulkanRunner::check_state(int node, int64_t position, const uint8_t* in) 
   return Status::Ok();
 }
 
-Status VulkanRunner::save_state(int node, int64_t position, uint8_t* out) const {
+Status VulkanBackend::save_state(int node, int64_t position, uint8_t* out) const {
   const vk::SavedState* s = saved(node);
   if (!s) return Status::Ok();
   if (s->host_bytes > 0) s->host(position, out);
   return transfer(*s, position, out, nullptr);
 }
 
-Status VulkanRunner::load_state(int node, int64_t position, const uint8_t* in) {
+Status VulkanBackend::load_state(int node, int64_t position, const uint8_t* in) {
   const vk::SavedState* s = saved(node);
   if (!s) return Status::Ok();
   return transfer(*s, position, nullptr, in);
 }
 
-Status VulkanRunner::transfer(const vk::SavedState& s, int64_t position, uint8_t* out, const uint8_t* in) const {
+Status VulkanBackend::transfer(const vk::SavedState& s, int64_t position, uint8_t* out, const uint8_t* in) const {
   std::vector<vk::StateCopy> copies;
   s.copies(position, &copies);
   const uint64_t end = s.bytes(position), chunk = output_.size;
@@ -203,14 +239,17 @@ Status VulkanRunner::transfer(const vk::SavedState& s, int64_t position, uint8_t
   return Status::Ok();
 }
 
+Result<std::unique_ptr<Backend>> create(const Model& model, const BackendConfig& config) {
+  auto backend = std::make_unique<VulkanBackend>(model);
+  TERN_RETURN_IF_ERROR(backend->build(config));
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
 }  // namespace
 
-Result<std::unique_ptr<DeviceRunner>> create_vulkan_runner(const Model& model, const VulkanConfig& config) {
-  // Ops first: a model the backend cannot run is reported the same way with or without a device.
-  TERN_RETURN_IF_ERROR(check_ops(model));
-  auto runner = std::make_unique<VulkanRunner>();
-  TERN_RETURN_IF_ERROR(runner->build(model, config));
-  return std::unique_ptr<DeviceRunner>(std::move(runner));
+const BackendEntry& vulkan_backend() {
+  static const BackendEntry kEntry{TERN_BACKEND_VULKAN, "Vulkan", supports, arena_lower_bound, create};
+  return kEntry;
 }
 
 }  // namespace tern

@@ -1,8 +1,8 @@
-// Row-block execution. A chain is a run of consecutive ops that can run on blocks of rows: row-wise ops
-// (OpDef::row_wise: embedding, positions, layer norm, linear, activation, add, concat, log-softmax — row i of each
+// Row-block execution on the CPU. A chain is a run of consecutive ops that can run on blocks of rows: row-wise ops
+// (Streaming::kRowWise, ops/op.h: embedding, positions, layer norm, linear, activation, add, concat, log-softmax — row i of each
 // output needs only row i of the inputs) and attention whose kernel gives the same rows when a call is split into
-// appends (OpDef::runs_in_appends: dense, windowed, sparse and adaptive-span attention, where the KV cache or ring
-// carries what later rows need of earlier ones). The session runs a chain block by block: every op of the chain on
+// appends (Streaming::kAppends: dense, windowed, sparse and adaptive-span attention, where the KV cache or ring
+// carries what later rows need of earlier ones). The CPU backend runs a chain block by block: every op of the chain on
 // rows [0, b), then every op on [b, 2b), ..., each block an append at its own positions. A value made inside a
 // chain and read only inside it then needs [block_rows, width] of arena instead of [n, width]: a model whose every
 // op chains runs a prefill of any length in the arena of one block. Values the chain reads from before it, or that
@@ -37,7 +37,7 @@ struct RowChain {
 };
 
 // A value a kernel writes by updating another value's rows in place, in an op the graph does not show as reading
-// or writing either (core/lsh_fold.h's output fold): the host is read by `writer`, and from it on `guest` names
+// or writing either (cpu/lsh_fold.h's output fold): the host is read by `writer`, and from it on `guest` names
 // the host's place. `unwritten`: an output the graph gives `writer` that it does not write (its result went into
 // the guest), which then needs no place; -1 if none.
 struct ValueAlias {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/model.h"
-#include "core/row_chains.h"
+#include "cpu/row_chains.h"
 
 namespace tern {
 

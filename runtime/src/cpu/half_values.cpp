@@ -1,4 +1,4 @@
-#include "core/half_values.h"
+#include "cpu/half_values.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "core/row_chains.h"
+#include "cpu/row_chains.h"
 
 #include <algorithm>
 
@@ -20,8 +20,8 @@ std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool
   // Row-wise ops, and ops whose kernel gives the same rows when a call is split into appends (causal attention
   // over its KV cache or ring): block b of the chain then sees blocks < b through that op's state.
   auto row_wise = [&](int i) {
-    const OpDef* def = find_op(nodes[i].code);
-    return def->row_wise || (def->runs_in_appends && def->runs_in_appends(nodes[i]));
+    const Streaming s = find_op(nodes[i].code)->streaming(nodes[i]);
+    return s == Streaming::kRowWise || s == Streaming::kAppends;
   };
 
   std::vector<RowChain> chains;

@@ -1,0 +1,96 @@
+// The one boundary between a session and where it runs. A Backend owns its kernels or device, the weights it copied,
+// the arena and the streaming state, and its own graph rewrites, all made at creation; the session keeps what is the
+// same everywhere (options, position, the state blob's format, the whole-sequence rule, plan reporting).
+// Backends: the CPU (cpu/backend.cpp) and Vulkan (vulkan/backend.cpp, or vulkan_absent/ in a build without it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+#include "tern/tern.h"
+
+namespace tern {
+
+struct DeviceInfo {
+  std::string name;    // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string driver;  // e.g. "llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)"
+  std::string type;    // discrete GPU | integrated GPU | virtual GPU | CPU | other
+};
+
+// Per node: {calls, total ns}.
+using OpProfile = std::vector<std::pair<int64_t, uint64_t>>;
+
+// What a backend is created with: the caller's options and the session's resolved numbers.
+struct BackendConfig {
+  const tern_session_options* options = nullptr;  // each backend reads and checks the fields that are its own
+  int64_t max_tokens = 0;  // state capacity
+  int64_t max_batch = 0;   // most tokens in one call
+  int threads = 1;
+  // The caller named this backend (not TERN_BACKEND_AUTO): an option of another backend is refused, not ignored.
+  bool named = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual const char* name() const = 0;  // "CPU", "Vulkan"
+  // The device a Vulkan backend runs on; null on the CPU.
+  virtual const DeviceInfo* device() const { return nullptr; }
+  // Options this backend ignores (set for another backend; only when not named), for the session's notice, or "".
+  virtual std::string ignored_options() const { return ""; }
+
+  // Runs ids [n] at positions pos0.. after the pos0 tokens the state holds; logits [n, vocab] or null (then only
+  // the ops that feed streaming state need to run). No allocation. profile (per node) or null: each op's calls and
+  // time are added to it. On an error the session resets the backend.
+  virtual Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) = 0;
+  // Forget the sequence (streaming state back to empty).
+  virtual void reset() = 0;
+
+  // The planner's numbers for calls of n tokens: packed_weight_bytes, arena_bytes (with scratch), row_chains and
+  // row_block_rows. The session fills in the rest.
+  virtual void plan(int64_t n, tern_memory_plan* p) const = 0;
+  // What was allocated at creation: packed_weight_bytes, arena_bytes, state_bytes.
+  virtual void allocated(tern_memory_plan* p) const = 0;
+
+  // The streaming state as tern_session_save_state saves it (core/session_state.cpp): per op node, the bytes its CPU
+  // kernel saves (CpuKernel::save_state) for a sequence of `position` tokens, on every backend, so that a state moves
+  // between backends.
+  virtual bool has_state(int node) const = 0;
+  virtual uint64_t saved_state_bytes(int node, int64_t position) const = 0;
+  // TERN_INVALID_ARGUMENT where saved bytes cannot be this node's state at `position` (before anything is loaded).
+  virtual Status check_state(int node, int64_t position, const uint8_t* in) const = 0;
+  virtual Status save_state(int node, int64_t position, uint8_t* out) const = 0;  // saved_state_bytes of them
+  // An error here leaves this op's state undefined (the session's other ops and position are unchanged).
+  virtual Status load_state(int node, int64_t position, const uint8_t* in) = 0;
+};
+
+// A backend as the session picks it: what it is, what it can run, and how it is made.
+struct BackendEntry {
+  tern_backend id;
+  const char* name;  // "CPU", "Vulkan"
+  // Asked for every node before creation: TERN_UNSUPPORTED naming the op (and attention kind) and why, when this
+  // backend cannot run it.
+  Status (*supports)(const Node& node, const Model& model);
+  // A lower bound on the arena this backend allocates for calls of max_batch tokens (with its own rewrites), for
+  // the session's memory check before anything big is allocated.
+  uint64_t (*arena_lower_bound)(const Model& model, const BackendConfig& config);
+  // TERN_UNSUPPORTED when the backend is absent or refuses an option; TERN_DEVICE_ERROR / TERN_OUT_OF_MEMORY when
+  // its device or memory refuses.
+  Result<std::unique_ptr<Backend>> (*create)(const Model& model, const BackendConfig& config);
+};
+
+const BackendEntry& cpu_backend();
+const BackendEntry& vulkan_backend();
+
+// Fails with the planner's numbers when `need` (packed weights + arena + state) does not fit the budget or, without
+// one, the machine's memory. `packed` false: before the weights are packed, the total is a lower bound.
+Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, const Model& model, int64_t max_tokens,
+                  int64_t max_batch);
+
+}  // namespace tern

@@ -1,0 +1,70 @@
+// The CPU backend: XNNPACK fully-connected operators and Tern's own kernels (cpu/op_table.cpp), with the CPU's
+// graph rewrites: LSH layers folded into their attention op (cpu/lsh_fold.h), chains of row-wise ops run in row
+// blocks (cpu/row_chains.h), and activations kept whole between chains stored as float16 (cpu/half_values.h).
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+#include "cpu/half_values.h"
+#include "cpu/kernel.h"
+#include "cpu/row_chains.h"
+
+namespace tern::cpu {
+
+class CpuBackend : public Backend {
+ public:
+  static Result<std::unique_ptr<Backend>> create(const Model& model, const BackendConfig& config);
+  ~CpuBackend() override;
+
+  const char* name() const override { return "CPU"; }
+  std::string ignored_options() const override { return ignored_; }
+  Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
+  void reset() override;
+  void plan(int64_t n, tern_memory_plan* p) const override;
+  void allocated(tern_memory_plan* p) const override;
+  bool has_state(int node) const override { return kernels_[size_t(node)]->has_state(); }
+  uint64_t saved_state_bytes(int node, int64_t position) const override {
+    return kernels_[size_t(node)]->saved_state_bytes(position);
+  }
+  Status check_state(int, int64_t, const uint8_t*) const override { return Status::Ok(); }
+  Status save_state(int node, int64_t position, uint8_t* out) const override;
+  Status load_state(int node, int64_t position, const uint8_t* in) override;
+
+  // The chains, for calls of max_batch rows, that the planner's arena assumes (cpu/arena.h).
+  static std::vector<RowChain> pick_row_chains(const Model& model, const std::vector<bool>& run, int64_t max_batch,
+                                               int64_t block_rows, const std::vector<ValueAlias>& aliases);
+
+ private:
+  explicit CpuBackend(const Model& model) : model_(model) {}
+  Status build(const BackendConfig& config);
+  Status run_op(const RunContext& ctx, int index, bool count_call, OpProfile* profile);
+  // Runs chains_[c] on the call's n rows, block by block (ops not in `run` skipped).
+  Status run_chain(int c, const RunContext& ctx, const std::vector<bool>& run, OpProfile* profile);
+
+  const Model& model_;
+  std::string ignored_;
+  pthreadpool_t pool_ = nullptr;
+  int threads_ = 1;
+  int64_t max_batch_ = 0;
+  std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
+  std::vector<bool> run_all_;         // every op
+  std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
+  std::vector<RowChain> chains_;      // row-wise chains of run_all_, run block by block (cpu/row_chains.h)
+  std::vector<ValueAlias> aliases_;   // values LSH layers folded into their attention update in place (cpu/lsh_fold.h)
+  std::vector<int> chain_at_;         // per node: index in chains_ of the chain starting there, -1 if none
+  std::vector<void*> block_ptrs_;     // per value: its rows for the block being run (run_chain)
+  std::vector<int64_t> arena_offsets_;  // per value: its byte offset in the arena, -1 if none (for max_batch rows)
+  std::vector<float> arena_;          // the arena's bytes + alignment slack, allocated once
+  std::vector<float> scratch_;        // largest per-call scratch of any kernel
+  std::vector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
+  std::vector<void*> value_ptrs_;     // per value: its place in the arena
+  std::vector<bool> half_values_;     // per value: stored as float16; empty unless activation_storage F16
+  std::vector<std::vector<StagedPlace>> staged_;  // per chain: its float16 places (cpu/half_values.h)
+  std::vector<float> staging_;        // the float32 blocks of the largest chain's staged places
+};
+
+}  // namespace tern::cpu

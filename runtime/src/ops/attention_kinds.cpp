@@ -1,0 +1,164 @@
+// The attention kinds' facts (ops/attention_kinds.h). Each kind's parameters are parsed by its own ops/<kind> file
+// (attention_pattern, adaptive_span, relative_xl, lsh, compressive, routing); this file says what the op needs of
+// each.
+#include "ops/attention_kinds.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ops/adaptive_span.h"
+#include "ops/attention_pattern.h"
+#include "ops/compressive.h"
+#include "ops/lsh.h"
+#include "ops/relative_xl.h"
+#include "ops/routing.h"
+
+namespace tern {
+namespace {
+
+int64_t inner_width(const Node& node) {
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  return int64_t(p->heads()) * p->head_dim();
+}
+
+// qkv [n, 3*inner] -> [n, inner]: the kinds that read queries, keys and values.
+Status expect_qkv(const Node& node, const std::vector<ValueInfo>& values) {
+  TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 3 * inner_width(node)));
+  return expect_width(node, values, true, 0, inner_width(node));
+}
+
+// Input [n, d] (a layer input or attention input that the kind projects itself) -> [n, inner].
+Status expect_rows_of(const Node& node, const std::vector<ValueInfo>& values, int64_t d) {
+  TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, d));
+  return expect_width(node, values, true, 0, inner_width(node));
+}
+
+// One call's scores: n queries against the call's n keys and `memory` rows kept from before.
+uint64_t scores_bytes(const Node& node, int64_t n, uint64_t memory) {
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  return uint64_t(p->heads()) * uint64_t(n) * (uint64_t(n) + memory) * sizeof(float);
+}
+
+uint64_t call_scores_bytes(const Node& node, int64_t n) { return scores_bytes(node, n, 0); }
+
+uint64_t no_state(const Node&, int64_t) { return 0; }
+
+// Dense, sliding window, chunked local, strided and fixed: a visibility pattern (ops/attention_pattern.h), no weights.
+Status validate_windowed(const Node& node, const std::vector<ValueInfo>& values) {
+  auto pattern = AttentionPattern::from(*node.fb_op->params_as_AttentionParams(), node.label());
+  if (!pattern.ok()) return pattern.status();
+  for (const TensorInfo* w : node.weights) {
+    if (w) return InvalidModel(node.label() + ": weight '" + w->name + "' given, but only kinds AdaptiveSpan and RelativeXL have weights");
+  }
+  return expect_qkv(node, values);
+}
+
+// One key and one value per head for every kept position.
+uint64_t windowed_state_bytes(const Node& node, int64_t n) {
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  auto pattern = AttentionPattern::from(*p, "");
+  return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(pattern.value().state_keys(n));
+}
+
+Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& values) {
+  if (node.weights.size() > 2) return InvalidModel(node.label() + ": kind AdaptiveSpan takes at most 2 weights");
+  auto span = AdaptiveSpan::from(node);
+  if (!span.ok()) return span.status();
+  return expect_qkv(node, values);
+}
+
+// Each head keeps its own reach: one key and one value per kept position, summed over the heads.
+uint64_t adaptive_span_state_bytes(const Node& node, int64_t n) {
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  return 2ull * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(AdaptiveSpan::from(node).value().state_keys(n));
+}
+
+// Transformer-XL (ops/relative_xl.h): reads the layer input h [n, d].
+Status validate_relative_xl(const Node& node, const std::vector<ValueInfo>& values) {
+  auto xl = RelativeXL::from(node);
+  if (!xl.ok()) return xl.status();
+  return expect_rows_of(node, values, xl.value().d);
+}
+
+// The memory of mem_len layer inputs, full (of zeros) from the first token on.
+uint64_t relative_xl_state_bytes(const Node& node, int64_t) { return RelativeXL::from(node).value().state_bytes(); }
+
+uint64_t relative_xl_dense_bytes(const Node& node, int64_t n) {
+  return scores_bytes(node, n, uint64_t(node.fb_op->params_as_AttentionParams()->kind_as_RelativeXL()->mem_len()));
+}
+
+// Reformer LSH (ops/lsh.h): shared query-key and values, qk | v [n, 2*inner]; weight: rotations.
+Status validate_lsh(const Node& node, const std::vector<ValueInfo>& values) {
+  auto lsh = LshAttention::from(node);
+  if (!lsh.ok()) return lsh.status();
+  TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 2 * inner_width(node)));
+  return expect_width(node, values, true, 0, inner_width(node));
+}
+
+// Compressive memory (ops/compressive.h): reads its attention input a [n, d].
+Status validate_compressive(const Node& node, const std::vector<ValueInfo>& values) {
+  auto c = Compressive::from(node);
+  if (!c.ok()) return c.status();
+  return expect_rows_of(node, values, c.value().d);
+}
+
+// The memory and the compressed memory: attention inputs, d floats a row.
+uint64_t compressive_state_bytes(const Node& node, int64_t n) {
+  const Compressive c = Compressive::from(node).value();
+  return uint64_t(c.state_rows(n)) * uint64_t(c.d) * sizeof(float);
+}
+
+uint64_t compressive_dense_bytes(const Node& node, int64_t n) {
+  const auto* c = node.fb_op->params_as_AttentionParams()->kind_as_Compressive();
+  return scores_bytes(node, n,
+                      uint64_t(std::max(0, c->mem_len())) + uint64_t(std::max(0, c->rate() - 1)) +
+                          uint64_t(std::max(0, c->cmem_len())));
+}
+
+// Routing Transformer (ops/routing.h): qkv as the windowed kinds; weight: centroids.
+Status validate_routing(const Node& node, const std::vector<ValueInfo>& values) {
+  auto routing = RoutingAttention::from(node);
+  if (!routing.ok()) return routing.status();
+  return expect_qkv(node, values);
+}
+
+using fb::AttentionKind;
+// Dense, windowed, sparse and adaptive-span kernels attend causally over their KV cache or ring, so a call split
+// into appends gives the same rows. RelativeXL and Compressive memory moves once per call, so a split call would
+// move it differently. Lsh and Routing need the whole sequence.
+constexpr AttentionKindDef kKinds[] = {
+    {AttentionKind::Dense, "Dense", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
+     nullptr, nullptr},
+    {AttentionKind::SlidingWindow, "SlidingWindow", validate_windowed, windowed_state_bytes, call_scores_bytes,
+     Streaming::kAppends, nullptr, nullptr},
+    {AttentionKind::ChunkedLocal, "ChunkedLocal", validate_windowed, windowed_state_bytes, call_scores_bytes,
+     Streaming::kAppends, nullptr, nullptr},
+    {AttentionKind::Strided, "Strided", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
+     nullptr, nullptr},
+    {AttentionKind::Fixed, "Fixed", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
+     nullptr, nullptr},
+    {AttentionKind::AdaptiveSpan, "AdaptiveSpan", validate_adaptive_span, adaptive_span_state_bytes, call_scores_bytes,
+     Streaming::kAppends, nullptr, nullptr},
+    {AttentionKind::RelativeXL, "RelativeXL", validate_relative_xl, relative_xl_state_bytes, relative_xl_dense_bytes,
+     Streaming::kWholeCall, nullptr, nullptr},
+    {AttentionKind::Lsh, "Lsh", validate_lsh, no_state, call_scores_bytes, Streaming::kWholeSequence,
+     "LSH attention buckets and sorts the whole sequence at once", "models with LSH layers"},
+    {AttentionKind::Compressive, "Compressive", validate_compressive, compressive_state_bytes, compressive_dense_bytes,
+     Streaming::kWholeCall, nullptr, nullptr},
+    {AttentionKind::Routing, "Routing", validate_routing, no_state, call_scores_bytes, Streaming::kWholeSequence,
+     "routing attention clusters the whole sequence at once", "models with routing layers"},
+};
+static_assert(covers_every_attention_kind(kKinds), "one row per attention kind of the schema, in schema order");
+
+}  // namespace
+
+const AttentionKindDef* find_attention_kind(fb::AttentionKind kind) {
+  const size_t k = size_t(kind);
+  return k >= 1 && k <= kAttentionKindCount ? &kKinds[k - 1] : nullptr;
+}
+
+const AttentionKindDef& attention_kind(const Node& node) {
+  return *find_attention_kind(node.fb_op->params_as_AttentionParams()->kind_type());
+}
+
+}  // namespace tern

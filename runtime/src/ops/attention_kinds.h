@@ -1,0 +1,54 @@
+// The attention kinds of ATTENTION (schema/tern.fbs's AttentionKind union), in one table of facts: how each
+// validates, the streaming state it keeps, what a dense implementation would materialise, and how it streams.
+// Each backend has its own table of the same kinds (cpu/op_table.cpp, vulkan/op_table.cpp); every table is checked
+// at compile time to list every kind in schema order, so a kind added to the schema and missing from one fails the
+// build.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+#include "core/status.h"
+#include "ops/op.h"
+
+namespace tern {
+
+// Kinds 1..kAttentionKindCount (0 is the union's NONE).
+constexpr size_t kAttentionKindCount = size_t(fb::AttentionKind::MAX);
+
+struct AttentionKindDef {
+  fb::AttentionKind kind;
+  const char* name;  // the schema's name, for messages
+  // Checks the kind's parameters and weights and the op's input and output widths; heads, head_dim, scale and
+  // causality are checked before, for every kind.
+  Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
+  // Bytes of streaming state after n tokens (what the planner reports).
+  uint64_t (*state_bytes)(const Node& node, int64_t n);
+  // Bytes of one call's n x keys score matrix in a dense implementation.
+  uint64_t (*dense_bytes)(const Node& node, int64_t n);
+  Streaming streaming;
+  // kWholeSequence only: why a call cannot continue a sequence ("LSH attention buckets and sorts the whole
+  // sequence at once"), and what the models it appears in are called ("models with LSH layers").
+  const char* whole_sequence_why;
+  const char* whole_sequence_models;
+};
+
+// The kind of a validated ATTENTION node.
+const AttentionKindDef& attention_kind(const Node& node);
+// Null for a kind outside 1..kAttentionKindCount (a file from a newer schema, or NONE).
+const AttentionKindDef* find_attention_kind(fb::AttentionKind kind);
+
+// True when rows[i].kind is kind i + 1 for every kind and there are no more rows: each backend's kind table
+// static_asserts this, so it covers every kind in schema order.
+template <typename Row, size_t N>
+constexpr bool covers_every_attention_kind(const Row (&rows)[N]) {
+  if (N != kAttentionKindCount) return false;
+  for (size_t i = 0; i < N; ++i) {
+    if (size_t(rows[i].kind) != i + 1) return false;
+  }
+  return true;
+}
+
+}  // namespace tern

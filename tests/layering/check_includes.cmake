@@ -1,0 +1,21 @@
+# Fails when a file under runtime/src/ops/ or runtime/src/core/ includes a header of a backend (cpu/ or vulkan/):
+# op facts and sessions sit above the backend boundary (core/backend.h), and the converter links ops/ alone.
+#   cmake -DSOURCE_DIR=<repository root> -P check_includes.cmake
+file(GLOB_RECURSE files "${SOURCE_DIR}/runtime/src/ops/*" "${SOURCE_DIR}/runtime/src/core/*")
+list(LENGTH files count)
+if(count LESS 10)
+  message(FATAL_ERROR "found only ${count} files under ${SOURCE_DIR}/runtime/src/ops and core: wrong SOURCE_DIR?")
+endif()
+set(bad "")
+foreach(f ${files})
+  file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<](cpu|vulkan|vulkan_absent)/")
+  foreach(line ${lines})
+    file(RELATIVE_PATH rel "${SOURCE_DIR}" "${f}")
+    list(APPEND bad "${rel}: ${line}")
+  endforeach()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " text)
+  message(FATAL_ERROR "backend headers included above the backend boundary:\n  ${text}")
+endif()
+message(STATUS "${count} files under runtime/src/ops and runtime/src/core include no cpu/ or vulkan/ header")

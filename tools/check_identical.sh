@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Checks that two builds of Tern give bit-identical logits: every golden under tests/goldens/ and the shipped model
+# are converted with each build's tern-convert (the .tern files must be identical too), then run with each build's
+# `tern-run --ids --logits-out` at 1 and 2 threads (models without a context limit fed their evaluation segment per
+# call), and the .npy files are compared byte for byte.
+#   tools/check_identical.sh OLD_BUILD_DIR NEW_BUILD_DIR     e.g. /tmp/main-before/build build
+# Prints one line per model and thread count; exits 1 if anything differs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 2 ] || { echo "usage: $0 OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 2; }
+old=$1 new=$2
+for b in "$old" "$new"; do
+  for exe in converter/tern-convert examples/tern-run; do
+    [ -x "$b/$exe" ] || { echo "$0: $b/$exe not found (build it first)" >&2; exit 2; }
+  done
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The shipped model's ids: its first 256 bytes (one context) of held-out text.
+kjv_ids="$work/kjv-ids.json"
+/usr/bin/python3 -c 'import json,sys; print(json.dumps(list(open(sys.argv[1],"rb").read()[:256])))' \
+  examples/models/kjv-byte/heldout.txt > "$kjv_ids"
+
+# The segment a model without a context limit is evaluated in (Transformer-XL tgt_len, compressive segment_length).
+segment_of() {
+  /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c.get("tgt_len") or c.get("segment_length") or 0)' "$1/config.json"
+}
+
+status=0
+printf '%-34s %-8s %-7s %12s  %s\n' model threads segment bytes result
+for dir in tests/goldens/*/ examples/models/kjv-byte/; do
+  dir=${dir%/}
+  name=$(basename "$dir")
+  ids="$dir/ids.json"
+  [ "$name" = kjv-byte ] && ids=$kjv_ids
+  [ -f "$ids" ] || continue
+  for b in old new; do
+    build=$old; [ $b = new ] && build=$new
+    "$build/converter/tern-convert" "$dir" -o "$work/$name.$b.tern" --quiet 2>"$work/err" ||
+      { echo "$name: $build/converter/tern-convert failed: $(cat "$work/err")" >&2; exit 2; }
+  done
+  if ! cmp -s "$work/$name.old.tern" "$work/$name.new.tern"; then
+    echo "$name: the converted .tern files differ"
+    status=1
+  fi
+  segment=$(segment_of "$dir")
+  n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$ids")
+  extra=(--max-tokens "$n")
+  [ "$segment" -gt 0 ] && extra+=(--segment "$segment")
+  for threads in 1 2; do
+    for b in old new; do
+      build=$old; [ $b = new ] && build=$new
+      "$build/examples/tern-run" "$work/$name.old.tern" --ids "$ids" --logits-out "$work/$name.$threads.$b.npy" \
+        --threads "$threads" "${extra[@]}" >/dev/null 2>"$work/err" ||
+        { echo "$name: $build/examples/tern-run failed: $(cat "$work/err")" >&2; exit 2; }
+    done
+    bytes=$(stat -c %s "$work/$name.$threads.new.npy")
+    if cmp -s "$work/$name.$threads.old.npy" "$work/$name.$threads.new.npy"; then
+      result=identical
+    else
+      result=DIFFERENT
+      status=1
+    fi
+    printf '%-34s %-8s %-7s %12s  %s\n' "$name" "$threads" "$segment" "$bytes" "$result"
+  done
+done
+[ $status = 0 ] && echo "all logits bit-identical" || echo "some logits differ"
+exit $status
