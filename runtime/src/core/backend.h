@@ -40,8 +40,11 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual const char* name() const = 0;  // "CPU", "Vulkan"
-  // The device a Vulkan backend runs on; null on the CPU.
-  virtual const DeviceInfo* device() const { return nullptr; }
+  virtual tern_backend id() const = 0;
+  // What it runs on: {"CPU", "", "CPU"} on the CPU, the Vulkan device's name, driver and type.
+  virtual const DeviceInfo& device() const = 0;
+  // For messages: "the CPU", or the device's name.
+  virtual std::string where() const { return device().name; }
   // Options this backend ignores (set for another backend; only when not named), for the session's notice, or "".
   virtual std::string ignored_options() const { return ""; }
 

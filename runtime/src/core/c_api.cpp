@@ -129,12 +129,8 @@ tern_status tern_session_memory(const tern_session* session, tern_memory_plan* o
 
 tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out) {
   if (!session || !out) return fail(tern::InvalidArgument("tern_session_get_backend: null argument"));
-  const tern::DeviceInfo* device = session->session->device();
-  if (!device) {
-    *out = tern_backend_info{TERN_BACKEND_CPU, "CPU", "CPU", ""};
-  } else {
-    *out = tern_backend_info{TERN_BACKEND_VULKAN, device->name.c_str(), device->type.c_str(), device->driver.c_str()};
-  }
+  const tern::DeviceInfo& device = session->session->device();
+  *out = tern_backend_info{session->session->backend(), device.name.c_str(), device.type.c_str(), device.driver.c_str()};
   return TERN_OK;
 }
 

@@ -124,7 +124,7 @@ Status Session::build(const tern_session_options& options) {
   }
   if (!config.named) {
     const std::string ignored = backend_->ignored_options();
-    const std::string where = device() ? device()->name : "the CPU";
+    const std::string where = backend_->where();
     if (!passed_over.empty() || !ignored.empty()) {
       std::fprintf(stderr, "tern: backend auto: running on %s%s%s\n", where.c_str(),
                    passed_over.empty() ? "" : (" (" + passed_over + ")").c_str(),

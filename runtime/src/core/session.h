@@ -37,8 +37,9 @@ class Session {
   int64_t max_batch() const { return max_batch_; }
   int threads() const { return threads_; }
   const Model& model() const { return model_; }
-  // The device a Vulkan session runs on; null on the CPU.
-  const DeviceInfo* device() const { return backend_->device(); }
+  tern_backend backend() const { return backend_->id(); }
+  // What the session runs on ({"CPU", "", "CPU"} on the CPU).
+  const DeviceInfo& device() const { return backend_->device(); }
 
  private:
   explicit Session(const Model& model) : model_(model) {}

@@ -263,6 +263,11 @@ Status CpuBackend::run_chain(int c, const RunContext& ctx, const std::vector<boo
   return Status::Ok();
 }
 
+const DeviceInfo& CpuBackend::device() const {
+  static const DeviceInfo kCpu{"CPU", "", "CPU"};
+  return kCpu;
+}
+
 void CpuBackend::reset() {
   for (auto& k : kernels_) k->reset();
 }

@@ -21,6 +21,9 @@ class CpuBackend : public Backend {
   ~CpuBackend() override;
 
   const char* name() const override { return "CPU"; }
+  tern_backend id() const override { return TERN_BACKEND_CPU; }
+  const DeviceInfo& device() const override;
+  std::string where() const override { return "the CPU"; }
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
   void reset() override;

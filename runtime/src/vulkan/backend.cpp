@@ -22,7 +22,8 @@ class VulkanBackend : public Backend {
   explicit VulkanBackend(const Model& model) : model_(model) {}
   Status build(const BackendConfig& config);
   const char* name() const override { return "Vulkan"; }
-  const DeviceInfo* device() const override { return &ctx_->info(); }
+  tern_backend id() const override { return TERN_BACKEND_VULKAN; }
+  const DeviceInfo& device() const override { return ctx_->info(); }
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
   void reset() override {}  // a run reads only the state of the positions before it: nothing to forget
