@@ -1,6 +1,8 @@
 #version 450
-// ACTIVATION: y = f(x) elementwise over [n, d]. KIND: 0 RELU, 1 GELU_ERF, 2 GELU_TANH (schema ActivationKind). arg: d.
+// ACTIVATION: y = f(x) elementwise over [n, d]. KIND: 0 RELU, 1 GELU_ERF, 2 GELU_TANH (schema ActivationKind).
+// Push constants: common/row_push.glsl.
 #include "common/interface.glsl"
+#include "common/row_push.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const int KIND = 0;
@@ -8,7 +10,7 @@ layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) writeonly buffer Out { float y[]; };
 
 void main() {
-  uint d = uint(pc.arg[0]);
+  uint d = pc.d;
   GRID_STRIDE(idx, call.n * d, 256) {
     float v = x[pc.off[1] + idx];
     float r;

@@ -3,8 +3,14 @@
 //   ids [n] (checked by the host), y [n, d];
 //   hdr (int): ends [K + 1] at 0, dims [K] at K + 1, table offsets [K] at 2K + 1, projection offsets [K] at 3K + 1
 //   (-1: none, d_i = d); data (float): every table [rows_i, d_i] and projection [d, d_i] at those offsets.
-// arg: d, scale (float bits), K.
 #include "common/interface.glsl"
+// Push constants: AdaptiveEmbeddingPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform AdaptiveEmbeddingPush {
+  uint off[8];
+  uint d;
+  float scale;
+  int clusters;  // K
+} pc;
 layout(local_size_x = 256) in;
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 2) readonly buffer Hdr { int hdr[]; };
@@ -12,9 +18,9 @@ layout(std430, binding = 3) readonly buffer Data { float data[]; };
 layout(std430, binding = 4) writeonly buffer Out { float y[]; };
 
 void main() {
-  uint d = uint(pc.arg[0]);
-  float scale = intBitsToFloat(pc.arg[1]);
-  int K = pc.arg[2];
+  uint d = pc.d;
+  float scale = pc.scale;
+  int K = pc.clusters;
   uint hb = pc.off[2];
   GRID_STRIDE(idx, call.n * d, 256) {
     uint r = idx / d, o = idx % d;

@@ -9,8 +9,15 @@
 // hdr (int), K clusters: ends [K + 1] at 0, dims at K + 1, weight offsets at 2K + 1, bias offsets at 3K + 1 (-1 none),
 // projection offsets at 4K + 1 (-1 none; proj_i [d, d_i]), px offsets [K + 1] at 5K + 1, then cluster weight and
 // cluster bias offsets (-1 none) at 6K + 2, 6K + 3; data (float): every tensor at those offsets.
-// arg: d, V, K, PXW.
 #include "common/interface.glsl"
+// Push constants: AdaptiveLogSoftmaxPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform AdaptiveLogSoftmaxPush {
+  uint off[8];
+  uint d;
+  uint vocab;  // V
+  int clusters;  // K
+  uint px_width;  // PXW
+} pc;
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const int STAGE = 0;
@@ -35,9 +42,9 @@ float row_lse(uint base, uint count, uint lid) {
 }
 
 void main() {
-  uint d = uint(pc.arg[0]), V = uint(pc.arg[1]);
-  int K = pc.arg[2];
-  uint PXW = uint(pc.arg[3]);
+  uint d = pc.d, V = pc.vocab;
+  int K = pc.clusters;
+  uint PXW = pc.px_width;
   uint T = uint(K - 1);
   uint hw = max(T, 1u);
   uint db = pc.off[2];

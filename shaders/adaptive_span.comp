@@ -8,8 +8,17 @@
 //   slots from ring_offset[h] (position j in slot j % cap[h]); tables: per head (reach, mask_offset, ring_offset, cap)
 //   as int bits [heads, 4], then m_h(d) [sum(reach)], then pe [max_span, HEAD_DIM] by distance (row d-1);
 //   out [n, inner]. Keys at positions >= pos0 come from qkv, older ones from the state (span_append.comp).
-// arg: heads, scale (float bits), eps (float bits), mask_at, pe_at, total slots sum(cap).
 #include "common/interface.glsl"
+// Push constants: AdaptiveSpanPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform AdaptiveSpanPush {
+  uint off[8];
+  uint heads;
+  float scale;
+  float eps;  // 0: unmasked
+  uint mask_at;  // where the masks start in tables
+  uint pe_at;  // where pe starts in tables
+  uint total_slots;  // sum(cap)
+} pc;
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
 layout(std430, binding = 1) readonly buffer Qkv { float qkv[]; };
@@ -18,9 +27,9 @@ layout(std430, binding = 3) readonly buffer Tables { float tables[]; };
 layout(std430, binding = 4) writeonly buffer Out { float y[]; };
 
 void main() {
-  uint heads = uint(pc.arg[0]);
-  float scale = intBitsToFloat(pc.arg[1]), eps = intBitsToFloat(pc.arg[2]);
-  uint mask_at = uint(pc.arg[3]), pe_at = uint(pc.arg[4]), total = uint(pc.arg[5]);
+  uint heads = pc.heads;
+  float scale = pc.scale, eps = pc.eps;
+  uint mask_at = pc.mask_at, pe_at = pc.pe_at, total = pc.total_slots;
   uint inner = heads * HEAD_DIM;
   uint r = gl_GlobalInvocationID.x, h = gl_WorkGroupID.y;
   if (r >= call.n) return;  // no barriers below

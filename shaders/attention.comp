@@ -7,8 +7,21 @@
 //   qkv [n, 3*inner] (q | k | v, head h at columns h*HEAD_DIM of each), inner = heads * HEAD_DIM;
 //   state [slots, 2*inner] (k | v of past positions, in slot state_slot(j)); out [n, inner].
 // Keys at positions >= pos0 come from qkv, older ones from the state (kv_append.comp writes it after this).
-// arg: heads, window, chunk, chunks_before, ring, scale (float bits), stride, block, summary, split.
 #include "common/interface.glsl"
+// Push constants: AttentionPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform AttentionPush {
+  uint off[8];
+  int heads;
+  int window;
+  int chunk;
+  int chunks_before;
+  uint ring;
+  float scale;
+  int stride;
+  int block;  // at least 1
+  int summary;
+  uint split;  // split heads: heads/2.. follow the pattern's second part
+} pc;
 #include "common/attention_pattern.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint BQ = 32;
@@ -38,13 +51,13 @@ float value_at(int j, uint c) {
 }
 
 void main() {
-  int heads = pc.arg[0], window = pc.arg[1], chunk = pc.arg[2], before = pc.arg[3];
-  ring = uint(pc.arg[4]);
-  float scale = intBitsToFloat(pc.arg[5]);
-  int stride = pc.arg[6];
-  block = KIND == 4 ? pc.arg[7] : 0;
-  summary = pc.arg[8];
-  bool split = pc.arg[9] != 0;
+  int heads = pc.heads, window = pc.window, chunk = pc.chunk, before = pc.chunks_before;
+  ring = pc.ring;
+  float scale = pc.scale;
+  int stride = pc.stride;
+  block = KIND == 4 ? pc.block : 0;
+  summary = pc.summary;
+  bool split = pc.split != 0u;
   inner = uint(heads) * HEAD_DIM;
   h = gl_WorkGroupID.y;
   bool second = split && int(h) >= heads / 2;
@@ -62,9 +75,9 @@ void main() {
     acc[c] = 0.0;
   }
   float m = -3.402823466e38, l = 0.0;
-  int my_lo = local_lo(KIND, i, window, chunk, before, stride, pc.arg[7], second);
+  int my_lo = local_lo(KIND, i, window, chunk, before, stride, pc.block, second);
   // The union of the block's runs: from the first row's start to the last row.
-  int first = local_lo(KIND, pos0 + int(r0), window, chunk, before, stride, pc.arg[7], second);
+  int first = local_lo(KIND, pos0 + int(r0), window, chunk, before, stride, pc.block, second);
   int last = pos0 + int(min(n, r0 + BQ)) - 1;
   for (int j0 = first; j0 <= last; j0 += int(BK)) {
     for (uint e = gl_LocalInvocationID.x; e < BK * HEAD_DIM; e += BQ) {

@@ -2,16 +2,24 @@
 // The streaming state of an attention op, after its call: the keys and values of positions pos0..pos0+n-1 go to
 // their slot (common/attention_pattern.glsl: j % ring, or fixed's summary slots), except ring positions a later
 // position of the same call would overwrite (j < pos0 + n - ring).
-// qkv [n, 3*inner]; state [slots, 2*inner] (k | v). arg: inner, ring, block (fixed; 0 otherwise), summary.
+// qkv [n, 3*inner]; state [slots, 2*inner] (k | v).
 #include "common/interface.glsl"
+// Push constants: KvAppendPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform KvAppendPush {
+  uint off[8];
+  uint inner;
+  uint ring;
+  int block;  // fixed; 0 otherwise
+  int summary;
+} pc;
 #include "common/attention_pattern.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 1) readonly buffer Qkv { float qkv[]; };
 layout(std430, binding = 2) writeonly buffer State { float state[]; };
 
 void main() {
-  uint inner = uint(pc.arg[0]), ring = uint(pc.arg[1]);
-  int block = pc.arg[2], summary = pc.arg[3];
+  uint inner = pc.inner, ring = pc.ring;
+  int block = pc.block, summary = pc.summary;
   uint width = 2 * inner;
   GRID_STRIDE(idx, call.n * width, 256) {
     uint r = idx / width, c = idx % width;

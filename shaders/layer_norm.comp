@@ -1,8 +1,14 @@
 #version 450
 // LAYER_NORM: y = (x - mean) / sqrt(var + eps) * gamma + beta, row by row. x, y [n, d]; gamma, beta [d].
 // One workgroup per row (rows stride by the workgroup count); two passes, as the CPU path.
-// arg: d, eps (float bits), has_beta.
 #include "common/interface.glsl"
+// Push constants: LayerNormPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform LayerNormPush {
+  uint off[8];
+  uint d;
+  float eps;
+  uint has_beta;
+} pc;
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -13,9 +19,9 @@ shared float red[WG];
 #include "common/reduce.glsl"
 
 void main() {
-  uint d = uint(pc.arg[0]);
-  float eps = intBitsToFloat(pc.arg[1]);
-  bool has_beta = pc.arg[2] != 0;
+  uint d = pc.d;
+  float eps = pc.eps;
+  bool has_beta = pc.has_beta != 0u;
   uint lid = gl_LocalInvocationID.x;
   for (uint row = gl_WorkGroupID.x; row < call.n; row += gl_NumWorkGroups.x) {
     uint base = pc.off[1] + row * d;

@@ -1,7 +1,7 @@
 #version 450
-// LINEAR: y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS), y [n, y_stride]. arg: in, out, y_stride.
+// LINEAR: y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS), y [n, y_stride].
 // A weight over maxStorageBufferRange runs as one dispatch per part of whole rows (ops_linear.cpp): W and b are then
-// the part's rows, out its row count, and y is bound from the part's first column, y_stride the op's full out.
+// the part's rows, out_dim its row count, and y is bound from the part's first column, y_stride the op's full out.
 // Tiled GEMM: a TILE x TILE workgroup computes a TILE x TILE block of y (workgroup x: output columns, y: tokens),
 // staging TILE-wide slices of x and W in shared memory. Shared memory: 2 * TILE * TILE floats.
 // Built twice (cmake/EmbedShaders.cmake): "linear", and "linear_f16" with WEIGHT_F16, where W is float16
@@ -13,6 +13,13 @@
 #define WEIGHT_T float
 #endif
 #include "common/interface.glsl"
+// Push constants: LinearPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform LinearPush {
+  uint off[8];
+  uint in_dim;
+  uint out_dim;
+  uint y_stride;
+} pc;
 layout(local_size_x_id = 0, local_size_y_id = 0) in;
 layout(constant_id = 0) const uint TILE = 16;
 layout(constant_id = 1) const bool HAS_BIAS = false;
@@ -24,7 +31,7 @@ shared float xs[TILE * TILE];  // [token][k]
 shared float ws[TILE * TILE];  // [output][k]
 
 void main() {
-  uint in_dim = uint(pc.arg[0]), out_dim = uint(pc.arg[1]), y_stride = uint(pc.arg[2]);
+  uint in_dim = pc.in_dim, out_dim = pc.out_dim, y_stride = pc.y_stride;
   uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
   uint row = gl_WorkGroupID.y * TILE + ly;   // token
   uint col = gl_WorkGroupID.x * TILE + lx;   // output feature

@@ -1,6 +1,8 @@
 #version 450
-// LOG_SOFTMAX: y = x - log(sum_j exp(x_j)), row by row. x, y [n, d]. One workgroup per row. arg: d.
+// LOG_SOFTMAX: y = x - log(sum_j exp(x_j)), row by row. x, y [n, d]. One workgroup per row.
+// Push constants: common/row_push.glsl.
 #include "common/interface.glsl"
+#include "common/row_push.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -9,7 +11,7 @@ shared float red[WG];
 #include "common/reduce.glsl"
 
 void main() {
-  uint d = uint(pc.arg[0]);
+  uint d = pc.d;
   uint lid = gl_LocalInvocationID.x;
   for (uint row = gl_WorkGroupID.x; row < call.n; row += gl_NumWorkGroups.x) {
     uint base = pc.off[1] + row * d;

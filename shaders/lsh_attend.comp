@@ -10,7 +10,7 @@
 // staged BK at a time in shared memory and folded in with an online softmax.
 //   qkv [n, 2*inner] (qk | v); keys [heads, n, HEAD_DIM]; order [heads, hashes * n_pad];
 //   outs [heads, rounds, n, HEAD_DIM], lses [heads, rounds, n] (rounds: hashes, or 1 unchunked).
-// arg: common/lsh.glsl, then 7 self_mask_value (float bits).
+// Push constants: common/lsh.glsl.
 #include "common/interface.glsl"
 #include "common/lsh.glsl"
 layout(local_size_x_id = 0) in;
@@ -27,9 +27,9 @@ shared float vs[BK * HEAD_DIM];
 shared uint kpos[BK];
 
 void main() {
-  uint heads = uint(pc.arg[0]), hashes = uint(pc.arg[1]), chunk = uint(pc.arg[2]);
-  uint before = uint(pc.arg[3]), after = uint(pc.arg[4]);
-  float self_mask = intBitsToFloat(pc.arg[7]);
+  uint heads = pc.heads, hashes = pc.hashes, chunk = pc.chunk;
+  uint before = pc.chunks_before, after = pc.chunks_after;
+  float self_mask = pc.self_mask_value;
   uint n = call.n, inner = heads * HEAD_DIM;
   uint n_pad = lsh_padded(n);
   bool chunked = n_pad > chunk;

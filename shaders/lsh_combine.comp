@@ -3,7 +3,7 @@
 // log-sum-exps, in float32 as HF: M = max_r lse_r, L = log(sum_r exp(lse_r - M)) + M, out = sum_r exp(lse_r - L) out_r.
 // One round (hashes 1, or an unchunked call): out = out_0.
 //   outs [heads, rounds, n, HEAD_DIM], lses [heads, rounds, n]; out [n, heads * HEAD_DIM].
-// arg: common/lsh.glsl.
+// Push constants: common/lsh.glsl.
 #include "common/interface.glsl"
 #include "common/lsh.glsl"
 layout(local_size_x = 256) in;
@@ -13,7 +13,7 @@ layout(std430, binding = 2) readonly buffer Lses { float lses[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
 
 void main() {
-  uint heads = uint(pc.arg[0]), hashes = uint(pc.arg[1]);
+  uint heads = pc.heads, hashes = pc.hashes;
   uint n = call.n, inner = heads * HEAD_DIM;
   uint rounds = lsh_chunked(n) ? hashes : 1u;
   GRID_STRIDE(idx, n * inner, 256) {

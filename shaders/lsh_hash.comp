@@ -7,7 +7,7 @@
 //   keys [heads, n, HEAD_DIM]; buckets [heads, hashes, n] (uint).
 // The rotated columns are summed in the order the CPU path sums them, with fused multiply-adds (USE_FMA) where the
 // CPU build contracts them, so both backends put a position in the same bucket.
-// arg: common/lsh.glsl, then 7 n_factors, 8 rot_half, 9 eps (float bits), 10 scale (float bits).
+// Push constants: common/lsh.glsl.
 #include "common/interface.glsl"
 #include "common/lsh.glsl"
 layout(local_size_x = 64) in;
@@ -20,9 +20,9 @@ layout(std430, binding = 4) writeonly buffer Keys { float keys[]; };
 layout(std430, binding = 5) writeonly buffer Buckets { uint buckets[]; };
 
 void main() {
-  uint heads = uint(pc.arg[0]), hashes = uint(pc.arg[1]);
-  uint n_factors = uint(pc.arg[7]), rot_half = uint(pc.arg[8]);
-  float eps = intBitsToFloat(pc.arg[9]), scale = intBitsToFloat(pc.arg[10]);
+  uint heads = pc.heads, hashes = pc.hashes;
+  uint n_factors = pc.n_factors, rot_half = pc.rot_half;
+  float eps = pc.key_norm_eps, scale = pc.scale;
   uint n = call.n, inner = heads * HEAD_DIM;
   bool chunked = lsh_chunked(n);
   GRID_STRIDE(idx, n * heads, 64) {

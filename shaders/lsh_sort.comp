@@ -6,7 +6,7 @@
 // Histogram with atomics, an exclusive scan of the counts, then tiles of WG positions in position order: each
 // position's slot is its bucket's next free slot plus the number of equal buckets before it in the tile.
 // Work O(n * WG + n_buckets) per round; nothing is n x n. Does nothing when the call is not chunked.
-// arg: common/lsh.glsl, then 7 n_buckets.
+// Push constants: common/lsh.glsl.
 #include "common/interface.glsl"
 #include "common/lsh.glsl"
 layout(local_size_x_id = 0) in;
@@ -24,7 +24,7 @@ void sync() {
 }
 
 void main() {
-  uint hashes = uint(pc.arg[1]), n_buckets = uint(pc.arg[7]);
+  uint hashes = pc.hashes, n_buckets = pc.n_buckets;
   uint n = call.n;
   if (!lsh_chunked(n)) return;  // uniform across the workgroup
   uint n_pad = lsh_padded(n);

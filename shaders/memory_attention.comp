@@ -5,7 +5,7 @@
 //   XL (Transformer-XL, ops/relative_xl.h): score = ((q + u) . k_j + (q + v) . r(min(t, clamp))) * scale with
 //   t = prefix + i - j, uv [2, inner] (r_w_bias | r_r_bias), r [P, inner] = r_net pe(p); first = i + 1 with
 //   same_length, else 0. Otherwise (Compressive): score = q . k_j * scale, first = 0.
-// arg: heads, scale (float bits), clamp_len (0: none), same_length; arg[12..15] (common/memory_rows.glsl).
+// Push constants: common/memory_rows.glsl.
 #include "common/interface.glsl"
 #include "common/memory_rows.glsl"
 layout(local_size_x = 64) in;
@@ -19,10 +19,10 @@ layout(std430, binding = 4) writeonly buffer Out { float y[]; };
 void main() {
   uint i = gl_GlobalInvocationID.x;
   if (i >= call.n) return;
-  uint heads = uint(pc.arg[0]), h = gl_WorkGroupID.y;
-  float scale = intBitsToFloat(pc.arg[1]);
-  uint clamp_len = uint(pc.arg[2]);
-  bool same_length = pc.arg[3] != 0;
+  uint heads = pc.heads, h = gl_WorkGroupID.y;
+  float scale = pc.scale;
+  uint clamp_len = pc.clamp_len;
+  bool same_length = pc.same_length != 0u;
   uint inner = heads * DH, width = 3 * inner;
   uint prefix = prefix_rows();
   float qu[DH];

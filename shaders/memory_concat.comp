@@ -3,7 +3,7 @@
 // memory update reads them too, after the state they came from has been read).
 //   RelativeXL: state [M, d], zeros before the first call (HF's init_mems), ctx [M + n, d]
 //   Compressive: state [C + M + rate - 1, d] (cmem rows 0.., mem rows C..), ctx [|cmem| + |mem| + n, d]
-// h [n, d]. arg: d; arg[12..15] (common/memory_rows.glsl).
+// h [n, d]. Push constants: common/memory_rows.glsl.
 #include "common/interface.glsl"
 #include "common/memory_rows.glsl"
 layout(local_size_x = 256) in;
@@ -12,16 +12,16 @@ layout(std430, binding = 2) readonly buffer State { float state[]; };
 layout(std430, binding = 3) writeonly buffer Ctx { float ctx[]; };
 
 void main() {
-  uint d = uint(pc.arg[0]);
+  uint d = pc.d;
   uint prefix = prefix_rows();
-  uint cn = pc.arg[12] == 0 ? prefix : cmem_rows(call.pos0);
-  uint c_cap = uint(pc.arg[14]);
+  uint cn = pc.family == 0u ? prefix : cmem_rows(call.pos0);
+  uint c_cap = pc.cmem_len;
   GRID_STRIDE(idx, (prefix + call.n) * d, 256) {
     uint r = idx / d, c = idx % d;
     float v;
     if (r >= prefix) {
       v = h[pc.off[1] + (r - prefix) * d + c];
-    } else if (pc.arg[12] == 0) {
+    } else if (pc.family == 0u) {
       v = call.pos0 == 0 ? 0.0 : state[pc.off[2] + r * d + c];
     } else {
       v = r < cn ? state[pc.off[2] + r * d + c] : state[pc.off[2] + (c_cap + r - cn) * d + c];

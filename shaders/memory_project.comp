@@ -2,7 +2,7 @@
 // ATTENTION with a memory, step 2: qkv = norm(ctx) W^T (+ b) for every row of ctx. One workgroup a row (rows stride by
 // the workgroup count): the row, layer-normalised when NORM (pre-LN Transformer-XL), staged in shared memory.
 //   ctx [rows, D], W [width, D], b [width] (HAS_BIAS), gamma, beta [D] (NORM, HAS_BETA), qkv [rows, width]
-// rows = prefix_rows() + n. arg: width, eps (float bits); arg[12..15] (common/memory_rows.glsl).
+// rows = prefix_rows() + n, width = qkv_width. Push constants: common/memory_rows.glsl.
 // Shared memory: (D + WG) floats.
 #include "common/interface.glsl"
 #include "common/memory_rows.glsl"
@@ -23,8 +23,8 @@ shared float red[WG];
 #include "common/reduce.glsl"
 
 void main() {
-  uint width = uint(pc.arg[0]);
-  float eps = intBitsToFloat(pc.arg[1]);
+  uint width = pc.qkv_width;
+  float eps = pc.norm_eps;
   uint lid = gl_LocalInvocationID.x;
   uint rows = prefix_rows() + call.n;
   for (uint row = gl_WorkGroupID.x; row < rows; row += gl_NumWorkGroups.x) {

@@ -5,7 +5,7 @@
 //   rate rows beyond mem_len leave mem; each is compressed (CONV: conv_w [d, rate*d] times the group row after row,
 //   + conv_b [d] when HAS_BIAS; MEAN, MAX over the rows) and cmem keeps the last C rows of cmem ++ compressed.
 //   state [C + M + rate - 1, d]: cmem rows 0.., mem rows C...
-// arg: d; arg[12..15] (common/memory_rows.glsl).
+// Push constants: common/memory_rows.glsl.
 #include "common/interface.glsl"
 #include "common/memory_rows.glsl"
 layout(local_size_x = 256) in;
@@ -17,8 +17,8 @@ layout(std430, binding = 3) readonly buffer ConvB { float conv_b[]; };
 layout(std430, binding = 4) writeonly buffer State { float state[]; };
 
 void main() {
-  uint d = uint(pc.arg[0]);
-  uint M = uint(pc.arg[13]), C = uint(pc.arg[14]), rate = uint(pc.arg[15]);
+  uint d = pc.d;
+  uint M = pc.mem_len, C = pc.cmem_len, rate = pc.rate;
   if (MODE == 0) {
     GRID_STRIDE(idx, M * d, 256) state[pc.off[4] + idx] = ctx[pc.off[1] + call.n * d + idx];
     return;

@@ -4,8 +4,10 @@
 // turns. A float angle would be off by ~0.1 rad a million tokens in, so the angle is taken exactly, in turns mod 1:
 // p is split into base-4096 digits p = d0 + d1 4096 + d2 4096^2, and table [d/2, 3, 4] holds, per frequency and
 // digit weight W, frac(W f_k / (2 pi)) (computed in double on the host) as four parts of 12 significant bits each.
-// A 12-bit digit times a 12-bit part is exact in float, and so is its fract. arg: d.
+// A 12-bit digit times a 12-bit part is exact in float, and so is its fract.
+// Push constants: common/row_push.glsl.
 #include "common/interface.glsl"
+#include "common/row_push.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const bool LEARNED = true;
@@ -14,7 +16,7 @@ layout(std430, binding = 2) readonly buffer Table { float table[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
 
 void main() {
-  uint d = uint(pc.arg[0]);
+  uint d = pc.d;
   GRID_STRIDE(idx, call.n * d, 256) {
     uint i = idx / d, j = idx % d;
     uint p = call.pos0 + i;

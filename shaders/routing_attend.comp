@@ -5,8 +5,9 @@
 // query sees are a prefix of the cluster's key list. A query without a visible key gets zeros.
 //   xn [Hr, 2, max_batch, HEAD_DIM]; qkv [n, 3*inner] (the values); members [Hr, 2, K, max_w];
 //   outputs [Hr, K, max_w, HEAD_DIM], one row per member query.
-// arg: heads, local_heads, clusters K, max_batch, window, max_w, scale (float bits).
+// Push constants: common/routing.glsl.
 #include "common/interface.glsl"
+#include "common/routing.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint BQ = 32;
 layout(constant_id = 1) const uint HEAD_DIM = 64;
@@ -20,12 +21,12 @@ shared float vs[BK * HEAD_DIM];
 shared int kpos[BK];
 
 void main() {
-  uint heads = uint(pc.arg[0]), local_heads = uint(pc.arg[1]), clusters = uint(pc.arg[2]);
-  uint max_batch = uint(pc.arg[3]), max_w = uint(pc.arg[5]);
-  float scale = intBitsToFloat(pc.arg[6]);
+  uint heads = pc.heads, local_heads = pc.local_heads, clusters = pc.clusters;
+  uint max_batch = pc.max_batch, max_w = pc.max_w;
+  float scale = pc.scale;
   uint inner = heads * HEAD_DIM;
   uint n = call.n;
-  uint w = min(uint(pc.arg[4]), n);
+  uint w = min(pc.window, n);
   uint c = gl_WorkGroupID.y, r = gl_WorkGroupID.z;
   uint m0 = gl_WorkGroupID.x * BQ;
   uint m = m0 + gl_LocalInvocationID.x;

@@ -3,8 +3,9 @@
 // ascending order, as the CPU path adds them) divided by (the number of those clusters + count_eps); zeros for a
 // position in no cluster.
 //   slot_of [Hr, K, max_batch] (-1: not a member); outputs [Hr, K, max_w, HEAD_DIM]; out [n, inner].
-// arg: heads, local_heads, clusters K, max_batch, max_w, count_eps (float bits).
+// Push constants: common/routing.glsl.
 #include "common/interface.glsl"
+#include "common/routing.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
 layout(std430, binding = 1) readonly buffer SlotOf { int slot_of[]; };
@@ -12,9 +13,9 @@ layout(std430, binding = 2) readonly buffer Outputs { float outputs[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
 
 void main() {
-  uint heads = uint(pc.arg[0]), local_heads = uint(pc.arg[1]), clusters = uint(pc.arg[2]);
-  uint max_batch = uint(pc.arg[3]), max_w = uint(pc.arg[4]);
-  float count_eps = intBitsToFloat(pc.arg[5]);
+  uint heads = pc.heads, local_heads = pc.local_heads, clusters = pc.clusters;
+  uint max_batch = pc.max_batch, max_w = pc.max_w;
+  float count_eps = pc.count_eps;
   uint inner = heads * HEAD_DIM, routing_heads = heads - local_heads;
   GRID_STRIDE(idx, call.n * routing_heads * HEAD_DIM, 64) {
     uint d = idx % HEAD_DIM, rest = idx / HEAD_DIM;

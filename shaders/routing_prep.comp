@@ -5,16 +5,17 @@
 // with -ffp-contract=off), so that the cluster
 // scores and with them the members match the CPU path's.
 //   qkv [n, 3*inner]; xn [Hr, 2, max_batch, HEAD_DIM] (queries, then keys).
-// arg: heads, local_heads, max_batch, norm_eps (float bits).
+// Push constants: common/routing.glsl.
 #include "common/interface.glsl"
+#include "common/routing.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
 layout(std430, binding = 1) readonly buffer Qkv { float qkv[]; };
 layout(std430, binding = 2) writeonly buffer Xn { float xn[]; };
 
 void main() {
-  uint heads = uint(pc.arg[0]), local_heads = uint(pc.arg[1]), max_batch = uint(pc.arg[2]);
-  float eps = intBitsToFloat(pc.arg[3]);
+  uint heads = pc.heads, local_heads = pc.local_heads, max_batch = pc.max_batch;
+  float eps = pc.norm_eps;
   uint inner = heads * HEAD_DIM, routing_heads = heads - local_heads;
   // One invocation per (position, routing head, query or key).
   GRID_STRIDE(idx, call.n * routing_heads * 2, 64) {

@@ -3,8 +3,9 @@
 // summed in float32 in column order as ops/routing.cpp's routing_scores (each product rounded before it is added:
 // `precise` here, -ffp-contract=off there).
 //   xn [Hr, 2, max_batch, HEAD_DIM]; centroids [Hr, K, HEAD_DIM]; scores [Hr, 2, K, max_batch].
-// arg: routing heads, clusters K, max_batch.
+// Push constants: common/routing.glsl.
 #include "common/interface.glsl"
+#include "common/routing.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
 layout(std430, binding = 1) readonly buffer Xn { float xn[]; };
@@ -12,7 +13,7 @@ layout(std430, binding = 2) readonly buffer Mu { float mu[]; };
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };
 
 void main() {
-  uint routing_heads = uint(pc.arg[0]), clusters = uint(pc.arg[1]), max_batch = uint(pc.arg[2]);
+  uint routing_heads = pc.routing_heads, clusters = pc.clusters, max_batch = pc.max_batch;
   uint n = call.n;
   // One invocation per (position, cluster, query or key, routing head); i fastest.
   GRID_STRIDE(idx, n * clusters * 2 * routing_heads, 64) {

@@ -5,8 +5,9 @@
 // position order by a workgroup prefix sum. For queries also slot_of[i]: the member's index, -1 for non-members.
 // One workgroup per (cluster, query or key, routing head), taken in grid-stride order.
 //   scores [Hr, 2, K, max_batch]; members [Hr, 2, K, max_w] (positions ascending); slot_of [Hr, K, max_batch].
-// arg: routing heads, clusters K, max_batch, window, max_w.
+// Push constants: common/routing.glsl.
 #include "common/interface.glsl"
+#include "common/routing.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 1) readonly buffer Scores { float scores[]; };
 layout(std430, binding = 2) writeonly buffer Members { int members[]; };
@@ -15,10 +16,10 @@ shared float tile[256];
 shared uint scan[256];
 
 void main() {
-  uint routing_heads = uint(pc.arg[0]), clusters = uint(pc.arg[1]), max_batch = uint(pc.arg[2]);
-  uint max_w = uint(pc.arg[4]);
+  uint routing_heads = pc.routing_heads, clusters = pc.clusters, max_batch = pc.max_batch;
+  uint max_w = pc.max_w;
   uint n = call.n;
-  uint w = min(uint(pc.arg[3]), n);
+  uint w = min(pc.window, n);
   uint t = gl_LocalInvocationID.x;
   for (uint item = gl_WorkGroupID.x; item < clusters * 2 * routing_heads; item += gl_NumWorkGroups.x) {
     uint c = item % clusters, rest = item / clusters;

@@ -2,8 +2,14 @@
 // The streaming state of an AdaptiveSpan op after its call: head h keeps its last cap[h] keys and values, position j
 // in slot ring_offset[h] + j % cap[h] (adaptive_span.comp describes the layout). Positions a later one of the same
 // call would overwrite are skipped.
-// qkv [n, 3*inner]; state [2, sum(cap), HEAD_DIM]; tables as adaptive_span.comp. arg: heads, total slots sum(cap).
+// qkv [n, 3*inner]; state [2, sum(cap), HEAD_DIM]; tables as adaptive_span.comp.
 #include "common/interface.glsl"
+// Push constants: SpanAppendPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform SpanAppendPush {
+  uint off[8];
+  uint heads;
+  uint total_slots;  // sum(cap)
+} pc;
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
 layout(std430, binding = 1) readonly buffer Qkv { float qkv[]; };
@@ -11,7 +17,7 @@ layout(std430, binding = 2) writeonly buffer State { float state[]; };
 layout(std430, binding = 3) readonly buffer Tables { float tables[]; };
 
 void main() {
-  uint heads = uint(pc.arg[0]), total = uint(pc.arg[1]);
+  uint heads = pc.heads, total = pc.total_slots;
   uint inner = heads * HEAD_DIM;
   GRID_STRIDE(idx, call.n * inner, 256) {
     uint r = idx / inner, col = idx % inner;

@@ -1,10 +1,25 @@
-// What the LSH attention shaders share (runtime/src/ops/lsh.h, runtime/src/vulkan/ops_lsh.cpp).
-// arg layout of every lsh_*.comp: 0 heads, 1 hashes, 2 chunk, 3 chunks_before, 4 chunks_after, 5 pad_to,
-// 6 pad_above; the rest per shader.
+// What the LSH attention shaders share (runtime/src/ops/lsh.h, runtime/src/vulkan/ops_lsh.cpp): the push constants
+// of every lsh_*.comp, LshPush in runtime/src/vulkan/push_constants.h (each shader reads the fields it needs).
+layout(push_constant) uniform LshPush {
+  uint off[8];
+  uint heads;
+  uint hashes;
+  uint chunk;
+  uint chunks_before;
+  uint chunks_after;
+  uint pad_to;
+  uint pad_above;
+  uint n_factors;  // lsh_hash
+  uint rot_half;  // lsh_hash
+  uint n_buckets;  // lsh_sort
+  float key_norm_eps;  // lsh_hash
+  float scale;  // lsh_hash
+  float self_mask_value;  // lsh_attend
+} pc;
 
 // The length the sequence is treated as (HF's right-padding): LshAttention::padded_length.
 uint lsh_padded(uint n) {
-  uint pad_to = uint(pc.arg[5]), pad_above = uint(pc.arg[6]);
+  uint pad_to = pc.pad_to, pad_above = pc.pad_above;
   return (n > pad_above && n % pad_to != 0u) ? (n / pad_to + 1u) * pad_to : n;
 }
-bool lsh_chunked(uint n) { return lsh_padded(n) > uint(pc.arg[2]); }
+bool lsh_chunked(uint n) { return lsh_padded(n) > pc.chunk; }

@@ -1,7 +1,6 @@
 // The ops the Vulkan backend runs (by op code, and ATTENTION by kind: both tables list every entry of the schema in
 // order, checked at compile time), and the pieces of Lowering every op shares.
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <iterator>
 
@@ -79,27 +78,6 @@ Groups stride_groups(int64_t count, int64_t per_group) {
   constexpr int64_t kMaxGroups = 65535;  // every device allows this many in x
   const int64_t groups = (count + per_group - 1) / per_group;
   return {uint32_t(std::min(groups, kMaxGroups)), 1, 1};
-}
-
-DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uint32_t> spec, uint32_t local_x,
-                           std::initializer_list<int32_t> args, GroupsFn groups, std::vector<Binding> bindings) {
-  DispatchSpec d;
-  d.node = node.index;
-  d.where = where(node);
-  d.shader = shader;
-  d.spec = std::move(spec);
-  d.local_size = {local_x, 1, 1};
-  assert(args.size() <= d.args.size());
-  std::copy(args.begin(), args.end(), d.args.begin());
-  d.groups = std::move(groups);
-  d.bindings = std::move(bindings);
-  return d;
-}
-
-int32_t float_bits(float f) {
-  int32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
 }
 
 Result<Slice> Lowering::weight(const TensorInfo* tensor) {

@@ -3,14 +3,15 @@
 #pragma once
 
 #include <functional>
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
 #include "vulkan/program.h"
+#include "vulkan/push_constants.h"
 
 namespace tern::vk {
 
@@ -93,14 +94,26 @@ const VulkanOp* find_vulkan_op(fb::OpCode code);
 // Workgroup counts for grid-stride shaders over `count` items, `per_group` items a workgroup, capped at a count
 // every device allows.
 Groups stride_groups(int64_t count, int64_t per_group);
-// A dispatch of `shader` for the op, from what differs between dispatches: spec constants, local size
-// (local_x, 1, 1), push args from args[0] on (the rest 0), workgroup counts and bindings (1.., as DispatchSpec). A
-// shader that needs shared memory or args at fixed higher slots has them set on the result.
-DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uint32_t> spec, uint32_t local_x,
-                           std::initializer_list<int32_t> args, GroupsFn groups, std::vector<Binding> bindings);
 // "op 3 (LINEAR 'layers.0.qkv')": prefixes lowering messages.
 inline std::string where(const Node& node) { return node.label(); }
-int32_t float_bits(float f);
+// A dispatch of `shader` for the op, from what differs between dispatches: spec constants, local size
+// (local_x, 1, 1), the shader family's push constants (push_constants.h; Program::add fills in the binding
+// offsets), workgroup counts and bindings (1.., as DispatchSpec). A shader that needs shared memory has it set on
+// the result.
+template <typename PushT>
+DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uint32_t> spec, uint32_t local_x,
+                           const PushT& push, GroupsFn groups, std::vector<Binding> bindings) {
+  DispatchSpec d;
+  d.node = node.index;
+  d.where = where(node);
+  d.shader = shader;
+  d.spec = std::move(spec);
+  d.local_size = {local_x, 1, 1};
+  d.push.set(push);
+  d.groups = std::move(groups);
+  d.bindings = std::move(bindings);
+  return d;
+}
 Status f32_weights_only(const Node& node);
 
 // The lowering of each op family.

@@ -74,8 +74,12 @@ Status lower_adaptive_embedding(const Node& node, Lowering& low) {
   Slice hdr, data;
   TERN_RETURN_IF_ERROR(upload(low, p, &hdr, &data, "adaptive embedding tables"));
   const int64_t d = a.d;
+  AdaptiveEmbeddingPush push;
+  push.d = uint32_t(d);
+  push.scale = a.scale;
+  push.clusters = K;
   return low.program.add(make_dispatch(
-      node, "adaptive_embedding", {}, kGroup, {int32_t(d), float_bits(a.scale), K},
+      node, "adaptive_embedding", {}, kGroup, push,
       [d](int64_t n) { return stride_groups(n * d, kGroup); },
       {low.values[node.inputs[0]], {hdr, 0, 0, "header"}, {data, 0, 0, "tables"}, low.values[node.outputs[0]]}));
 }
@@ -116,6 +120,11 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
   if (!hc_buf.ok()) return hc_buf.status();
 
   const uint32_t wg = row_group(low);
+  AdaptiveLogSoftmaxPush push;
+  push.d = uint32_t(d);
+  push.vocab = uint32_t(V);
+  push.clusters = K;
+  push.px_width = uint32_t(pxw);
   for (int stage = 0; stage < 3; ++stage) {
     GroupsFn groups;
     if (stage == 0) {
@@ -125,8 +134,7 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
     } else {
       groups = [](int64_t n) { return stride_groups(n, 1); };
     }
-    DispatchSpec s = make_dispatch(node, "adaptive_log_softmax", {wg, uint32_t(stage)}, wg,
-                                   {int32_t(d), int32_t(V), K, pxw}, std::move(groups),
+    DispatchSpec s = make_dispatch(node, "adaptive_log_softmax", {wg, uint32_t(stage)}, wg, push, std::move(groups),
                                    {{hdr, 0, 0, "header"},
                                     {data, 0, 0, "weights"},
                                     low.values[node.inputs[0]],

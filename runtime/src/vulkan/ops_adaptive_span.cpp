@@ -64,14 +64,21 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
   const Binding tab{table.value(), 0, 0, "adaptive span tables"};
   const Binding st{state.value(), 0, 0, "attention state"};
-  // args: heads, scale, span eps (0 unmasked), where the masks and pe start in the tables, ring slots.
+  AdaptiveSpanPush attend;
+  attend.heads = uint32_t(heads);
+  attend.scale = node.fb_op->params_as_AttentionParams()->scale();
+  attend.eps = a.masked() ? float(kAdaptiveSpanEps) : 0.0f;
+  attend.mask_at = uint32_t(4 * heads);  // after the per-head numbers
+  attend.pe_at = uint32_t(pe_at);
+  attend.total_slots = uint32_t(slots);
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
-      node, "adaptive_span", {uint32_t(dh)}, 64,
-      {heads, float_bits(node.fb_op->params_as_AttentionParams()->scale()),
-       float_bits(a.masked() ? float(kAdaptiveSpanEps) : 0.0f), int32_t(4 * heads), int32_t(pe_at), int32_t(slots)},
+      node, "adaptive_span", {uint32_t(dh)}, 64, attend,
       [heads](int64_t n) { return Groups{uint32_t((n + 63) / 64), uint32_t(heads), 1}; },
       {qkv, st, tab, low.values[node.outputs[0]]})));
-  return low.program.add(make_dispatch(node, "span_append", {uint32_t(dh)}, 256, {heads, int32_t(slots)},
+  SpanAppendPush append;
+  append.heads = uint32_t(heads);
+  append.total_slots = uint32_t(slots);
+  return low.program.add(make_dispatch(node, "span_append", {uint32_t(dh)}, 256, append,
                                        [inner](int64_t n) { return stride_groups(n * inner, 256); }, {qkv, st, tab}));
 }
 

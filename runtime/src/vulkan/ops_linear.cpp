@@ -31,9 +31,11 @@ Status lower_linear(const Node& node, Lowering& low) {
     s.spec = {tile, has_bias ? 1u : 0u};
     s.local_size = {tile, tile, 1};
     s.shared_bytes = 2 * tile * tile * sizeof(float);
-    s.args[0] = int32_t(in);
-    s.args[1] = int32_t(rows);
-    s.args[2] = int32_t(out);  // y's row stride
+    LinearPush push;
+    push.in_dim = uint32_t(in);
+    push.out_dim = uint32_t(rows);
+    push.y_stride = uint32_t(out);
+    s.push.set(push);
     s.groups = [rows, tile](int64_t n) {
       return Groups{uint32_t((rows + tile - 1) / tile), uint32_t((n + tile - 1) / tile), 1};
     };

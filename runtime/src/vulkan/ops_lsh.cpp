@@ -33,14 +33,23 @@ int64_t padded_bound(const LshAttention& a, int64_t max_batch) {
   return std::max(max_batch, (max_batch + a.pad_to - 1) / a.pad_to * a.pad_to);
 }
 
-void common_args(DispatchSpec& s, const LshAttention& a) {
-  s.args[0] = a.heads;
-  s.args[1] = int32_t(a.hashes);
-  s.args[2] = int32_t(a.chunk);
-  s.args[3] = int32_t(a.before);
-  s.args[4] = int32_t(a.after);
-  s.args[5] = int32_t(a.pad_to);
-  s.args[6] = int32_t(a.pad_above);
+// The push constants of every lsh_*.comp: each shader reads the fields it needs.
+LshPush lsh_push(const LshAttention& a) {
+  LshPush push;
+  push.heads = uint32_t(a.heads);
+  push.hashes = uint32_t(a.hashes);
+  push.chunk = uint32_t(a.chunk);
+  push.chunks_before = uint32_t(a.before);
+  push.chunks_after = uint32_t(a.after);
+  push.pad_to = uint32_t(a.pad_to);
+  push.pad_above = uint32_t(a.pad_above);
+  push.n_factors = uint32_t(a.factors.size());
+  push.rot_half = uint32_t(a.rot_half);
+  push.n_buckets = uint32_t(a.buckets);
+  push.key_norm_eps = a.key_norm_eps;
+  push.scale = a.scale;
+  push.self_mask_value = a.self_mask_value;
+  return push;
 }
 
 }  // namespace
@@ -79,18 +88,14 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   if (!rotations.ok()) return rotations.status();
 
   const Binding qkv = low.values[node.inputs[0]];  // [n, 2*inner]
+  const LshPush push = lsh_push(a);
   const auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
 
   DispatchSpec hash = make_dispatch(
-      node, "lsh_hash", {uint32_t(dh), kCpuUsesFma ? 1u : 0u}, kHashGroup, {},
+      node, "lsh_hash", {uint32_t(dh), kCpuUsesFma ? 1u : 0u}, kHashGroup, push,
       [H](int64_t n) { return stride_groups(n * H, kHashGroup); },
       {qkv, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"), bind(keys, "LSH keys"),
        bind(buckets, "LSH buckets")});
-  common_args(hash, a);
-  hash.args[7] = int32_t(a.factors.size());
-  hash.args[8] = int32_t(a.rot_half);
-  hash.args[9] = float_bits(a.key_norm_eps);
-  hash.args[10] = float_bits(a.scale);
   TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
 
   uint32_t sort_group = kSortGroup;
@@ -100,11 +105,9 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
     sort_group /= 2;
   }
   DispatchSpec sort = make_dispatch(
-      node, "lsh_sort", {sort_group}, sort_group, {}, [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; },
+      node, "lsh_sort", {sort_group}, sort_group, push, [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; },
       {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")});
   sort.shared_bytes = 2 * sort_group * sizeof(uint32_t);
-  common_args(sort, a);
-  sort.args[7] = int32_t(a.buckets);
   TERN_RETURN_IF_ERROR(low.program.add(std::move(sort)));
 
   uint32_t key_tile = kKeyTile;
@@ -112,7 +115,7 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   while (key_tile > 1 && tile_bytes(key_tile) > limits.max_compute_shared_memory_size) key_tile /= 2;
   const LshAttention shape = a;
   DispatchSpec attend = make_dispatch(
-      node, "lsh_attend", {kQueryRows, uint32_t(dh), key_tile}, kQueryRows, {},
+      node, "lsh_attend", {kQueryRows, uint32_t(dh), key_tile}, kQueryRows, push,
       [shape, H](int64_t n) {
         const int64_t blocks = shape.chunked(n) ? shape.hashes * shape.padded_length(n) / shape.chunk *
                                                       ((shape.chunk + kQueryRows - 1) / kQueryRows)
@@ -124,14 +127,11 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       {qkv, bind(keys, "LSH keys"), bind(order, "LSH sorted order"), bind(outs, "LSH round outputs"),
        bind(lses, "LSH round log-sum-exps")});
   attend.shared_bytes = uint32_t(std::min<uint64_t>(tile_bytes(key_tile), UINT32_MAX));
-  common_args(attend, a);
-  attend.args[7] = float_bits(a.self_mask_value);
   TERN_RETURN_IF_ERROR(low.program.add(std::move(attend)));
 
   DispatchSpec combine = make_dispatch(
-      node, "lsh_combine", {uint32_t(dh)}, 256, {}, [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); },
+      node, "lsh_combine", {uint32_t(dh)}, 256, push, [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); },
       {bind(outs, "LSH round outputs"), bind(lses, "LSH round log-sum-exps"), low.values[node.outputs[0]]});
-  common_args(combine, a);
   return low.program.add(std::move(combine));
 }
 

@@ -41,11 +41,18 @@ MemoryOp memory_op(const Attention& a, int32_t family) {
   return m;
 }
 
-void memory_args(DispatchSpec& s, const MemoryOp& m) {
-  s.args[12] = m.family;
-  s.args[13] = m.mem_len;
-  s.args[14] = m.cmem_len;
-  s.args[15] = m.rate;
+// The push constants of every memory_*.comp with the op's shape; each dispatch adds its own numbers, and each shader
+// reads the fields it needs.
+MemoryPush memory_push(const MemoryOp& m) {
+  MemoryPush push;
+  push.family = uint32_t(m.family);
+  push.mem_len = uint32_t(m.mem_len);
+  push.cmem_len = uint32_t(m.cmem_len);
+  push.rate = uint32_t(m.rate);
+  push.d = uint32_t(m.d);
+  push.qkv_width = uint32_t(3 * m.inner);
+  push.heads = uint32_t(m.heads);
+  return push;
 }
 
 uint32_t project_group(const Lowering& low) {
@@ -80,10 +87,9 @@ Status begin(const Node& node, Lowering& low, MemoryOp& m) {
   m.qkv = qkv.value();
   const int64_t d = m.d, pm = m.prefix_max;
   DispatchSpec s = make_dispatch(
-      node, "memory_concat", {}, kGroup, {int32_t(m.d)},
+      node, "memory_concat", {}, kGroup, memory_push(m),
       [d, pm](int64_t n) { return stride_groups((pm + n) * d, kGroup); },
       {low.values[node.inputs[0]], {m.state, 0, 0, "attention memory"}, {m.ctx, 0, 0, "memory rows"}});
-  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
@@ -100,37 +106,39 @@ Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorI
   }
   const uint32_t wg = project_group(low);
   const int64_t pm = m.prefix_max;
+  MemoryPush push = memory_push(m);
+  push.norm_eps = eps;
   DispatchSpec s = make_dispatch(
-      node, "memory_project", {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u}, wg,
-      {int32_t(3 * m.inner), float_bits(eps)}, [pm](int64_t n) { return stride_groups(pm + n, 1); },
+      node, "memory_project", {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u}, wg, push,
+      [pm](int64_t n) { return stride_groups(pm + n, 1); },
       {{m.ctx, 0, 0, "memory rows"}, {wt.value(), 0, 0, "qkv weight"}, {b.value(), 0, 0, "qkv bias"},
        {g.value(), 0, 0, "norm weight"}, {be.value(), 0, 0, "norm bias"}, {m.qkv, 0, 0, "memory projections"}});
   s.shared_bytes = uint32_t(std::min<uint64_t>((uint64_t(m.d) + wg) * sizeof(float), UINT32_MAX));
-  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
 Status attend(const Node& node, Lowering& low, const MemoryOp& m, bool xl, Slice uv, Slice r, float scale,
               int64_t clamp_len, bool same_length) {
   const int heads = m.heads;
+  MemoryPush push = memory_push(m);
+  push.scale = scale;
+  push.clamp_len = uint32_t(std::min<int64_t>(clamp_len, INT32_MAX));
+  push.same_length = same_length ? 1 : 0;
   DispatchSpec s = make_dispatch(
-      node, "memory_attention", {uint32_t(m.head_dim), xl ? 1u : 0u}, kQueries,
-      {m.heads, float_bits(scale), int32_t(std::min<int64_t>(clamp_len, INT32_MAX)), same_length ? 1 : 0},
+      node, "memory_attention", {uint32_t(m.head_dim), xl ? 1u : 0u}, kQueries, push,
       [heads](int64_t n) { return Groups{uint32_t((n + kQueries - 1) / kQueries), uint32_t(heads), 1}; },
       {{m.qkv, 0, 0, "memory projections"}, {uv, 0, 0, "r_w_bias | r_r_bias"}, {r, 0, 0, "position table"},
        low.values[node.outputs[0]]});
-  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 
 Status update(const Node& node, Lowering& low, const MemoryOp& m, uint32_t mode, Slice conv_w, Slice conv_b, bool has_bias) {
   const int64_t count = m.state_rows * m.d;
   DispatchSpec s = make_dispatch(
-      node, "memory_update", {mode, has_bias ? 1u : 0u}, kGroup, {int32_t(m.d)},
+      node, "memory_update", {mode, has_bias ? 1u : 0u}, kGroup, memory_push(m),
       [count](int64_t) { return stride_groups(std::max<int64_t>(count, 1), kGroup); },
       {{m.ctx, 0, 0, "memory rows"}, {conv_w, 0, 0, "conv weight"}, {conv_b, 0, 0, "conv bias"},
        {m.state, 0, 0, "attention memory"}});
-  memory_args(s, m);
   return low.program.add(std::move(s));
 }
 

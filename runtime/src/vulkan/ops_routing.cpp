@@ -45,11 +45,20 @@ Status lower_routing(const Node& node, Lowering& low) {
     const uint32_t tile = key_tile_for(low, dh, 0);
     auto unused = low.scratch(sizeof(float), "routing local heads (no state)");
     if (!unused.ok()) return unused.status();
-    // attention.comp's args: heads, window 0, chunk, one chunk before, ring 1 (never read: every key is in this
-    // call), scale, stride 1, block 1.
+    // Chunks of local_chunk with one chunk before; ring 1 is never read (every key is in this call).
+    AttentionPush attention;
+    attention.heads = heads;
+    attention.window = 0;
+    attention.chunk = int32_t(clamp32(a.local_chunk));
+    attention.chunks_before = 1;
+    attention.ring = 1;
+    attention.scale = a.scale;
+    attention.stride = 1;
+    attention.block = 1;
+    attention.summary = 0;
+    attention.split = 0;
     DispatchSpec d = make_dispatch(
-        node, "attention", {kQueryRows, uint32_t(dh), tile, 2}, kQueryRows,
-        {heads, 0, int32_t(clamp32(a.local_chunk)), 1, 1, float_bits(a.scale), 1, 1},
+        node, "attention", {kQueryRows, uint32_t(dh), tile, 2}, kQueryRows, attention,
         [local](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(local), 1}; },
         {qkv, {unused.value(), 0, 0, "routing local heads (no state)"}, out});
     d.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
@@ -71,19 +80,31 @@ Status lower_routing(const Node& node, Lowering& low) {
   auto outputs = low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(max_w) * uint64_t(dh) * f, "routing cluster outputs");
   if (!outputs.ok()) return outputs.status();
   auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
+  // Every routing shader gets the same numbers and reads the ones it needs.
+  RoutingPush push;
+  push.heads = uint32_t(heads);
+  push.local_heads = uint32_t(local);
+  push.routing_heads = uint32_t(hr);
+  push.clusters = uint32_t(K);
+  push.max_batch = uint32_t(batch);
+  push.window = clamp32(a.window);
+  push.max_w = uint32_t(max_w);
+  push.scale = a.scale;
+  push.norm_eps = a.norm_eps;
+  push.count_eps = a.count_eps;
 
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
-      node, "routing_prep", {uint32_t(dh)}, 64, {heads, local, int32_t(batch), float_bits(a.norm_eps)},
+      node, "routing_prep", {uint32_t(dh)}, 64, push,
       [hr](int64_t n) { return stride_groups(n * hr * 2, 64); }, {qkv, bind(xn, "routing normalised queries and keys")})));
 
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
-      node, "routing_scores", {uint32_t(dh)}, 64, {hr, int32_t(K), int32_t(batch)},
+      node, "routing_scores", {uint32_t(dh)}, 64, push,
       [hr, K](int64_t n) { return stride_groups(n * K * 2 * hr, 64); },
       {bind(xn, "routing normalised queries and keys"), {mu.value(), 0, 0, "routing centroids"},
        bind(scores, "routing cluster scores")})));
 
   DispatchSpec sel = make_dispatch(
-      node, "routing_select", {}, 256, {hr, int32_t(K), int32_t(batch), int32_t(clamp32(a.window)), int32_t(max_w)},
+      node, "routing_select", {}, 256, push,
       [hr, K](int64_t) { return stride_groups(K * 2 * hr, 1); },
       {bind(scores, "routing cluster scores"), bind(members, "routing cluster members"),
        bind(slot_of, "routing member slots")});
@@ -93,8 +114,7 @@ Status lower_routing(const Node& node, Lowering& low) {
   const uint32_t tile = key_tile_for(low, dh, sizeof(int32_t));
   const int64_t window = a.window;
   DispatchSpec att = make_dispatch(
-      node, "routing_attend", {kQueryRows, uint32_t(dh), tile}, kQueryRows,
-      {heads, local, int32_t(K), int32_t(batch), int32_t(clamp32(a.window)), int32_t(max_w), float_bits(a.scale)},
+      node, "routing_attend", {kQueryRows, uint32_t(dh), tile}, kQueryRows, push,
       [hr, K, window](int64_t n) {
         const int64_t w = std::min(window, n);
         return Groups{uint32_t((w + kQueryRows - 1) / kQueryRows), uint32_t(std::min<int64_t>(K, UINT32_MAX)),
@@ -106,8 +126,7 @@ Status lower_routing(const Node& node, Lowering& low) {
   TERN_RETURN_IF_ERROR(low.program.add(std::move(att)));
 
   return low.program.add(make_dispatch(
-      node, "routing_combine", {uint32_t(dh)}, 64,
-      {heads, local, int32_t(K), int32_t(batch), int32_t(max_w), float_bits(a.count_eps)},
+      node, "routing_combine", {uint32_t(dh)}, 64, push,
       [hr, dh](int64_t n) { return stride_groups(n * hr * dh, 64); },
       {bind(slot_of, "routing member slots"), bind(outputs, "routing cluster outputs"), out}));
 }

@@ -10,15 +10,17 @@ constexpr uint32_t kElementwiseGroup = 256;  // local_size_x of the grid-stride 
 
 int64_t width(const Lowering& low, int value) { return low.model.values()[value].width; }
 
-DispatchSpec elementwise(const Node& node, const char* shader, int64_t d) {
-  DispatchSpec s;
-  s.where = where(node);
-  s.node = node.index;
-  s.shader = shader;
-  s.local_size = {kElementwiseGroup, 1, 1};
-  s.args[0] = int32_t(d);
-  s.groups = [d](int64_t n) { return stride_groups(n * d, kElementwiseGroup); };
-  return s;
+// A grid-stride dispatch over the n * d elements of the op's output; spec constants and bindings are set on it.
+template <typename PushT>
+DispatchSpec elementwise(const Node& node, const char* shader, int64_t d, const PushT& push) {
+  return make_dispatch(node, shader, {}, kElementwiseGroup, push,
+                       [d](int64_t n) { return stride_groups(n * d, kElementwiseGroup); }, {});
+}
+
+RowPush row_push(int64_t d) {
+  RowPush push;
+  push.d = uint32_t(d);
+  return push;
 }
 
 // A row-reduction workgroup: a power of two, no wider than the row needs or the device allows.
@@ -31,17 +33,12 @@ uint32_t row_group(const Lowering& low, int64_t d) {
   return std::max(wg, 1u);
 }
 
-DispatchSpec per_row(const Node& node, const Lowering& low, const char* shader, int64_t d) {
-  DispatchSpec s;
-  s.where = where(node);
-  s.node = node.index;
-  s.shader = shader;
+// One workgroup a row of width d (rows stride by the workgroup count); bindings are set on it.
+template <typename PushT>
+DispatchSpec per_row(const Node& node, const Lowering& low, const char* shader, int64_t d, const PushT& push) {
   const uint32_t wg = row_group(low, d);
-  s.spec = {wg};
-  s.local_size = {wg, 1, 1};
+  DispatchSpec s = make_dispatch(node, shader, {wg}, wg, push, [](int64_t n) { return stride_groups(n, 1); }, {});
   s.shared_bytes = wg * sizeof(float);
-  s.args[0] = int32_t(d);
-  s.groups = [](int64_t n) { return stride_groups(n, 1); };
   return s;
 }
 
@@ -68,9 +65,11 @@ Status lower_embedding(const Node& node, Lowering& low) {
   auto parts = split_rows(low.ctx.limits(), where(node), "table", table.value().offset, V, row_bytes);
   if (!parts.ok()) return parts.status();
   for (const RowRange& part : parts.value()) {
-    DispatchSpec s = elementwise(node, low.f16_weights ? "embedding_f16" : "embedding", d);
-    s.args[1] = int32_t(part.begin);
-    s.args[2] = int32_t(part.count);
+    EmbeddingPush push;
+    push.d = uint32_t(d);
+    push.first_row = int32_t(part.begin);
+    push.rows = int32_t(part.count);
+    DispatchSpec s = elementwise(node, low.f16_weights ? "embedding_f16" : "embedding", d, push);
     s.bindings = {low.values[node.inputs[0]],
                   {table.value(), uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table", elem},
                   low.values[node.outputs[0]]};
@@ -94,10 +93,11 @@ static Status lower_axial_position(const Node& node, Lowering& low) {
   if (!r.ok()) return r.status();
   auto c = low.weight(cols);
   if (!c.ok()) return c.status();
-  DispatchSpec s = elementwise(node, "position_axial", width(low, node.outputs[0]));
-  s.args[0] = int32_t(rows->shape[1]);
-  s.args[1] = int32_t(cols->shape[1]);
-  s.args[2] = int32_t(cols->shape[0]);
+  AxialPositionPush push;
+  push.d0 = uint32_t(rows->shape[1]);
+  push.d1 = uint32_t(cols->shape[1]);
+  push.s1 = uint32_t(cols->shape[0]);
+  DispatchSpec s = elementwise(node, "position_axial", width(low, node.outputs[0]), push);
   s.bindings = {low.values[node.inputs[0]], {r.value(), 0, 0, "axial rows"}, {c.value(), 0, 0, "axial cols"},
                 low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
@@ -133,7 +133,7 @@ Status lower_position(const Node& node, Lowering& low) {
     table = low.constant(std::move(turns), "sinusoid frequencies");
   }
   if (!table.ok()) return table.status();
-  DispatchSpec s = elementwise(node, "position", d);
+  DispatchSpec s = elementwise(node, "position", d, row_push(d));
   s.spec = {learned ? 1u : 0u};
   // A learned table is bound over the max_tokens positions a session can reach, not all of [P, d].
   const uint64_t table_bytes = learned ? uint64_t(low.max_tokens) * uint64_t(d) * sizeof(float) : 0;
@@ -148,38 +148,44 @@ Status lower_layer_norm(const Node& node, Lowering& low) {
   const bool has_beta = node.weights.size() > 1 && node.weights[1];
   auto beta = has_beta ? low.weight(node.weights[1]) : gamma;  // [d]; gamma stands in, unread, when absent
   if (!beta.ok()) return beta.status();
-  DispatchSpec s = per_row(node, low, "layer_norm", d);
-  s.args[1] = float_bits(node.fb_op->params_as_LayerNormParams()->eps());
-  s.args[2] = has_beta ? 1 : 0;
+  LayerNormPush push;
+  push.d = uint32_t(d);
+  push.eps = node.fb_op->params_as_LayerNormParams()->eps();
+  push.has_beta = has_beta ? 1 : 0;
+  DispatchSpec s = per_row(node, low, "layer_norm", d, push);
   s.bindings = {low.values[node.inputs[0]], {gamma.value(), 0, 0, "gamma"}, {beta.value(), 0, 0, "beta"},
                 low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 
 Status lower_activation(const Node& node, Lowering& low) {
-  DispatchSpec s = elementwise(node, "activation", width(low, node.outputs[0]));
+  const int64_t d = width(low, node.outputs[0]);
+  DispatchSpec s = elementwise(node, "activation", d, row_push(d));
   s.spec = {uint32_t(node.fb_op->params_as_ActivationParams()->kind())};  // 0 RELU, 1 GELU_ERF, 2 GELU_TANH
   s.bindings = {low.values[node.inputs[0]], low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 
 Status lower_add(const Node& node, Lowering& low) {
-  DispatchSpec s = elementwise(node, "add", width(low, node.outputs[0]));
+  const int64_t d = width(low, node.outputs[0]);
+  DispatchSpec s = elementwise(node, "add", d, row_push(d));
   s.bindings = {low.values[node.inputs[0]], low.values[node.inputs[1]], low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 
 Status lower_concat(const Node& node, Lowering& low) {
   const int64_t da = width(low, node.inputs[0]), db = width(low, node.inputs[1]);
-  DispatchSpec s = elementwise(node, "concat", da + db);
-  s.args[0] = int32_t(da);
-  s.args[1] = int32_t(db);
+  ConcatPush push;
+  push.da = uint32_t(da);
+  push.db = uint32_t(db);
+  DispatchSpec s = elementwise(node, "concat", da + db, push);
   s.bindings = {low.values[node.inputs[0]], low.values[node.inputs[1]], low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 
 Status lower_log_softmax(const Node& node, Lowering& low) {
-  DispatchSpec s = per_row(node, low, "log_softmax", width(low, node.outputs[0]));
+  const int64_t d = width(low, node.outputs[0]);
+  DispatchSpec s = per_row(node, low, "log_softmax", d, row_push(d));
   s.bindings = {low.values[node.inputs[0]], low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }

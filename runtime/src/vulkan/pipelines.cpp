@@ -29,7 +29,7 @@ Result<VkDescriptorSetLayout> PipelineCache::set_layout(int bindings) {
   lci.pBindings = b.data();
   VkDescriptorSetLayout set = VK_NULL_HANDLE;
   TERN_VK_RETURN_IF_ERROR(vk.vkCreateDescriptorSetLayout(ctx_.device(), &lci, nullptr, &set), "vkCreateDescriptorSetLayout");
-  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push)};
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};  // every family's block fits
   VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pci.setLayoutCount = 1;
   pci.pSetLayouts = &set;

@@ -1,6 +1,6 @@
 // Compute pipelines from embedded SPIR-V, one per (shader, specialization constants), shared by the ops of a
 // session. Every pipeline has the same interface: storage buffers at bindings 0..k-1 of set 0 (binding 0: the
-// call's n and pos0) and the push constants of shaders/common/interface.glsl.
+// call's n and pos0) and one push-constant range that every shader family's block fits in (push_constants.h).
 #pragma once
 
 #include <array>
@@ -13,13 +13,14 @@
 
 namespace tern::vk {
 
-constexpr int kMaxBindings = 8;   // push.off[8]
-constexpr int kMaxArgs = 16;      // push.arg[16]
-struct Push {
-  std::array<uint32_t, kMaxBindings> off{};  // per binding: element offset of the op's data inside the bound range
-  std::array<int32_t, kMaxArgs> arg{};       // op parameters (widths, flags, float bits)
-};
-static_assert(sizeof(Push) == 96, "shaders/common/interface.glsl expects 96 bytes of push constants");
+constexpr int kMaxBindings = 8;  // BindingOffsets: the shaders' pc.off[8]
+// Every pipeline layout has one push-constant range of this many bytes, the least maxPushConstantsSize any device
+// has: each shader family's block (push_constants.h) fits in it (PushConstants::set asserts so), and one range for
+// all keeps the layouts shared by binding count alone.
+constexpr uint32_t kPushConstantBytes = 128;
+// The first 32 bytes of every push-constant block, `uint off[8]` (shaders/common/interface.glsl): per binding, the
+// element offset of the op's data inside the bound range. Program::add fills them.
+using BindingOffsets = std::array<uint32_t, kMaxBindings>;
 
 struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;

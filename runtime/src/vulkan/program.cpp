@@ -33,13 +33,17 @@ Status Program::add(DispatchSpec spec) {
   const DeviceLimits& limits = ctx_.limits();
   const int bindings = 1 + int(spec.bindings.size());
   if (bindings > kMaxBindings) return Status(TERN_DEVICE_ERROR, spec.where + ": too many bindings for one dispatch");
+  // Every shader reads its binding offsets from the push constants.
+  if (spec.push.empty()) {
+    return Status(TERN_DEVICE_ERROR, spec.where + ": the dispatch of " + spec.shader + " has no push constants set");
+  }
   DispatchNeeds needs;
   needs.where = spec.where;
   for (int a = 0; a < 3; ++a) needs.local_size[a] = spec.local_size[a];
   needs.shared_bytes = spec.shared_bytes;
   const Groups most = spec.groups(max_batch_);
   for (int a = 0; a < 3; ++a) needs.max_groups[a] = most[a];
-  needs.push_bytes = sizeof(Push);
+  needs.push_bytes = kPushConstantBytes;  // the pipeline layout's range, whatever this dispatch pushes
   needs.storage_buffers = uint32_t(bindings);
   TERN_RETURN_IF_ERROR(check_dispatch(limits, needs));
 
@@ -49,7 +53,7 @@ Status Program::add(DispatchSpec spec) {
   d.pipeline = pipeline.value();
   d.groups = std::move(spec.groups);
   d.node = spec.node;
-  d.push.arg = spec.args;
+  d.push = spec.push;
   const uint64_t align = limits.min_storage_buffer_offset_alignment;
   for (size_t i = 0; i < spec.bindings.size(); ++i) {
     const Binding& b = spec.bindings[i];
@@ -61,7 +65,7 @@ Status Program::add(DispatchSpec spec) {
     TERN_RETURN_IF_ERROR(check_binding(limits, spec.where, b.what, range));
     // A float16 weight's part may start at any even byte: its offset counts halves, not floats.
     if ((begin - bind_at) % b.element_bytes != 0) return Status(TERN_DEVICE_ERROR, spec.where + ": misaligned binding");
-    d.push.off[i + 1] = uint32_t((begin - bind_at) / b.element_bytes);
+    d.push.set_binding_offset(i + 1, uint32_t((begin - bind_at) / b.element_bytes));
     d.buffers.push_back({b.slice.buffer, bind_at, range});
   }
   dispatches_.push_back(std::move(d));
@@ -136,7 +140,7 @@ Status Program::finish() {
     const Dispatch& d = dispatches_[i];
     vk.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline);
     vk.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, 1, &d.set, 0, nullptr);
-    vk.vkCmdPushConstants(commands_, d.pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push), &d.push);
+    vk.vkCmdPushConstants(commands_, d.pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push.size(), d.push.data());
     vk.vkCmdDispatchIndirect(commands_, indirect_.buffer, indirect_.offset + i * sizeof(VkDispatchIndirectCommand));
     // Ops run in graph order; each may read what any earlier one wrote (and the arena reuses space).
     barrier(vk, commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);

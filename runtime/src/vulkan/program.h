@@ -4,8 +4,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "vulkan/limits.h"
@@ -24,7 +27,35 @@ struct Binding {
   uint64_t offset = 0;  // bytes into the slice
   uint64_t bytes = 0;   // 0: to the end of the slice
   const char* what = "";
-  uint32_t element_bytes = 4;  // the shader's element at this binding (2: float16 weights): push.off counts these
+  uint32_t element_bytes = 4;  // the shader's element at this binding (2: float16 weights): pc.off counts these
+};
+
+// A dispatch's push constants: the bytes of its shader family's struct (push_constants.h), as vkCmdPushConstants
+// takes them. Every struct starts with the binding offsets, which Program::add fills in.
+class PushConstants {
+ public:
+  template <typename PushT>
+  void set(const PushT& push) {
+    static_assert(std::is_standard_layout_v<PushT> && std::is_trivially_copyable_v<PushT>,
+                  "a push-constant struct is plain 4-byte fields, copied as bytes");
+    static_assert(std::is_same_v<decltype(PushT::off), BindingOffsets> && offsetof(PushT, off) == 0,
+                  "a push-constant struct starts with the binding offsets, as its GLSL block does");
+    static_assert(sizeof(PushT) % 4 == 0, "push-constant sizes are multiples of 4 bytes");
+    static_assert(sizeof(PushT) <= kPushConstantBytes, "the struct must fit the pipelines' push-constant range");
+    std::memcpy(bytes_.data(), &push, sizeof push);
+    size_ = uint32_t(sizeof push);
+  }
+  // Element offset of binding b's data inside its bound range: pc.off[b], at byte 4b of every struct.
+  void set_binding_offset(size_t b, uint32_t elements) {
+    std::memcpy(bytes_.data() + b * sizeof(uint32_t), &elements, sizeof elements);
+  }
+  bool empty() const { return size_ == 0; }
+  uint32_t size() const { return size_; }
+  const void* data() const { return bytes_.data(); }
+
+ private:
+  std::array<uint8_t, kPushConstantBytes> bytes_{};
+  uint32_t size_ = 0;  // bytes of the struct last set; 0: none yet
 };
 
 struct DispatchSpec {
@@ -35,7 +66,7 @@ struct DispatchSpec {
   std::array<uint32_t, 3> local_size{1, 1, 1};  // as the spec constants make it
   uint32_t shared_bytes = 0;
   std::vector<Binding> bindings;     // bindings 1..; binding 0 is the call (n, pos0)
-  std::array<int32_t, kMaxArgs> args{};
+  PushConstants push;                // the shader family's struct (push.set); binding offsets by Program::add
   GroupsFn groups;
 };
 
@@ -58,7 +89,7 @@ class Program {
   struct Dispatch {
     Pipeline pipeline;
     VkDescriptorSet set = VK_NULL_HANDLE;
-    Push push;
+    PushConstants push;
     std::vector<VkDescriptorBufferInfo> buffers;  // bindings 1..
     GroupsFn groups;
     int node = -1;

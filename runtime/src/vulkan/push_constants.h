@@ -1,0 +1,276 @@
+// The push constants of each shader family: one struct per `layout(push_constant) uniform` block, with the block's
+// name and its fields' names, types and order. Push-constant blocks use the std430 layout; with 4-byte scalars only
+// (int32_t/int, uint32_t/uint, float/float) a field's offset is 4 times its index in both, which the asserts below
+// pin down, so that a field added or moved on one side only fails the build instead of reading another's value.
+// Every block starts with off[8] (BindingOffsets, filled by Program::add); the op's parameters follow. A lowering
+// fills the named fields and hands the struct to make_dispatch (ops.h) or DispatchSpec::push.set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vulkan/pipelines.h"
+
+namespace tern::vk {
+
+// The field's offset in its struct, as std430 places it in the GLSL block of the same name.
+#define TERN_PUSH_FIELD(Push, field, byte) \
+  static_assert(offsetof(Push, field) == (byte), #Push "::" #field " is at byte " #byte " of its GLSL block")
+// The struct's size: its fields and nothing else (no padding, no field missing from the asserts).
+#define TERN_PUSH_SIZE(Push, fields) \
+  static_assert(sizeof(Push) == sizeof(BindingOffsets) + 4 * (fields), #Push " is off[8] and " #fields " 4-byte fields")
+
+// shaders/common/row_push.glsl: activation, add, log_softmax, position (rows of width d).
+struct RowPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+};
+TERN_PUSH_FIELD(RowPush, d, 32);
+TERN_PUSH_SIZE(RowPush, 1);
+
+// shaders/embedding.comp: the table bound holds vocab rows [first_row, first_row + rows) of width d.
+struct EmbeddingPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+  int32_t first_row = 0;
+  int32_t rows = 0;
+};
+TERN_PUSH_FIELD(EmbeddingPush, d, 32);
+TERN_PUSH_FIELD(EmbeddingPush, first_row, 36);
+TERN_PUSH_FIELD(EmbeddingPush, rows, 40);
+TERN_PUSH_SIZE(EmbeddingPush, 3);
+
+// shaders/concat.comp: y [n, da + db] = [a | b].
+struct ConcatPush {
+  BindingOffsets off{};
+  uint32_t da = 0;
+  uint32_t db = 0;
+};
+TERN_PUSH_FIELD(ConcatPush, da, 32);
+TERN_PUSH_FIELD(ConcatPush, db, 36);
+TERN_PUSH_SIZE(ConcatPush, 2);
+
+// shaders/position_axial.comp: rows [s0, d0], cols [s1, d1].
+struct AxialPositionPush {
+  BindingOffsets off{};
+  uint32_t d0 = 0;
+  uint32_t d1 = 0;
+  uint32_t s1 = 0;
+};
+TERN_PUSH_FIELD(AxialPositionPush, d0, 32);
+TERN_PUSH_FIELD(AxialPositionPush, d1, 36);
+TERN_PUSH_FIELD(AxialPositionPush, s1, 40);
+TERN_PUSH_SIZE(AxialPositionPush, 3);
+
+// shaders/layer_norm.comp.
+struct LayerNormPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+  float eps = 0.0f;
+  uint32_t has_beta = 0;
+};
+TERN_PUSH_FIELD(LayerNormPush, d, 32);
+TERN_PUSH_FIELD(LayerNormPush, eps, 36);
+TERN_PUSH_FIELD(LayerNormPush, has_beta, 40);
+TERN_PUSH_SIZE(LayerNormPush, 3);
+
+// shaders/linear.comp: W [out_dim, in_dim] (a part's rows when split), y's rows y_stride apart.
+struct LinearPush {
+  BindingOffsets off{};
+  uint32_t in_dim = 0;
+  uint32_t out_dim = 0;
+  uint32_t y_stride = 0;
+};
+TERN_PUSH_FIELD(LinearPush, in_dim, 32);
+TERN_PUSH_FIELD(LinearPush, out_dim, 36);
+TERN_PUSH_FIELD(LinearPush, y_stride, 40);
+TERN_PUSH_SIZE(LinearPush, 3);
+
+// shaders/attention.comp (the attention kinds with a pattern, and routing's local heads). block is at least 1 (the
+// shader divides by it); ring slots of the state; split: the second half of the heads is the pattern's second kind.
+struct AttentionPush {
+  BindingOffsets off{};
+  int32_t heads = 0;
+  int32_t window = 0;
+  int32_t chunk = 0;
+  int32_t chunks_before = 0;
+  uint32_t ring = 0;
+  float scale = 0.0f;
+  int32_t stride = 0;
+  int32_t block = 0;
+  int32_t summary = 0;
+  uint32_t split = 0;
+};
+TERN_PUSH_FIELD(AttentionPush, heads, 32);
+TERN_PUSH_FIELD(AttentionPush, window, 36);
+TERN_PUSH_FIELD(AttentionPush, chunk, 40);
+TERN_PUSH_FIELD(AttentionPush, chunks_before, 44);
+TERN_PUSH_FIELD(AttentionPush, ring, 48);
+TERN_PUSH_FIELD(AttentionPush, scale, 52);
+TERN_PUSH_FIELD(AttentionPush, stride, 56);
+TERN_PUSH_FIELD(AttentionPush, block, 60);
+TERN_PUSH_FIELD(AttentionPush, summary, 64);
+TERN_PUSH_FIELD(AttentionPush, split, 68);
+TERN_PUSH_SIZE(AttentionPush, 10);
+
+// shaders/kv_append.comp: inner = heads * head_dim; block 0 unless the kind is fixed.
+struct KvAppendPush {
+  BindingOffsets off{};
+  uint32_t inner = 0;
+  uint32_t ring = 0;
+  int32_t block = 0;
+  int32_t summary = 0;
+};
+TERN_PUSH_FIELD(KvAppendPush, inner, 32);
+TERN_PUSH_FIELD(KvAppendPush, ring, 36);
+TERN_PUSH_FIELD(KvAppendPush, block, 40);
+TERN_PUSH_FIELD(KvAppendPush, summary, 44);
+TERN_PUSH_SIZE(KvAppendPush, 4);
+
+// shaders/adaptive_span.comp: eps 0 when unmasked; mask_at and pe_at index the tables; total_slots = sum(cap).
+struct AdaptiveSpanPush {
+  BindingOffsets off{};
+  uint32_t heads = 0;
+  float scale = 0.0f;
+  float eps = 0.0f;
+  uint32_t mask_at = 0;
+  uint32_t pe_at = 0;
+  uint32_t total_slots = 0;
+};
+TERN_PUSH_FIELD(AdaptiveSpanPush, heads, 32);
+TERN_PUSH_FIELD(AdaptiveSpanPush, scale, 36);
+TERN_PUSH_FIELD(AdaptiveSpanPush, eps, 40);
+TERN_PUSH_FIELD(AdaptiveSpanPush, mask_at, 44);
+TERN_PUSH_FIELD(AdaptiveSpanPush, pe_at, 48);
+TERN_PUSH_FIELD(AdaptiveSpanPush, total_slots, 52);
+TERN_PUSH_SIZE(AdaptiveSpanPush, 6);
+
+// shaders/span_append.comp.
+struct SpanAppendPush {
+  BindingOffsets off{};
+  uint32_t heads = 0;
+  uint32_t total_slots = 0;
+};
+TERN_PUSH_FIELD(SpanAppendPush, heads, 32);
+TERN_PUSH_FIELD(SpanAppendPush, total_slots, 36);
+TERN_PUSH_SIZE(SpanAppendPush, 2);
+
+// shaders/common/routing.glsl: every routing_*.comp (each reads the fields it needs). Heads [0, local_heads) are
+// local, the routing_heads after them routed; window and max_w = min(window, max_batch) count cluster members.
+struct RoutingPush {
+  BindingOffsets off{};
+  uint32_t heads = 0;
+  uint32_t local_heads = 0;
+  uint32_t routing_heads = 0;
+  uint32_t clusters = 0;
+  uint32_t max_batch = 0;
+  uint32_t window = 0;
+  uint32_t max_w = 0;
+  float scale = 0.0f;
+  float norm_eps = 0.0f;
+  float count_eps = 0.0f;
+};
+TERN_PUSH_FIELD(RoutingPush, heads, 32);
+TERN_PUSH_FIELD(RoutingPush, local_heads, 36);
+TERN_PUSH_FIELD(RoutingPush, routing_heads, 40);
+TERN_PUSH_FIELD(RoutingPush, clusters, 44);
+TERN_PUSH_FIELD(RoutingPush, max_batch, 48);
+TERN_PUSH_FIELD(RoutingPush, window, 52);
+TERN_PUSH_FIELD(RoutingPush, max_w, 56);
+TERN_PUSH_FIELD(RoutingPush, scale, 60);
+TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
+TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
+TERN_PUSH_SIZE(RoutingPush, 10);
+
+// shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
+struct LshPush {
+  BindingOffsets off{};
+  uint32_t heads = 0;
+  uint32_t hashes = 0;
+  uint32_t chunk = 0;
+  uint32_t chunks_before = 0;
+  uint32_t chunks_after = 0;
+  uint32_t pad_to = 0;
+  uint32_t pad_above = 0;
+  uint32_t n_factors = 0;
+  uint32_t rot_half = 0;
+  uint32_t n_buckets = 0;
+  float key_norm_eps = 0.0f;
+  float scale = 0.0f;
+  float self_mask_value = 0.0f;
+};
+TERN_PUSH_FIELD(LshPush, heads, 32);
+TERN_PUSH_FIELD(LshPush, hashes, 36);
+TERN_PUSH_FIELD(LshPush, chunk, 40);
+TERN_PUSH_FIELD(LshPush, chunks_before, 44);
+TERN_PUSH_FIELD(LshPush, chunks_after, 48);
+TERN_PUSH_FIELD(LshPush, pad_to, 52);
+TERN_PUSH_FIELD(LshPush, pad_above, 56);
+TERN_PUSH_FIELD(LshPush, n_factors, 60);
+TERN_PUSH_FIELD(LshPush, rot_half, 64);
+TERN_PUSH_FIELD(LshPush, n_buckets, 68);
+TERN_PUSH_FIELD(LshPush, key_norm_eps, 72);
+TERN_PUSH_FIELD(LshPush, scale, 76);
+TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
+TERN_PUSH_SIZE(LshPush, 13);
+
+// shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
+// 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width, qkv_width
+// 3 * heads * head_dim; clamp_len 0: none.
+struct MemoryPush {
+  BindingOffsets off{};
+  uint32_t family = 0;
+  uint32_t mem_len = 0;
+  uint32_t cmem_len = 0;
+  uint32_t rate = 0;
+  uint32_t d = 0;
+  uint32_t qkv_width = 0;
+  uint32_t heads = 0;
+  float norm_eps = 0.0f;
+  float scale = 0.0f;
+  uint32_t clamp_len = 0;
+  uint32_t same_length = 0;
+};
+TERN_PUSH_FIELD(MemoryPush, family, 32);
+TERN_PUSH_FIELD(MemoryPush, mem_len, 36);
+TERN_PUSH_FIELD(MemoryPush, cmem_len, 40);
+TERN_PUSH_FIELD(MemoryPush, rate, 44);
+TERN_PUSH_FIELD(MemoryPush, d, 48);
+TERN_PUSH_FIELD(MemoryPush, qkv_width, 52);
+TERN_PUSH_FIELD(MemoryPush, heads, 56);
+TERN_PUSH_FIELD(MemoryPush, norm_eps, 60);
+TERN_PUSH_FIELD(MemoryPush, scale, 64);
+TERN_PUSH_FIELD(MemoryPush, clamp_len, 68);
+TERN_PUSH_FIELD(MemoryPush, same_length, 72);
+TERN_PUSH_SIZE(MemoryPush, 11);
+
+// shaders/adaptive_embedding.comp: y [n, d], clusters K.
+struct AdaptiveEmbeddingPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+  float scale = 0.0f;
+  int32_t clusters = 0;
+};
+TERN_PUSH_FIELD(AdaptiveEmbeddingPush, d, 32);
+TERN_PUSH_FIELD(AdaptiveEmbeddingPush, scale, 36);
+TERN_PUSH_FIELD(AdaptiveEmbeddingPush, clusters, 40);
+TERN_PUSH_SIZE(AdaptiveEmbeddingPush, 3);
+
+// shaders/adaptive_log_softmax.comp (all three stages): x [n, d], out [n, vocab], clusters K, px [n, px_width].
+struct AdaptiveLogSoftmaxPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+  uint32_t vocab = 0;
+  int32_t clusters = 0;
+  uint32_t px_width = 0;
+};
+TERN_PUSH_FIELD(AdaptiveLogSoftmaxPush, d, 32);
+TERN_PUSH_FIELD(AdaptiveLogSoftmaxPush, vocab, 36);
+TERN_PUSH_FIELD(AdaptiveLogSoftmaxPush, clusters, 40);
+TERN_PUSH_FIELD(AdaptiveLogSoftmaxPush, px_width, 44);
+TERN_PUSH_SIZE(AdaptiveLogSoftmaxPush, 4);
+
+#undef TERN_PUSH_FIELD
+#undef TERN_PUSH_SIZE
+
+}  // namespace tern::vk

@@ -1,0 +1,6 @@
+// The push constants of the row-wise shaders whose only parameter is the row width (activation, add, log_softmax,
+// position): RowPush in runtime/src/vulkan/push_constants.h.
+layout(push_constant) uniform RowPush {
+  uint off[8];
+  uint d;
+} pc;
