@@ -9,7 +9,9 @@
 
 namespace tern {
 
-class Status {
+// [[nodiscard]]: a call whose Status is dropped is a compile warning. Dropping one on purpose takes a cast to void
+// and a comment saying why.
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(tern_status code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -33,7 +35,7 @@ inline Status InternalError(std::string m) { return Status(TERN_INTERNAL_ERROR, 
 
 // Holds a T or the non-OK Status that says why there is none.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_type<T>, std::move(value)) {}  // NOLINT: implicit on purpose
   // An OK status carries no value, so a Result made from one would be neither a value nor an error: it is a bug
