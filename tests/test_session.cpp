@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "convert.h"
+#include "core/status.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -18,6 +19,24 @@ tern_model* load_converted(const std::string& golden) {
   tern_model* model = nullptr;
   REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
   return model;
+}
+
+Result<int> half_of_even(int n) {
+  if (n % 2 != 0) return InvalidArgument(std::to_string(n) + " is odd");
+  return n / 2;
+}
+
+// Halves twice through TERN_ASSIGN_OR_RETURN: the first macro declares, the second assigns to an existing variable.
+Result<int> quarter(int n) {
+  TERN_ASSIGN_OR_RETURN(int half, half_of_even(n));
+  int quarter = 0;
+  TERN_ASSIGN_OR_RETURN(quarter, half_of_even(half));
+  return quarter;
+}
+
+Status check_quarter(int n, int* out) {
+  TERN_ASSIGN_OR_RETURN(*out, quarter(n));
+  return Status::Ok();
 }
 
 std::string run_command(const std::string& cmd, int* status) {
@@ -162,4 +181,36 @@ TEST_CASE("tern-bench: a whole-sequence model measures prefill and reports gener
   REQUIRE(st == 0);
   CHECK_THAT(out, Catch::Contains("\"test\": \"pp32\", \"backend\": \"cpu\""));
   CHECK_THAT(out, Catch::Contains("{\"test\": \"tg4\", \"threads\": 1, \"skipped\": \"the model runs whole sequences only"));
+}
+
+TEST_CASE("status: a Result made from an OK status is an internal error", "[status]") {
+  Result<int> made_from_ok = Status::Ok();
+  REQUIRE_FALSE(made_from_ok.ok());
+  CHECK(made_from_ok.status().code() == TERN_INTERNAL_ERROR);
+  CHECK_THAT(made_from_ok.status().message(), Catch::Contains("internal error"));
+  CHECK(std::string(tern_status_string(TERN_INTERNAL_ERROR)) == "internal error");
+}
+
+TEST_CASE("status: TERN_ASSIGN_OR_RETURN assigns the value or returns the error", "[status]") {
+  Result<int> ok = quarter(12);
+  REQUIRE(ok.ok());
+  CHECK(ok.value() == 3);
+
+  Result<int> first_fails = quarter(7);
+  REQUIRE_FALSE(first_fails.ok());
+  CHECK(first_fails.status().code() == TERN_INVALID_ARGUMENT);
+  CHECK(first_fails.status().message() == "7 is odd");
+
+  Result<int> second_fails = quarter(6);
+  REQUIRE_FALSE(second_fails.ok());
+  CHECK(second_fails.status().message() == "3 is odd");
+
+  int out = -1;
+  CHECK(check_quarter(20, &out).ok());
+  CHECK(out == 5);
+  out = -1;
+  Status failed = check_quarter(10, &out);
+  CHECK(failed.code() == TERN_INVALID_ARGUMENT);
+  CHECK(failed.message() == "5 is odd");
+  CHECK(out == -1);
 }

@@ -37,14 +37,13 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
   std::sort(names.begin(), names.end());
 
   for (const std::string& name : names) {
-    auto file = SafetensorsFile::open((fs::path(dir) / name).string(), name);
-    if (!file.ok()) return file.status();
-    for (const TensorView& view : file.value()->tensors()) {
+    TERN_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open((fs::path(dir) / name).string(), name));
+    for (const TensorView& view : file->tensors()) {
       auto [pos, inserted] = ckpt->index_.emplace(view.name, &view);
       if (!inserted)
         return InvalidModel(name + ": tensor '" + view.name + "' is also in " + pos->second->file);
     }
-    ckpt->files_.push_back(std::move(file.value()));
+    ckpt->files_.push_back(std::move(file));
   }
   ckpt->file_names_ = std::move(names);
   return Result<std::unique_ptr<Checkpoint>>(std::move(ckpt));

@@ -82,14 +82,13 @@ Result<std::string> Config::string(const std::string& key, std::optional<std::st
 
 Result<std::string> Config::choice(const std::string& key, const std::vector<std::string>& allowed,
                                    std::optional<std::string> fallback) const {
-  auto s = string(key, std::move(fallback));
-  if (!s.ok()) return s.status();
+  TERN_ASSIGN_OR_RETURN(std::string s, string(key, std::move(fallback)));
   for (const auto& a : allowed)
-    if (s.value() == a) return s;
+    if (s == a) return s;
   std::string list;
   for (size_t i = 0; i < allowed.size(); ++i)
     list += std::string(i ? ", " : "") + "\"" + allowed[i] + "\"";
-  return field_error(key, "must be one of " + list + "; got " + show(nlohmann::json(s.value())));
+  return field_error(key, "must be one of " + list + "; got " + show(nlohmann::json(s)));
 }
 
 }  // namespace tern::convert

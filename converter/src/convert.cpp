@@ -8,7 +8,6 @@
 #include "checkpoint.h"
 #include "graph_builder.h"
 #include "importers/importers.h"
-#include "result_try.h"
 #include "writer.h"
 
 namespace tern::convert {
@@ -17,8 +16,8 @@ namespace {
 Status convert_unguarded(const std::string& checkpoint_dir, const std::string& out_path,
                          const ConvertOptions& options, ConvertReport* report) {
   const auto start = std::chrono::steady_clock::now();
-  CONVERT_TRY(auto checkpoint, Checkpoint::open(checkpoint_dir));
-  CONVERT_TRY(const Importer* importer, find_importer(checkpoint->config()));
+  TERN_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(checkpoint_dir));
+  TERN_ASSIGN_OR_RETURN(const Importer* importer, find_importer(checkpoint->config()));
 
   GraphBuilder graph;
   ImportOptions import_options;

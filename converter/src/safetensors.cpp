@@ -152,12 +152,10 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     size_t slash = path.find_last_of('/');
     display_name = slash == std::string::npos ? path : path.substr(slash + 1);
   }
-  auto map = MappedFile::open(path);
-  if (!map.ok()) return map.status();
-  auto file = parse(map.value()->data(), map.value()->size(), display_name);
-  if (!file.ok()) return file.status();
-  file.value()->map_ = std::move(map.value());
-  return std::move(file.value());
+  TERN_ASSIGN_OR_RETURN(auto map, MappedFile::open(path));
+  TERN_ASSIGN_OR_RETURN(auto file, parse(map->data(), map->size(), display_name));
+  file->map_ = std::move(map);
+  return file;
 }
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::parse(const uint8_t* bytes, size_t size,

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<float> out;
   for (const auto& t : file.value()->tensors()) {
     out.resize(size_t(t.numel()));
-    tern::convert::to_f32(t, out.data());
+    // A tensor that does not convert is an outcome like any other here: the fuzzer looks for crashes and bad reads.
+    (void)tern::convert::to_f32(t, out.data());
   }
   return 0;
 }

@@ -9,7 +9,6 @@
 #include "config.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
-#include "result_try.h"
 
 namespace tern::convert {
 namespace {
@@ -38,33 +37,33 @@ Result<Config> group(const Config& c, const std::string& key) {
 Result<SpanConfig> read_config(const nlohmann::json& json) {
   const Config c(json);
   SpanConfig s;
-  CONVERT_TRY(s.vocab, c.positive_int("vocab_size"));
-  CONVERT_TRY(const Config m, group(c, "model_params"));
-  CONVERT_TRY(s.d, m.positive_int("hidden_size"));
-  CONVERT_TRY(s.ffn, m.positive_int("inner_hidden_size"));
-  CONVERT_TRY(s.layers, m.positive_int("nb_layers"));
-  CONVERT_TRY(s.block, m.positive_int("block_size"));
-  CONVERT_TRY(s.heads, m.positive_int("nb_heads"));
-  CONVERT_TRY(s.span, m.positive_int("attn_span"));
+  TERN_ASSIGN_OR_RETURN(s.vocab, c.positive_int("vocab_size"));
+  TERN_ASSIGN_OR_RETURN(const Config m, group(c, "model_params"));
+  TERN_ASSIGN_OR_RETURN(s.d, m.positive_int("hidden_size"));
+  TERN_ASSIGN_OR_RETURN(s.ffn, m.positive_int("inner_hidden_size"));
+  TERN_ASSIGN_OR_RETURN(s.layers, m.positive_int("nb_layers"));
+  TERN_ASSIGN_OR_RETURN(s.block, m.positive_int("block_size"));
+  TERN_ASSIGN_OR_RETURN(s.heads, m.positive_int("nb_heads"));
+  TERN_ASSIGN_OR_RETURN(s.span, m.positive_int("attn_span"));
   if (s.d % s.heads != 0)
     return m.field_error("nb_heads", std::to_string(s.heads) + " does not divide hidden_size " + std::to_string(s.d));
 
-  CONVERT_TRY(const Config a, group(c, "adapt_span_params"));
-  CONVERT_TRY(s.adaptive, a.boolean("adapt_span_enabled"));
+  TERN_ASSIGN_OR_RETURN(const Config a, group(c, "adapt_span_params"));
+  TERN_ASSIGN_OR_RETURN(s.adaptive, a.boolean("adapt_span_enabled"));
   if (s.adaptive) {
-    CONVERT_TRY(s.ramp, a.positive_int("adapt_span_ramp"));
+    TERN_ASSIGN_OR_RETURN(s.ramp, a.positive_int("adapt_span_ramp"));
   }
-  CONVERT_TRY(s.cache, a.boolean("adapt_span_cache", false));
+  TERN_ASSIGN_OR_RETURN(s.cache, a.boolean("adapt_span_cache", false));
 
   // Variants of the reference code this importer does not build.
   if (c.has("adapt_io_params")) {
-    CONVERT_TRY(const Config io, group(c, "adapt_io_params"));
-    CONVERT_TRY(bool adapt_io, io.boolean("adapt_io_enabled", false));
+    TERN_ASSIGN_OR_RETURN(const Config io, group(c, "adapt_io_params"));
+    TERN_ASSIGN_OR_RETURN(bool adapt_io, io.boolean("adapt_io_enabled", false));
     if (adapt_io) return Unsupported("config.json: adaptive input/output (adapt_io_params.adapt_io_enabled) is not supported");
   }
   if (c.has("pers_mem_params")) {
-    CONVERT_TRY(const Config pm, group(c, "pers_mem_params"));
-    CONVERT_TRY(int64_t pers_mem, pm.integer("pers_mem_size", 0, 0));
+    TERN_ASSIGN_OR_RETURN(const Config pm, group(c, "pers_mem_params"));
+    TERN_ASSIGN_OR_RETURN(int64_t pers_mem, pm.integer("pers_mem_size", 0, 0));
     if (pers_mem > 0) return Unsupported("config.json: persistent memory (pers_mem_params.pers_mem_size > 0) is not supported");
   }
   return s;
@@ -79,8 +78,7 @@ Status check_mask_template(const Checkpoint& checkpoint, const std::string& name
     return InvalidModel(view->file + ": tensor '" + name + "' has shape " + shape_string(view->shape) + ", expected [" +
                         std::to_string(L) + "]");
   std::vector<float> t(size_t(view->numel()));
-  Status st = to_f32(*view, t.data());
-  if (!st.ok()) return st;
+  TERN_RETURN_IF_ERROR(to_f32(*view, t.data()));
   for (int64_t l = 0; l < L; ++l) {
     if (std::fabs(double(t[size_t(l)]) - double(1 - L + l)) > 1e-3)
       return InvalidModel(view->file + ": tensor '" + name + "' is not linspace(1 - attn_span, 0, attn_span)");
@@ -91,9 +89,8 @@ Status check_mask_template(const Checkpoint& checkpoint, const std::string& name
 // Adds value `name` [n, width] and the op that writes it (op and value share the name).
 Result<int32_t> emit(GraphBuilder& g, fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
                      std::vector<int32_t> weights, int64_t width, OpParams params) {
-  CONVERT_TRY(int32_t out, g.add_value(name, fb::DType::F32, width));
-  auto added = g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params));
-  if (!added.ok()) return added.status();
+  TERN_ASSIGN_OR_RETURN(int32_t out, g.add_value(name, fb::DType::F32, width));
+  TERN_RETURN_IF_ERROR(g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
   return out;
 }
 
@@ -106,37 +103,38 @@ Result<int32_t> build_layer(const SpanConfig& s, const std::string& p, int32_t h
   const params::LayerNorm ln{1e-5f};  // torch.nn.LayerNorm's default
 
   // Projections have no bias. qkv.weight [3d, d] = rows of proj_query, proj_key, proj_val (head-major inside each).
-  CONVERT_TRY(int32_t qkv_w, src.add_concat(p + "attn.proj_qkv.weight",
-                                            {p + "attn.proj_query.weight", p + "attn.proj_key.weight",
-                                             p + "attn.proj_val.weight"},
-                                            {d, d}));
-  CONVERT_TRY(int32_t out_w, src.add(p + "attn.proj_out.weight", {d, d}));
+  TERN_ASSIGN_OR_RETURN(
+      int32_t qkv_w,
+      src.add_concat(p + "attn.proj_qkv.weight",
+                     {p + "attn.proj_query.weight", p + "attn.proj_key.weight", p + "attn.proj_val.weight"}, {d, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t out_w, src.add(p + "attn.proj_out.weight", {d, d}));
   int32_t span_w = -1;
   if (s.adaptive) {
     const std::string mask = p + "attn.attn.adaptive_span._mask.";
-    CONVERT_TRY(span_w, src.add_reshaped(mask + "current_val", {s.heads, 1, 1}, {s.heads}));
+    TERN_ASSIGN_OR_RETURN(span_w, src.add_reshaped(mask + "current_val", {s.heads, 1, 1}, {s.heads}));
     TERN_RETURN_IF_ERROR(check_mask_template(checkpoint, mask + "mask_template", s.span));
   }
-  CONVERT_TRY(int32_t norm1_w, src.add(p + "norm1.weight", {d}));
-  CONVERT_TRY(int32_t norm1_b, src.add(p + "norm1.bias", {d}));
-  CONVERT_TRY(int32_t fc1_w, src.add(p + "ff.fc1.weight", {F, d}));
-  CONVERT_TRY(int32_t fc1_b, src.add(p + "ff.fc1.bias", {F}));
-  CONVERT_TRY(int32_t fc2_w, src.add(p + "ff.fc2.weight", {d, F}));
-  CONVERT_TRY(int32_t fc2_b, src.add(p + "ff.fc2.bias", {d}));
-  CONVERT_TRY(int32_t norm2_w, src.add(p + "norm2.weight", {d}));
-  CONVERT_TRY(int32_t norm2_b, src.add(p + "norm2.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t norm1_w, src.add(p + "norm1.weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t norm1_b, src.add(p + "norm1.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1_w, src.add(p + "ff.fc1.weight", {F, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1_b, src.add(p + "ff.fc1.bias", {F}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2_w, src.add(p + "ff.fc2.weight", {d, F}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2_b, src.add(p + "ff.fc2.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t norm2_w, src.add(p + "norm2.weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t norm2_b, src.add(p + "norm2.bias", {d}));
 
   const params::Attention attn{int32_t(s.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
                                params::AdaptiveSpan{int32_t(s.span), int32_t(s.ramp)}};
-  CONVERT_TRY(int32_t qkv, emit(g, OpCode::LINEAR, p + "qkv", {h}, {qkv_w, -1}, 3 * d, params::Linear{}));
-  CONVERT_TRY(int32_t a, emit(g, OpCode::ATTENTION, p + "attn", {qkv}, {key_pe, span_w}, d, attn));
-  CONVERT_TRY(int32_t a_out, emit(g, OpCode::LINEAR, p + "attn_out", {a}, {out_w, -1}, d, params::Linear{}));
-  CONVERT_TRY(int32_t r1, emit(g, OpCode::ADD, p + "resid_attn", {h, a_out}, {}, d, params::Add{}));
-  CONVERT_TRY(int32_t n1, emit(g, OpCode::LAYER_NORM, p + "norm1", {r1}, {norm1_w, norm1_b}, d, ln));
-  CONVERT_TRY(int32_t fc1, emit(g, OpCode::LINEAR, p + "fc1", {n1}, {fc1_w, fc1_b}, F, params::Linear{}));
-  CONVERT_TRY(int32_t act, emit(g, OpCode::ACTIVATION, p + "relu", {fc1}, {}, F, params::Activation{fb::ActivationKind::RELU}));
-  CONVERT_TRY(int32_t fc2, emit(g, OpCode::LINEAR, p + "fc2", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
-  CONVERT_TRY(int32_t r2, emit(g, OpCode::ADD, p + "resid_ff", {n1, fc2}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t qkv, emit(g, OpCode::LINEAR, p + "qkv", {h}, {qkv_w, -1}, 3 * d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t a, emit(g, OpCode::ATTENTION, p + "attn", {qkv}, {key_pe, span_w}, d, attn));
+  TERN_ASSIGN_OR_RETURN(int32_t a_out, emit(g, OpCode::LINEAR, p + "attn_out", {a}, {out_w, -1}, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t r1, emit(g, OpCode::ADD, p + "resid_attn", {h, a_out}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t n1, emit(g, OpCode::LAYER_NORM, p + "norm1", {r1}, {norm1_w, norm1_b}, d, ln));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1, emit(g, OpCode::LINEAR, p + "fc1", {n1}, {fc1_w, fc1_b}, F, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(
+      int32_t act, emit(g, OpCode::ACTIVATION, p + "relu", {fc1}, {}, F, params::Activation{fb::ActivationKind::RELU}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2, emit(g, OpCode::LINEAR, p + "fc2", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t r2, emit(g, OpCode::ADD, p + "resid_ff", {n1, fc2}, {}, d, params::Add{}));
   return emit(g, OpCode::LAYER_NORM, p + "norm2", {r2}, {norm2_w, norm2_b}, d, ln);
 }
 
@@ -144,28 +142,29 @@ Result<int32_t> build_layer(const SpanConfig& s, const std::string& p, int32_t h
 
 Status import_adaptive_span(const Checkpoint& checkpoint, GraphBuilder& g) {
   using fb::OpCode;
-  CONVERT_TRY(const SpanConfig s, read_config(checkpoint.config()));
+  TERN_ASSIGN_OR_RETURN(const SpanConfig s, read_config(checkpoint.config()));
   const int64_t V = s.vocab, d = s.d, head_dim = s.d / s.heads;
   // Checkpoints saved from the reference code's DataParallel wrapper name every parameter "module.<name>".
   const std::string prefix = checkpoint.find("module.in_emb.weight") ? "module." : "";
   TensorSource src(checkpoint, g);
 
-  CONVERT_TRY(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
+  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
   TERN_RETURN_IF_ERROR(g.add_input(ids));
-  CONVERT_TRY(int32_t emb_w, src.add(prefix + "in_emb.weight", {V, d}));
-  CONVERT_TRY(int32_t h, emit(g, OpCode::EMBEDDING, "in_emb", {ids}, {emb_w}, d, params::Embedding{}));
+  TERN_ASSIGN_OR_RETURN(int32_t emb_w, src.add(prefix + "in_emb.weight", {V, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t h, emit(g, OpCode::EMBEDDING, "in_emb", {ids}, {emb_w}, d, params::Embedding{}));
   // key_pe [1, head_dim, L] in the checkpoint, shared by all layers and heads; stored once as [head_dim, L].
-  CONVERT_TRY(int32_t key_pe, src.add_reshaped(prefix + "key_pe", {1, head_dim, s.span}, {head_dim, s.span}));
+  TERN_ASSIGN_OR_RETURN(int32_t key_pe, src.add_reshaped(prefix + "key_pe", {1, head_dim, s.span}, {head_dim, s.span}));
 
   for (int64_t i = 0; i < s.layers; ++i) {
-    CONVERT_TRY(h, build_layer(s, prefix + "layers." + std::to_string(i) + ".", h, key_pe, checkpoint, src, g));
+    TERN_ASSIGN_OR_RETURN(h,
+                          build_layer(s, prefix + "layers." + std::to_string(i) + ".", h, key_pe, checkpoint, src, g));
   }
 
-  CONVERT_TRY(int32_t out_w, src.add(prefix + "out_emb.weight", {V, d}));
-  CONVERT_TRY(int32_t out_b, src.add(prefix + "out_emb.bias", {V}));
-  CONVERT_TRY(int32_t scores, emit(g, OpCode::LINEAR, "out_emb", {h}, {out_w, out_b}, V, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t out_w, src.add(prefix + "out_emb.weight", {V, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t out_b, src.add(prefix + "out_emb.bias", {V}));
+  TERN_ASSIGN_OR_RETURN(int32_t scores, emit(g, OpCode::LINEAR, "out_emb", {h}, {out_w, out_b}, V, params::Linear{}));
   // The model's output is log_softmax(out_emb(h)): log-probabilities, which are also valid logits.
-  CONVERT_TRY(int32_t logits, emit(g, OpCode::LOG_SOFTMAX, "logits", {scores}, {}, V, params::LogSoftmax{}));
+  TERN_ASSIGN_OR_RETURN(int32_t logits, emit(g, OpCode::LOG_SOFTMAX, "logits", {scores}, {}, V, params::LogSoftmax{}));
   TERN_RETURN_IF_ERROR(g.add_output(logits));
 
   ModelMetadata& m = g.metadata();

@@ -15,14 +15,13 @@ const std::vector<Importer>& importers() {
 }
 
 Result<const Importer*> find_importer(const nlohmann::json& config) {
-  auto type = Config(config).string("model_type");
-  if (!type.ok()) return type.status();
+  TERN_ASSIGN_OR_RETURN(const std::string type, Config(config).string("model_type"));
   std::string known;
   for (const Importer& imp : importers()) {
-    if (type.value() == imp.model_type) return &imp;
+    if (type == imp.model_type) return &imp;
     known += std::string(known.empty() ? "" : ", ") + imp.model_type;
   }
-  return Unsupported("config.json: unknown model_type '" + type.value() + "' (known: " + known + ")");
+  return Unsupported("config.json: unknown model_type '" + type + "' (known: " + known + ")");
 }
 
 }  // namespace tern::convert

@@ -5,7 +5,6 @@
 #include "config.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
-#include "result_try.h"
 
 namespace tern::convert {
 namespace {
@@ -30,14 +29,14 @@ struct ReferenceConfig {
 
 // One layer's attention object: {"kind": ..., kind-specific keys}; the table is in converter/reference-family.md.
 Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads) {
-  CONVERT_TRY(std::string kind,
-              a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed", "compressive", "routing"},
-                       std::string("dense")));
+  TERN_ASSIGN_OR_RETURN(std::string kind,
+                        a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed", "compressive", "routing"},
+                                 std::string("dense")));
   if (kind == "dense") return params::AttentionKind{params::DenseAttention{}};
   if (kind == "routing") {
-    CONVERT_TRY(const int64_t clusters, a.positive_int("clusters"));
-    CONVERT_TRY(const int64_t window, a.positive_int("window"));
-    CONVERT_TRY(const int64_t local_heads, a.integer("local_heads", 0, 0));
+    TERN_ASSIGN_OR_RETURN(const int64_t clusters, a.positive_int("clusters"));
+    TERN_ASSIGN_OR_RETURN(const int64_t window, a.positive_int("window"));
+    TERN_ASSIGN_OR_RETURN(const int64_t local_heads, a.integer("local_heads", 0, 0));
     if (clusters > (1 << 16)) return a.field_error("clusters", "must be at most 65536, got " + std::to_string(clusters));
     if (window > (1 << 24)) return a.field_error("window", "must be at most 2^24, got " + std::to_string(window));
     if (local_heads >= heads) {
@@ -46,7 +45,7 @@ Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads
     }
     int64_t local_chunk = 1;
     if (local_heads > 0) {
-      CONVERT_TRY(local_chunk, a.positive_int("local_chunk"));
+      TERN_ASSIGN_OR_RETURN(local_chunk, a.positive_int("local_chunk"));
       if (local_chunk > (1 << 24)) return a.field_error("local_chunk", "must be at most 2^24");
     }
     return params::AttentionKind{
@@ -54,10 +53,10 @@ Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads
   }
   if (kind == "compressive") {
     params::Compressive c;
-    CONVERT_TRY(const int64_t mem_len, a.positive_int("mem_len"));
-    CONVERT_TRY(const int64_t cmem_len, a.positive_int("cmem_len"));
-    CONVERT_TRY(const int64_t rate, a.positive_int("rate"));
-    CONVERT_TRY(const std::string how, a.choice("compression", {"conv", "mean", "max"}, std::string("conv")));
+    TERN_ASSIGN_OR_RETURN(const int64_t mem_len, a.positive_int("mem_len"));
+    TERN_ASSIGN_OR_RETURN(const int64_t cmem_len, a.positive_int("cmem_len"));
+    TERN_ASSIGN_OR_RETURN(const int64_t rate, a.positive_int("rate"));
+    TERN_ASSIGN_OR_RETURN(const std::string how, a.choice("compression", {"conv", "mean", "max"}, std::string("conv")));
     if (mem_len > (1 << 24) || cmem_len > (1 << 24) || rate > (1 << 24))
       return a.field_error("mem_len", "cmem_len and rate must be at most 2^24");
     c.mem_len = int32_t(mem_len);
@@ -67,24 +66,24 @@ Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads
     return params::AttentionKind{c};
   }
   if (kind == "sliding") {
-    CONVERT_TRY(int64_t window, a.positive_int("window"));
+    TERN_ASSIGN_OR_RETURN(int64_t window, a.positive_int("window"));
     return params::AttentionKind{params::SlidingWindow{int32_t(window)}};
   }
   if (kind == "chunked") {
-    CONVERT_TRY(int64_t chunk, a.positive_int("chunk"));
-    CONVERT_TRY(int64_t before, a.integer("chunks_before", 0, 1));
-    CONVERT_TRY(int64_t after, a.integer("chunks_after", 0, 0));
+    TERN_ASSIGN_OR_RETURN(int64_t chunk, a.positive_int("chunk"));
+    TERN_ASSIGN_OR_RETURN(int64_t before, a.integer("chunks_before", 0, 1));
+    TERN_ASSIGN_OR_RETURN(int64_t after, a.integer("chunks_after", 0, 0));
     return params::AttentionKind{params::ChunkedLocal{int32_t(chunk), int32_t(before), int32_t(after)}};
   }
-  CONVERT_TRY(std::string layout, a.choice("heads", {"merged", "split"}, std::string("merged")));
+  TERN_ASSIGN_OR_RETURN(std::string layout, a.choice("heads", {"merged", "split"}, std::string("merged")));
   const bool split = layout == "split";
   if (split && heads % 2 != 0) return a.field_error("heads", "\"split\" needs an even num_heads, got " + std::to_string(heads));
   if (kind == "strided") {
-    CONVERT_TRY(int64_t stride, a.positive_int("stride"));
+    TERN_ASSIGN_OR_RETURN(int64_t stride, a.positive_int("stride"));
     return params::AttentionKind{params::Strided{int32_t(stride), split}};
   }
-  CONVERT_TRY(int64_t block, a.positive_int("block"));
-  CONVERT_TRY(int64_t summary, a.positive_int("summary"));
+  TERN_ASSIGN_OR_RETURN(int64_t block, a.positive_int("block"));
+  TERN_ASSIGN_OR_RETURN(int64_t summary, a.positive_int("summary"));
   if (summary > block) return a.field_error("summary", std::to_string(summary) + " exceeds block " + std::to_string(block));
   return params::AttentionKind{params::Fixed{int32_t(block), int32_t(summary), split}};
 }
@@ -107,7 +106,7 @@ Result<std::vector<params::AttentionKind>> read_attention(const Config& config, 
     if (!entry.is_object())
       return config.error("field '" + prefix.substr(0, prefix.size() - 1) + "' must be an object, got " +
                           Config::show(entry));
-    CONVERT_TRY(kinds[size_t(i)], read_attention_kind(Config(entry, "config.json", prefix), heads));
+    TERN_ASSIGN_OR_RETURN(kinds[size_t(i)], read_attention_kind(Config(entry, "config.json", prefix), heads));
   }
   return kinds;
 }
@@ -115,30 +114,31 @@ Result<std::vector<params::AttentionKind>> read_attention(const Config& config, 
 Result<ReferenceConfig> read_config(const nlohmann::json& json) {
   const Config c(json);
   ReferenceConfig r;
-  CONVERT_TRY(r.vocab, c.positive_int("vocab_size"));
-  CONVERT_TRY(r.d, c.positive_int("hidden_size"));
-  CONVERT_TRY(r.layers, c.positive_int("num_layers"));
-  CONVERT_TRY(r.heads, c.positive_int("num_heads"));
-  CONVERT_TRY(r.ffn, c.positive_int("intermediate_size", 4 * r.d));
-  CONVERT_TRY(r.max_positions, c.positive_int("max_position_embeddings"));
-  CONVERT_TRY(std::string positions, c.choice("position_embedding", {"learned", "sinusoidal"}, std::string("learned")));
-  CONVERT_TRY(std::string norm, c.choice("norm_position", {"pre", "post"}, std::string("pre")));
+  TERN_ASSIGN_OR_RETURN(r.vocab, c.positive_int("vocab_size"));
+  TERN_ASSIGN_OR_RETURN(r.d, c.positive_int("hidden_size"));
+  TERN_ASSIGN_OR_RETURN(r.layers, c.positive_int("num_layers"));
+  TERN_ASSIGN_OR_RETURN(r.heads, c.positive_int("num_heads"));
+  TERN_ASSIGN_OR_RETURN(r.ffn, c.positive_int("intermediate_size", 4 * r.d));
+  TERN_ASSIGN_OR_RETURN(r.max_positions, c.positive_int("max_position_embeddings"));
+  TERN_ASSIGN_OR_RETURN(std::string positions,
+                        c.choice("position_embedding", {"learned", "sinusoidal"}, std::string("learned")));
+  TERN_ASSIGN_OR_RETURN(std::string norm, c.choice("norm_position", {"pre", "post"}, std::string("pre")));
   r.learned_positions = positions == "learned";
   r.pre_ln = norm == "pre";
-  CONVERT_TRY(r.final_norm, c.boolean("final_norm", r.pre_ln));
-  CONVERT_TRY(std::string act, c.choice("activation", {"gelu", "gelu_tanh", "relu"}, std::string("gelu")));
+  TERN_ASSIGN_OR_RETURN(r.final_norm, c.boolean("final_norm", r.pre_ln));
+  TERN_ASSIGN_OR_RETURN(std::string act, c.choice("activation", {"gelu", "gelu_tanh", "relu"}, std::string("gelu")));
   r.activation = act == "gelu"        ? fb::ActivationKind::GELU_ERF
                  : act == "gelu_tanh" ? fb::ActivationKind::GELU_TANH
                                       : fb::ActivationKind::RELU;
-  CONVERT_TRY(r.linear_bias, c.boolean("linear_bias", true));
-  CONVERT_TRY(double eps, c.positive_number("layer_norm_eps", 1e-5));
+  TERN_ASSIGN_OR_RETURN(r.linear_bias, c.boolean("linear_bias", true));
+  TERN_ASSIGN_OR_RETURN(double eps, c.positive_number("layer_norm_eps", 1e-5));
   r.eps = float(eps);
-  CONVERT_TRY(r.tied_head, c.boolean("tie_word_embeddings", true));
-  CONVERT_TRY(r.head_bias, c.boolean("lm_head_bias", false));
+  TERN_ASSIGN_OR_RETURN(r.tied_head, c.boolean("tie_word_embeddings", true));
+  TERN_ASSIGN_OR_RETURN(r.head_bias, c.boolean("lm_head_bias", false));
 
   if (r.d % r.heads != 0)
     return c.error("num_heads " + std::to_string(r.heads) + " does not divide hidden_size " + std::to_string(r.d));
-  CONVERT_TRY(r.attention, read_attention(c, r.layers, r.heads));
+  TERN_ASSIGN_OR_RETURN(r.attention, read_attention(c, r.layers, r.heads));
   return r;
 }
 
@@ -148,9 +148,9 @@ class Emitter {
   explicit Emitter(GraphBuilder& graph) : g_(graph) {}
   Result<int32_t> op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
                      std::vector<int32_t> weights, int64_t width, OpParams params) {
-    CONVERT_TRY(int32_t out, g_.add_value(name, fb::DType::F32, width));
-    auto added = g_.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params));
-    if (!added.ok()) return added.status();
+    TERN_ASSIGN_OR_RETURN(int32_t out, g_.add_value(name, fb::DType::F32, width));
+    TERN_RETURN_IF_ERROR(
+        g_.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
     return out;
   }
 
@@ -161,17 +161,17 @@ class Emitter {
 // Weight and optional bias of `<prefix>.weight` [out, in] / `<prefix>.bias` [out]; bias -1 when absent.
 Result<std::vector<int32_t>> linear_weights(TensorSource& src, const std::string& prefix, int64_t out, int64_t in,
                                             bool bias) {
-  CONVERT_TRY(int32_t w, src.add(prefix + ".weight", {out, in}));
+  TERN_ASSIGN_OR_RETURN(int32_t w, src.add(prefix + ".weight", {out, in}));
   int32_t b = -1;
   if (bias) {
-    CONVERT_TRY(b, src.add(prefix + ".bias", {out}));
+    TERN_ASSIGN_OR_RETURN(b, src.add(prefix + ".bias", {out}));
   }
   return std::vector<int32_t>{w, b};
 }
 
 Result<std::vector<int32_t>> norm_weights(TensorSource& src, const std::string& prefix, int64_t d) {
-  CONVERT_TRY(int32_t w, src.add(prefix + ".weight", {d}));
-  CONVERT_TRY(int32_t b, src.add(prefix + ".bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t w, src.add(prefix + ".weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t b, src.add(prefix + ".bias", {d}));
   return std::vector<int32_t>{w, b};
 }
 
@@ -179,22 +179,24 @@ Result<std::vector<int32_t>> norm_weights(TensorSource& src, const std::string& 
 // its bias when the checkpoint has one.
 Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBuilder& g, TensorSource& src,
                                           const std::string& prefix, int64_t d, int64_t rate) {
-  CONVERT_TRY(const TensorView* view, src.require(prefix + ".weight", {d, d, rate}));
-  CONVERT_TRY(int32_t w, g.add_tensor(prefix + ".weight", fb::DType::F32, {d, rate * d},
-                                      [view, d, rate](uint8_t* dst, size_t size) -> Status {
-                                        if (size != size_t(d * d * rate) * sizeof(float)) return InvalidArgument("size mismatch");
-                                        std::vector<float> raw(size_t(d * d * rate));
-                                        TERN_RETURN_IF_ERROR(to_f32(*view, raw.data()));
-                                        auto* out = reinterpret_cast<float*>(dst);
-                                        for (int64_t o = 0; o < d; ++o)
-                                          for (int64_t c = 0; c < d; ++c)
-                                            for (int64_t t = 0; t < rate; ++t)
-                                              out[(o * rate + t) * d + c] = raw[size_t((o * d + c) * rate + t)];
-                                        return Status::Ok();
-                                      }));
+  TERN_ASSIGN_OR_RETURN(const TensorView* view, src.require(prefix + ".weight", {d, d, rate}));
+  TERN_ASSIGN_OR_RETURN(int32_t w, g.add_tensor(prefix + ".weight", fb::DType::F32, {d, rate * d},
+                                                [view, d, rate](uint8_t* dst, size_t size) -> Status {
+                                                  if (size != size_t(d * d * rate) * sizeof(float))
+                                                    return InvalidArgument("size mismatch");
+                                                  std::vector<float> raw(size_t(d * d * rate));
+                                                  TERN_RETURN_IF_ERROR(to_f32(*view, raw.data()));
+                                                  auto* out = reinterpret_cast<float*>(dst);
+                                                  for (int64_t o = 0; o < d; ++o)
+                                                    for (int64_t c = 0; c < d; ++c)
+                                                      for (int64_t t = 0; t < rate; ++t)
+                                                        out[(o * rate + t) * d + c] =
+                                                            raw[size_t((o * d + c) * rate + t)];
+                                                  return Status::Ok();
+                                                }));
   int32_t b = -1;
   if (checkpoint.find(prefix + ".bias")) {
-    CONVERT_TRY(b, src.add(prefix + ".bias", {d}));
+    TERN_ASSIGN_OR_RETURN(b, src.add(prefix + ".bias", {d}));
   }
   return std::vector<int32_t>{w, b};
 }
@@ -210,60 +212,64 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
   const params::Attention attn{int32_t(r.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
                                r.attention[size_t(i)]};
 
-  CONVERT_TRY(auto attn_norm_w, norm_weights(src, p + "attn_norm", d));
+  TERN_ASSIGN_OR_RETURN(auto attn_norm_w, norm_weights(src, p + "attn_norm", d));
   // Fused projection: qkv.weight [3d, d] = rows of q, then k, then v; qkv.bias [3d].
-  CONVERT_TRY(int32_t qkv_w, src.add_concat(p + "attn.qkv.weight",
-                                            {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"}, {d, d}));
+  TERN_ASSIGN_OR_RETURN(
+      int32_t qkv_w,
+      src.add_concat(p + "attn.qkv.weight", {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"}, {d, d}));
   int32_t qkv_b = -1;
   if (r.linear_bias) {
-    CONVERT_TRY(qkv_b, src.add_concat(p + "attn.qkv.bias", {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"},
-                                      {d}));
+    TERN_ASSIGN_OR_RETURN(
+        qkv_b, src.add_concat(p + "attn.qkv.bias", {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"}, {d}));
   }
-  CONVERT_TRY(auto out_w, linear_weights(src, p + "attn.out", d, d, r.linear_bias));
+  TERN_ASSIGN_OR_RETURN(auto out_w, linear_weights(src, p + "attn.out", d, d, r.linear_bias));
   // A routing layer's trained centroids, one set per routing head.
   int32_t centroids = -1;
   if (const auto* routing = std::get_if<params::Routing>(&r.attention[size_t(i)])) {
-    CONVERT_TRY(centroids, src.add(p + "attn.centroids", {r.heads - routing->local_heads, routing->clusters, head_dim}));
+    TERN_ASSIGN_OR_RETURN(centroids,
+                          src.add(p + "attn.centroids", {r.heads - routing->local_heads, routing->clusters, head_dim}));
   }
-  CONVERT_TRY(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
-  CONVERT_TRY(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
-  CONVERT_TRY(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
+  TERN_ASSIGN_OR_RETURN(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
+  TERN_ASSIGN_OR_RETURN(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
+  TERN_ASSIGN_OR_RETURN(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
   // A compressive layer's ATTENTION op reads the attention input itself (it keeps those rows as its memory).
   const auto* compressive = std::get_if<params::Compressive>(&r.attention[size_t(i)]);
   std::vector<int32_t> conv = {-1, -1};
   if (compressive && compressive->compression == fb::Compression::CONV) {
-    CONVERT_TRY(conv, conv_weights(checkpoint, g, src, p + "attn.compress", d, compressive->rate));
+    TERN_ASSIGN_OR_RETURN(conv, conv_weights(checkpoint, g, src, p + "attn.compress", d, compressive->rate));
   }
 
   // Attention block: pre-LN reads LN_a(x), post-LN reads x and normalises after the residual.
   int32_t attn_in = x;
   if (r.pre_ln) {
-    CONVERT_TRY(attn_in, e.op(OpCode::LAYER_NORM, p + "attn_norm", {x}, attn_norm_w, d, ln));
+    TERN_ASSIGN_OR_RETURN(attn_in, e.op(OpCode::LAYER_NORM, p + "attn_norm", {x}, attn_norm_w, d, ln));
   }
   int32_t a = -1;
   if (compressive) {
-    CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {qkv_w, qkv_b, conv[0], conv[1]}, d, attn));
+    TERN_ASSIGN_OR_RETURN(a, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {qkv_w, qkv_b, conv[0], conv[1]}, d, attn));
   } else {
-    CONVERT_TRY(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
+    TERN_ASSIGN_OR_RETURN(int32_t qkv,
+                          e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
     std::vector<int32_t> attn_weights;
     if (centroids >= 0) attn_weights = {centroids};
-    CONVERT_TRY(a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, attn_weights, d, attn));
+    TERN_ASSIGN_OR_RETURN(a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, attn_weights, d, attn));
   }
-  CONVERT_TRY(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
-  CONVERT_TRY(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));
 
   int32_t h = resid_attn;  // MLP block input and the residual it adds to
   int32_t mlp_in = resid_attn;
   if (r.pre_ln) {
-    CONVERT_TRY(mlp_in, e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_attn}, mlp_norm_w, d, ln));
+    TERN_ASSIGN_OR_RETURN(mlp_in, e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_attn}, mlp_norm_w, d, ln));
   } else {
-    CONVERT_TRY(h, e.op(OpCode::LAYER_NORM, p + "attn_norm", {resid_attn}, attn_norm_w, d, ln));
+    TERN_ASSIGN_OR_RETURN(h, e.op(OpCode::LAYER_NORM, p + "attn_norm", {resid_attn}, attn_norm_w, d, ln));
     mlp_in = h;
   }
-  CONVERT_TRY(int32_t fc1, e.op(OpCode::LINEAR, p + "fc1", {mlp_in}, fc1_w, F, params::Linear{}));
-  CONVERT_TRY(int32_t act, e.op(OpCode::ACTIVATION, p + "act", {fc1}, {}, F, params::Activation{r.activation}));
-  CONVERT_TRY(int32_t fc2, e.op(OpCode::LINEAR, p + "fc2", {act}, fc2_w, d, params::Linear{}));
-  CONVERT_TRY(int32_t resid_mlp, e.op(OpCode::ADD, p + "resid_mlp", {h, fc2}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1, e.op(OpCode::LINEAR, p + "fc1", {mlp_in}, fc1_w, F, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t act,
+                        e.op(OpCode::ACTIVATION, p + "act", {fc1}, {}, F, params::Activation{r.activation}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2, e.op(OpCode::LINEAR, p + "fc2", {act}, fc2_w, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t resid_mlp, e.op(OpCode::ADD, p + "resid_mlp", {h, fc2}, {}, d, params::Add{}));
   if (r.pre_ln) return resid_mlp;
   return e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_mlp}, mlp_norm_w, d, ln);
 }
@@ -272,43 +278,43 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
 
 Status import_reference(const Checkpoint& checkpoint, GraphBuilder& g) {
   using fb::OpCode;
-  CONVERT_TRY(const ReferenceConfig r, read_config(checkpoint.config()));
+  TERN_ASSIGN_OR_RETURN(const ReferenceConfig r, read_config(checkpoint.config()));
   const int64_t V = r.vocab, d = r.d, P = r.max_positions;
   TensorSource src(checkpoint, g);
   Emitter e(g);
 
-  CONVERT_TRY(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
+  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
   TERN_RETURN_IF_ERROR(g.add_input(ids));
 
-  CONVERT_TRY(int32_t embed_w, src.add("embed.weight", {V, d}));
-  CONVERT_TRY(int32_t x, e.op(OpCode::EMBEDDING, "embed", {ids}, {embed_w}, d, params::Embedding{}));
+  TERN_ASSIGN_OR_RETURN(int32_t embed_w, src.add("embed.weight", {V, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t x, e.op(OpCode::EMBEDDING, "embed", {ids}, {embed_w}, d, params::Embedding{}));
 
   int32_t pos_w = -1;
   if (r.learned_positions) {
-    CONVERT_TRY(pos_w, src.add("pos_embed.weight", {P, d}));
+    TERN_ASSIGN_OR_RETURN(pos_w, src.add("pos_embed.weight", {P, d}));
   }
   const params::Position pos{r.learned_positions ? fb::PositionKind::LEARNED : fb::PositionKind::SINUSOIDAL, P};
-  CONVERT_TRY(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
+  TERN_ASSIGN_OR_RETURN(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
 
   for (int64_t i = 0; i < r.layers; ++i) {
-    CONVERT_TRY(x, build_layer(r, i, x, checkpoint, g, src, e));
+    TERN_ASSIGN_OR_RETURN(x, build_layer(r, i, x, checkpoint, g, src, e));
   }
 
   if (r.final_norm) {
-    CONVERT_TRY(auto w, norm_weights(src, "final_norm", d));
-    CONVERT_TRY(x, e.op(OpCode::LAYER_NORM, "final_norm", {x}, w, d, params::LayerNorm{r.eps}));
+    TERN_ASSIGN_OR_RETURN(auto w, norm_weights(src, "final_norm", d));
+    TERN_ASSIGN_OR_RETURN(x, e.op(OpCode::LAYER_NORM, "final_norm", {x}, w, d, params::LayerNorm{r.eps}));
   }
 
   // Tied head: the head reads the embedding table itself, stored once in the file.
   int32_t head_w = embed_w;
   if (!r.tied_head) {
-    CONVERT_TRY(head_w, src.add("lm_head.weight", {V, d}));
+    TERN_ASSIGN_OR_RETURN(head_w, src.add("lm_head.weight", {V, d}));
   }
   int32_t head_b = -1;
   if (r.head_bias) {
-    CONVERT_TRY(head_b, src.add("lm_head.bias", {V}));
+    TERN_ASSIGN_OR_RETURN(head_b, src.add("lm_head.bias", {V}));
   }
-  CONVERT_TRY(int32_t logits, e.op(OpCode::LINEAR, "logits", {x}, {head_w, head_b}, V, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t logits, e.op(OpCode::LINEAR, "logits", {x}, {head_w, head_b}, V, params::Linear{}));
   TERN_RETURN_IF_ERROR(g.add_output(logits));
 
   ModelMetadata& m = g.metadata();

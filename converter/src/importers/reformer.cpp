@@ -16,7 +16,6 @@
 #include "config.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
-#include "result_try.h"
 
 namespace tern::convert {
 namespace {
@@ -75,11 +74,11 @@ Result<std::vector<int64_t>> int_list(const Config& c, const std::string& key, s
 Result<ReformerConfig> read_config(const nlohmann::json& json) {
   const Config c(json);
   ReformerConfig r;
-  CONVERT_TRY(r.vocab, c.positive_int("vocab_size"));
-  CONVERT_TRY(r.d, c.positive_int("hidden_size"));
-  CONVERT_TRY(r.heads, c.positive_int("num_attention_heads"));
-  CONVERT_TRY(r.dh, c.positive_int("attention_head_size"));
-  CONVERT_TRY(r.ffn, c.positive_int("feed_forward_size"));
+  TERN_ASSIGN_OR_RETURN(r.vocab, c.positive_int("vocab_size"));
+  TERN_ASSIGN_OR_RETURN(r.d, c.positive_int("hidden_size"));
+  TERN_ASSIGN_OR_RETURN(r.heads, c.positive_int("num_attention_heads"));
+  TERN_ASSIGN_OR_RETURN(r.dh, c.positive_int("attention_head_size"));
+  TERN_ASSIGN_OR_RETURN(r.ffn, c.positive_int("feed_forward_size"));
   if (r.heads > 4096 || r.dh > 4096) return c.error("num_attention_heads and attention_head_size must be at most 4096");
 
   const nlohmann::json* layers = c.get("attn_layers");
@@ -94,44 +93,45 @@ Result<ReformerConfig> read_config(const nlohmann::json& json) {
     r.layers.push_back(e.get<std::string>());
   }
   if (c.has("num_hidden_layers")) {
-    CONVERT_TRY(int64_t n, c.positive_int("num_hidden_layers"));
+    TERN_ASSIGN_OR_RETURN(int64_t n, c.positive_int("num_hidden_layers"));
     if (n != int64_t(r.layers.size())) {
       return c.field_error("num_hidden_layers", "is " + std::to_string(n) + " but attn_layers lists " +
                                                     std::to_string(r.layers.size()) + " layers");
     }
   }
-  CONVERT_TRY(const std::string act, c.choice("hidden_act", {"relu", "gelu", "gelu_new", "gelu_pytorch_tanh"}));
+  TERN_ASSIGN_OR_RETURN(const std::string act,
+                        c.choice("hidden_act", {"relu", "gelu", "gelu_new", "gelu_pytorch_tanh"}));
   r.act = act == "relu" ? fb::ActivationKind::RELU : act == "gelu" ? fb::ActivationKind::GELU_ERF : fb::ActivationKind::GELU_TANH;
-  CONVERT_TRY(r.eps, c.positive_number("layer_norm_eps", 1e-12));
-  CONVERT_TRY(const bool decoder, c.boolean("is_decoder"));
+  TERN_ASSIGN_OR_RETURN(r.eps, c.positive_number("layer_norm_eps", 1e-12));
+  TERN_ASSIGN_OR_RETURN(const bool decoder, c.boolean("is_decoder"));
   if (!decoder) return Unsupported("config.json: is_decoder is false: only causal ReformerModelWithLMHead models are supported");
-  CONVERT_TRY(const bool tied, c.boolean("tie_word_embeddings", false));
+  TERN_ASSIGN_OR_RETURN(const bool tied, c.boolean("tie_word_embeddings", false));
   if (tied) {
     return Unsupported("config.json: tie_word_embeddings is true, but Reformer's LM head reads 2 * hidden_size features "
                        "and cannot share the [vocab, hidden_size] word embeddings");
   }
-  CONVERT_TRY(r.max_positions, c.positive_int("max_position_embeddings"));
-  CONVERT_TRY(r.axial, c.boolean("axial_pos_embds"));
+  TERN_ASSIGN_OR_RETURN(r.max_positions, c.positive_int("max_position_embeddings"));
+  TERN_ASSIGN_OR_RETURN(r.axial, c.boolean("axial_pos_embds"));
   if (r.axial) {
-    CONVERT_TRY(r.axial_shape, int_list(c, "axial_pos_shape", 2, 2));
-    CONVERT_TRY(r.axial_dims, int_list(c, "axial_pos_embds_dim", 2, 2));
+    TERN_ASSIGN_OR_RETURN(r.axial_shape, int_list(c, "axial_pos_shape", 2, 2));
+    TERN_ASSIGN_OR_RETURN(r.axial_dims, int_list(c, "axial_pos_embds_dim", 2, 2));
     if (r.axial_dims[0] + r.axial_dims[1] != r.d) {
       return c.field_error("axial_pos_embds_dim", "must sum to hidden_size " + std::to_string(r.d));
     }
     if (r.axial_shape[0] * r.axial_shape[1] > (int64_t(1) << 32)) return c.field_error("axial_pos_shape", "is too large");
   }
   if (r.has("local")) {
-    CONVERT_TRY(r.local_chunk, c.positive_int("local_attn_chunk_length"));
-    CONVERT_TRY(r.local_before, c.integer("local_num_chunks_before", 0));
-    CONVERT_TRY(int64_t after, c.integer("local_num_chunks_after", 0));
+    TERN_ASSIGN_OR_RETURN(r.local_chunk, c.positive_int("local_attn_chunk_length"));
+    TERN_ASSIGN_OR_RETURN(r.local_before, c.integer("local_num_chunks_before", 0));
+    TERN_ASSIGN_OR_RETURN(int64_t after, c.integer("local_num_chunks_after", 0));
     if (after != 0) return c.field_error("local_num_chunks_after", "must be 0 for a causal LM (HF's ReformerModelWithLMHead asserts it)");
   }
   if (r.has("lsh")) {
-    CONVERT_TRY(r.lsh_chunk, c.positive_int("lsh_attn_chunk_length"));
-    CONVERT_TRY(r.lsh_before, c.integer("lsh_num_chunks_before", 0));
-    CONVERT_TRY(int64_t after, c.integer("lsh_num_chunks_after", 0));
+    TERN_ASSIGN_OR_RETURN(r.lsh_chunk, c.positive_int("lsh_attn_chunk_length"));
+    TERN_ASSIGN_OR_RETURN(r.lsh_before, c.integer("lsh_num_chunks_before", 0));
+    TERN_ASSIGN_OR_RETURN(int64_t after, c.integer("lsh_num_chunks_after", 0));
     if (after != 0) return c.field_error("lsh_num_chunks_after", "must be 0 for a causal LM (HF's ReformerModelWithLMHead asserts it)");
-    CONVERT_TRY(r.hashes, c.positive_int("num_hashes"));
+    TERN_ASSIGN_OR_RETURN(r.hashes, c.positive_int("num_hashes"));
     if (r.hashes > 1024) return c.field_error("num_hashes", "must be at most 1024");
     const nlohmann::json* nb = c.get("num_buckets");
     if (!nb) {
@@ -139,9 +139,9 @@ Result<ReformerConfig> read_config(const nlohmann::json& json) {
                                           "(about 2 * n / lsh_attn_chunk_length); set it to the value the model was trained with");
     }
     if (nb->is_array()) {
-      CONVERT_TRY(r.buckets, int_list(c, "num_buckets", 1, 16));
+      TERN_ASSIGN_OR_RETURN(r.buckets, int_list(c, "num_buckets", 1, 16));
     } else {
-      CONVERT_TRY(int64_t b, c.positive_int("num_buckets"));
+      TERN_ASSIGN_OR_RETURN(int64_t b, c.positive_int("num_buckets"));
       r.buckets = {b};
     }
     int64_t total = 1;
@@ -217,9 +217,8 @@ Result<float> scalar(const Checkpoint& checkpoint, const std::string& name, floa
 
 Result<int32_t> emit(GraphBuilder& g, fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
                      std::vector<int32_t> weights, int64_t width, OpParams params) {
-  CONVERT_TRY(int32_t out, g.add_value(name, fb::DType::F32, width));
-  auto added = g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params));
-  if (!added.ok()) return added.status();
+  TERN_ASSIGN_OR_RETURN(int32_t out, g.add_value(name, fb::DType::F32, width));
+  TERN_RETURN_IF_ERROR(g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
   return out;
 }
 
@@ -238,18 +237,18 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
   const params::LayerNorm ln{float(r.eps)};
   const bool lsh = r.layers[size_t(i)] == "lsh";
 
-  CONVERT_TRY(int32_t ln_a_w, src.add(p + "attention.layer_norm.weight", {d}));
-  CONVERT_TRY(int32_t ln_a_b, src.add(p + "attention.layer_norm.bias", {d}));
-  CONVERT_TRY(int32_t out_w, src.add(p + "attention.output.dense.weight", {d, inner}));
-  CONVERT_TRY(int32_t ln_f_w, src.add(p + "feed_forward.layer_norm.weight", {d}));
-  CONVERT_TRY(int32_t ln_f_b, src.add(p + "feed_forward.layer_norm.bias", {d}));
-  CONVERT_TRY(int32_t fc1_w, src.add(p + "feed_forward.dense.dense.weight", {F, d}));
-  CONVERT_TRY(int32_t fc1_b, src.add(p + "feed_forward.dense.dense.bias", {F}));
-  CONVERT_TRY(int32_t fc2_w, src.add(p + "feed_forward.output.dense.weight", {d, F}));
-  CONVERT_TRY(int32_t fc2_b, src.add(p + "feed_forward.output.dense.bias", {d}));
-  CONVERT_TRY(float mask_value, scalar(checkpoint, sa + "mask_value_float32", -1e9f, true));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_a_w, src.add(p + "attention.layer_norm.weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_a_b, src.add(p + "attention.layer_norm.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t out_w, src.add(p + "attention.output.dense.weight", {d, inner}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_f_w, src.add(p + "feed_forward.layer_norm.weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_f_b, src.add(p + "feed_forward.layer_norm.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1_w, src.add(p + "feed_forward.dense.dense.weight", {F, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1_b, src.add(p + "feed_forward.dense.dense.bias", {F}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2_w, src.add(p + "feed_forward.output.dense.weight", {d, F}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2_b, src.add(p + "feed_forward.output.dense.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(float mask_value, scalar(checkpoint, sa + "mask_value_float32", -1e9f, true));
   (void)mask_value;
-  CONVERT_TRY(float mask16, scalar(checkpoint, sa + "mask_value_float16", -1e4f, false));
+  TERN_ASSIGN_OR_RETURN(float mask16, scalar(checkpoint, sa + "mask_value_float16", -1e4f, false));
   (void)mask16;
 
   params::Attention attn;
@@ -259,25 +258,28 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
   int32_t proj_w = -1, rot = -1;
   int64_t proj_width = 0;
   if (lsh) {
-    CONVERT_TRY(proj_w, src.add_concat(sa + "query_key_value.weight", {sa + "query_key.weight", sa + "value.weight"}, {inner, d}));
+    TERN_ASSIGN_OR_RETURN(proj_w, src.add_concat(sa + "query_key_value.weight",
+                                                 {sa + "query_key.weight", sa + "value.weight"}, {inner, d}));
     proj_width = 2 * inner;
-    CONVERT_TRY(float self_mask, scalar(checkpoint, sa + "self_mask_value_float32", -1e5f, true));
-    CONVERT_TRY(float self16, scalar(checkpoint, sa + "self_mask_value_float16", -1e3f, false));
+    TERN_ASSIGN_OR_RETURN(float self_mask, scalar(checkpoint, sa + "self_mask_value_float32", -1e5f, true));
+    TERN_ASSIGN_OR_RETURN(float self16, scalar(checkpoint, sa + "self_mask_value_float16", -1e3f, false));
     (void)self16;
     int64_t rot_size = 0;
     for (int64_t f : r.buckets) rot_size += f;
     const std::vector<int64_t> rot_shape = {r.heads, r.dh, r.hashes, rot_size / 2};
     if (checkpoint.find(sa + "rotations")) {
-      CONVERT_TRY(rot, src.add(sa + "rotations", rot_shape));
+      TERN_ASSIGN_OR_RETURN(rot, src.add(sa + "rotations", rot_shape));
     } else {
       if (*shared_rotations < 0) {
         const size_t count = size_t(r.heads * r.dh * r.hashes * (rot_size / 2));
-        CONVERT_TRY(*shared_rotations, g.add_tensor("lsh_rotations", fb::DType::F32, rot_shape,
-                                                    [seed, count](uint8_t* dst, size_t size) -> Status {
-                                                      if (size != count * sizeof(float)) return InvalidArgument("destination size mismatch");
-                                                      RotationGenerator(seed).fill(reinterpret_cast<float*>(dst), count);
-                                                      return Status::Ok();
-                                                    }));
+        TERN_ASSIGN_OR_RETURN(*shared_rotations, g.add_tensor("lsh_rotations", fb::DType::F32, rot_shape,
+                                                              [seed, count](uint8_t* dst, size_t size) -> Status {
+                                                                if (size != count * sizeof(float))
+                                                                  return InvalidArgument("destination size mismatch");
+                                                                RotationGenerator(seed).fill(
+                                                                    reinterpret_cast<float*>(dst), count);
+                                                                return Status::Ok();
+                                                              }));
       }
       rot = *shared_rotations;
       *drew = true;
@@ -295,8 +297,9 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
     attn.kind = k;
     attn.scale = float(1.0 / std::sqrt(double(r.dh)));  // keys: * rsqrt(attention_head_size)
   } else {
-    CONVERT_TRY(proj_w, src.add_concat(sa + "query_key_value.weight",
-                                       {sa + "query.weight", sa + "key.weight", sa + "value.weight"}, {inner, d}));
+    TERN_ASSIGN_OR_RETURN(proj_w,
+                          src.add_concat(sa + "query_key_value.weight",
+                                         {sa + "query.weight", sa + "key.weight", sa + "value.weight"}, {inner, d}));
     proj_width = 3 * inner;
     // HF: chunks of local_attn_chunk_length seeing local_num_chunks_before chunks back, keys / sqrt(dh); its circular
     // wrap only reaches later chunks, which the causal mask hides (converter/reformer.md).
@@ -304,16 +307,24 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
     attn.scale = float(1.0 / std::sqrt(double(r.dh)));
   }
 
-  CONVERT_TRY(int32_t ln_a, emit(g, OpCode::LAYER_NORM, p + "attention.layer_norm", {s.x2}, {ln_a_w, ln_a_b}, d, ln));
-  CONVERT_TRY(int32_t proj, emit(g, OpCode::LINEAR, p + "attention.projection", {ln_a}, {proj_w, -1}, proj_width, params::Linear{}));
-  CONVERT_TRY(int32_t a, emit(g, OpCode::ATTENTION, p + "attention.self_attention", {proj}, {rot}, inner, attn));
-  CONVERT_TRY(int32_t ao, emit(g, OpCode::LINEAR, p + "attention.output", {a}, {out_w, -1}, d, params::Linear{}));
-  CONVERT_TRY(int32_t y1, emit(g, OpCode::ADD, p + "stream1", {s.x1, ao}, {}, d, params::Add{}));
-  CONVERT_TRY(int32_t ln_f, emit(g, OpCode::LAYER_NORM, p + "feed_forward.layer_norm", {y1}, {ln_f_w, ln_f_b}, d, ln));
-  CONVERT_TRY(int32_t fc1, emit(g, OpCode::LINEAR, p + "feed_forward.dense", {ln_f}, {fc1_w, fc1_b}, F, params::Linear{}));
-  CONVERT_TRY(int32_t act, emit(g, OpCode::ACTIVATION, p + "feed_forward.act", {fc1}, {}, F, params::Activation{r.act}));
-  CONVERT_TRY(int32_t fc2, emit(g, OpCode::LINEAR, p + "feed_forward.output", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
-  CONVERT_TRY(int32_t y2, emit(g, OpCode::ADD, p + "stream2", {s.x2, fc2}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_a,
+                        emit(g, OpCode::LAYER_NORM, p + "attention.layer_norm", {s.x2}, {ln_a_w, ln_a_b}, d, ln));
+  TERN_ASSIGN_OR_RETURN(int32_t proj, emit(g, OpCode::LINEAR, p + "attention.projection", {ln_a}, {proj_w, -1},
+                                           proj_width, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t a,
+                        emit(g, OpCode::ATTENTION, p + "attention.self_attention", {proj}, {rot}, inner, attn));
+  TERN_ASSIGN_OR_RETURN(int32_t ao,
+                        emit(g, OpCode::LINEAR, p + "attention.output", {a}, {out_w, -1}, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t y1, emit(g, OpCode::ADD, p + "stream1", {s.x1, ao}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_f,
+                        emit(g, OpCode::LAYER_NORM, p + "feed_forward.layer_norm", {y1}, {ln_f_w, ln_f_b}, d, ln));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1,
+                        emit(g, OpCode::LINEAR, p + "feed_forward.dense", {ln_f}, {fc1_w, fc1_b}, F, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t act,
+                        emit(g, OpCode::ACTIVATION, p + "feed_forward.act", {fc1}, {}, F, params::Activation{r.act}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2,
+                        emit(g, OpCode::LINEAR, p + "feed_forward.output", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t y2, emit(g, OpCode::ADD, p + "stream2", {s.x2, fc2}, {}, d, params::Add{}));
   return Streams{y1, y2};
 }
 
@@ -321,60 +332,67 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
 
 Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& options, GraphBuilder& g) {
   using fb::OpCode;
-  CONVERT_TRY(const ReformerConfig r, read_config(checkpoint.config()));
+  TERN_ASSIGN_OR_RETURN(const ReformerConfig r, read_config(checkpoint.config()));
   const int64_t V = r.vocab, d = r.d;
   const uint64_t seed = options.hash_seed ? *options.hash_seed : r.hash_seed.value_or(0);
   TensorSource src(checkpoint, g);
 
-  CONVERT_TRY(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
+  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
   TERN_RETURN_IF_ERROR(g.add_input(ids));
-  CONVERT_TRY(int32_t emb_w, src.add("reformer.embeddings.word_embeddings.weight", {V, d}));
-  CONVERT_TRY(int32_t e, emit(g, OpCode::EMBEDDING, "reformer.embeddings.word_embeddings", {ids}, {emb_w}, d, params::Embedding{}));
+  TERN_ASSIGN_OR_RETURN(int32_t emb_w, src.add("reformer.embeddings.word_embeddings.weight", {V, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t e, emit(g, OpCode::EMBEDDING, "reformer.embeddings.word_embeddings", {ids}, {emb_w}, d,
+                                        params::Embedding{}));
   params::Position pos;
   std::vector<int32_t> pos_w;
   int64_t positions = 0;
   if (r.axial) {
     const int64_t s0 = r.axial_shape[0], s1 = r.axial_shape[1], d0 = r.axial_dims[0], d1 = r.axial_dims[1];
-    CONVERT_TRY(int32_t rows, src.add_reshaped("reformer.embeddings.position_embeddings.weights.0", {s0, 1, d0}, {s0, d0}));
-    CONVERT_TRY(int32_t cols, src.add_reshaped("reformer.embeddings.position_embeddings.weights.1", {1, s1, d1}, {s1, d1}));
+    TERN_ASSIGN_OR_RETURN(int32_t rows,
+                          src.add_reshaped("reformer.embeddings.position_embeddings.weights.0", {s0, 1, d0}, {s0, d0}));
+    TERN_ASSIGN_OR_RETURN(int32_t cols,
+                          src.add_reshaped("reformer.embeddings.position_embeddings.weights.1", {1, s1, d1}, {s1, d1}));
     pos.kind = fb::PositionKind::AXIAL;
     pos.max_positions = s0 * s1;
     pos_w = {rows, cols};
     positions = std::min(s0 * s1, r.max_positions);
   } else {
-    CONVERT_TRY(int32_t table, src.add("reformer.embeddings.position_embeddings.embedding.weight", {r.max_positions, d}));
+    TERN_ASSIGN_OR_RETURN(int32_t table,
+                          src.add("reformer.embeddings.position_embeddings.embedding.weight", {r.max_positions, d}));
     pos.kind = fb::PositionKind::LEARNED;
     pos.max_positions = r.max_positions;
     pos_w = {table};
     positions = r.max_positions;
   }
-  CONVERT_TRY(int32_t h, emit(g, OpCode::POSITION, "reformer.embeddings.position_embeddings", {e}, pos_w, d, pos));
+  TERN_ASSIGN_OR_RETURN(int32_t h,
+                        emit(g, OpCode::POSITION, "reformer.embeddings.position_embeddings", {e}, pos_w, d, pos));
 
   Streams s{h, h};
   int32_t shared_rotations = -1;
   bool drew = false;
   for (int64_t i = 0; i < int64_t(r.layers.size()); ++i) {
-    CONVERT_TRY(s, build_layer(r, i, s, checkpoint, src, g, &shared_rotations, seed, &drew));
+    TERN_ASSIGN_OR_RETURN(s, build_layer(r, i, s, checkpoint, src, g, &shared_rotations, seed, &drew));
   }
-  CONVERT_TRY(int32_t ln_w, src.add("reformer.encoder.layer_norm.weight", {2 * d}));
-  CONVERT_TRY(int32_t ln_b, src.add("reformer.encoder.layer_norm.bias", {2 * d}));
-  CONVERT_TRY(int32_t head_w, src.add("lm_head.decoder.weight", {V, 2 * d}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_w, src.add("reformer.encoder.layer_norm.weight", {2 * d}));
+  TERN_ASSIGN_OR_RETURN(int32_t ln_b, src.add("reformer.encoder.layer_norm.bias", {2 * d}));
+  TERN_ASSIGN_OR_RETURN(int32_t head_w, src.add("lm_head.decoder.weight", {V, 2 * d}));
   // The head's bias is lm_head.bias, saved by some versions a second time as lm_head.decoder.bias (the same tensor).
   const bool bias = checkpoint.find("lm_head.bias") != nullptr, twin = checkpoint.find("lm_head.decoder.bias") != nullptr;
   if (!bias && !twin) return InvalidModel("missing tensor 'lm_head.bias' (or its twin 'lm_head.decoder.bias')");
   if (bias && twin) {
-    CONVERT_TRY(const TensorView* a, src.require("lm_head.bias", {V}));
-    CONVERT_TRY(const TensorView* b, src.require("lm_head.decoder.bias", {V}));
+    TERN_ASSIGN_OR_RETURN(const TensorView* a, src.require("lm_head.bias", {V}));
+    TERN_ASSIGN_OR_RETURN(const TensorView* b, src.require("lm_head.decoder.bias", {V}));
     std::vector<float> va(static_cast<size_t>(V)), vb(static_cast<size_t>(V));
     TERN_RETURN_IF_ERROR(to_f32(*a, va.data()));
     TERN_RETURN_IF_ERROR(to_f32(*b, vb.data()));
     if (va != vb) return InvalidModel("'lm_head.bias' and 'lm_head.decoder.bias' differ; HF ties them to one tensor");
   }
-  CONVERT_TRY(int32_t head_b, src.add(bias ? "lm_head.bias" : "lm_head.decoder.bias", {V}));
-  CONVERT_TRY(int32_t cat, emit(g, OpCode::CONCAT, "reformer.encoder.streams", {s.x1, s.x2}, {}, 2 * d, params::Concat{}));
-  CONVERT_TRY(int32_t norm, emit(g, OpCode::LAYER_NORM, "reformer.encoder.layer_norm", {cat}, {ln_w, ln_b}, 2 * d,
-                                 params::LayerNorm{float(r.eps)}));
-  CONVERT_TRY(int32_t logits, emit(g, OpCode::LINEAR, "logits", {norm}, {head_w, head_b}, V, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t head_b, src.add(bias ? "lm_head.bias" : "lm_head.decoder.bias", {V}));
+  TERN_ASSIGN_OR_RETURN(int32_t cat,
+                        emit(g, OpCode::CONCAT, "reformer.encoder.streams", {s.x1, s.x2}, {}, 2 * d, params::Concat{}));
+  TERN_ASSIGN_OR_RETURN(int32_t norm, emit(g, OpCode::LAYER_NORM, "reformer.encoder.layer_norm", {cat}, {ln_w, ln_b},
+                                           2 * d, params::LayerNorm{float(r.eps)}));
+  TERN_ASSIGN_OR_RETURN(int32_t logits,
+                        emit(g, OpCode::LINEAR, "logits", {norm}, {head_w, head_b}, V, params::Linear{}));
   TERN_RETURN_IF_ERROR(g.add_output(logits));
 
   // The longest input HF runs: it pads to the lcm of the chunk lengths first, and the padded length must fit the

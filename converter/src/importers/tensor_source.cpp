@@ -15,9 +15,7 @@ Result<const TensorView*> TensorSource::require(const std::string& name, const s
 }
 
 Result<int32_t> TensorSource::add(const std::string& name, const std::vector<int64_t>& shape) {
-  auto view = require(name, shape);
-  if (!view.ok()) return view.status();
-  const TensorView* v = view.value();
+  TERN_ASSIGN_OR_RETURN(const TensorView* v, require(name, shape));
   return graph_.add_tensor(name, fb::DType::F32, shape, [v](uint8_t* dst, size_t size) -> Status {
     if (size != size_t(v->numel()) * sizeof(float)) return InvalidArgument("destination size mismatch");
     return to_f32(*v, reinterpret_cast<float*>(dst));
@@ -26,11 +24,9 @@ Result<int32_t> TensorSource::add(const std::string& name, const std::vector<int
 
 Result<int32_t> TensorSource::add_reshaped(const std::string& name, const std::vector<int64_t>& shape,
                                            const std::vector<int64_t>& stored_shape) {
-  auto view = require(name, shape);
-  if (!view.ok()) return view.status();
+  TERN_ASSIGN_OR_RETURN(const TensorView* v, require(name, shape));
   int64_t numel = 1;
   for (int64_t d : stored_shape) numel *= d;
-  const TensorView* v = view.value();
   if (numel != v->numel())
     return InvalidArgument("tensor '" + name + "': cannot store shape " + shape_string(shape) + " as " +
                            shape_string(stored_shape));
@@ -45,9 +41,8 @@ Result<int32_t> TensorSource::add_concat(const std::string& name, const std::vec
   if (parts.empty() || part_shape.empty()) return InvalidArgument("tensor '" + name + "': nothing to concatenate");
   std::vector<const TensorView*> views;
   for (const std::string& part : parts) {
-    auto view = require(part, part_shape);
-    if (!view.ok()) return view.status();
-    views.push_back(view.value());
+    TERN_ASSIGN_OR_RETURN(const TensorView* view, require(part, part_shape));
+    views.push_back(view);
   }
   std::vector<int64_t> shape = part_shape;
   shape[0] *= int64_t(parts.size());

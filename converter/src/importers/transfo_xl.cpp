@@ -13,7 +13,6 @@
 #include "config.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
-#include "result_try.h"
 
 namespace tern::convert {
 namespace {
@@ -49,27 +48,27 @@ Result<int64_t> signed_int(const Config& c, const std::string& key, int64_t fall
 Result<XlConfig> read_config(const nlohmann::json& json) {
   const Config c(json);
   XlConfig x;
-  CONVERT_TRY(x.vocab, c.positive_int("vocab_size", 267735));
-  CONVERT_TRY(x.d, c.positive_int("d_model", 1024));
-  CONVERT_TRY(x.d_embed, c.positive_int("d_embed", 1024));
-  CONVERT_TRY(x.heads, c.positive_int("n_head", 16));
-  CONVERT_TRY(x.d_head, c.positive_int("d_head", 64));
-  CONVERT_TRY(x.d_inner, c.positive_int("d_inner", 4096));
-  CONVERT_TRY(x.layers, c.positive_int("n_layer", 18));
-  CONVERT_TRY(x.div_val, c.positive_int("div_val", 4));
-  CONVERT_TRY(x.mem_len, c.integer("mem_len", 0, 1600));
-  CONVERT_TRY(const int64_t clamp, signed_int(c, "clamp_len", 1000));
+  TERN_ASSIGN_OR_RETURN(x.vocab, c.positive_int("vocab_size", 267735));
+  TERN_ASSIGN_OR_RETURN(x.d, c.positive_int("d_model", 1024));
+  TERN_ASSIGN_OR_RETURN(x.d_embed, c.positive_int("d_embed", 1024));
+  TERN_ASSIGN_OR_RETURN(x.heads, c.positive_int("n_head", 16));
+  TERN_ASSIGN_OR_RETURN(x.d_head, c.positive_int("d_head", 64));
+  TERN_ASSIGN_OR_RETURN(x.d_inner, c.positive_int("d_inner", 4096));
+  TERN_ASSIGN_OR_RETURN(x.layers, c.positive_int("n_layer", 18));
+  TERN_ASSIGN_OR_RETURN(x.div_val, c.positive_int("div_val", 4));
+  TERN_ASSIGN_OR_RETURN(x.mem_len, c.integer("mem_len", 0, 1600));
+  TERN_ASSIGN_OR_RETURN(const int64_t clamp, signed_int(c, "clamp_len", 1000));
   x.clamp_len = clamp > 0 ? clamp : 0;  // HF clamps only when clamp_len > 0
-  CONVERT_TRY(x.same_length, c.boolean("same_length", true));
-  CONVERT_TRY(x.pre_ln, c.boolean("pre_lnorm", false));
-  CONVERT_TRY(x.untie_r, c.boolean("untie_r", true));
-  CONVERT_TRY(double eps, c.positive_number("layer_norm_epsilon", 1e-5));
+  TERN_ASSIGN_OR_RETURN(x.same_length, c.boolean("same_length", true));
+  TERN_ASSIGN_OR_RETURN(x.pre_ln, c.boolean("pre_lnorm", false));
+  TERN_ASSIGN_OR_RETURN(x.untie_r, c.boolean("untie_r", true));
+  TERN_ASSIGN_OR_RETURN(double eps, c.positive_number("layer_norm_epsilon", 1e-5));
   x.eps = float(eps);
-  CONVERT_TRY(const bool legacy_tie, c.boolean("tie_weight", true));
-  CONVERT_TRY(x.tie_weight, c.boolean("tie_word_embeddings", legacy_tie));
-  CONVERT_TRY(const int64_t attn_type, signed_int(c, "attn_type", 0));
+  TERN_ASSIGN_OR_RETURN(const bool legacy_tie, c.boolean("tie_weight", true));
+  TERN_ASSIGN_OR_RETURN(x.tie_weight, c.boolean("tie_word_embeddings", legacy_tie));
+  TERN_ASSIGN_OR_RETURN(const int64_t attn_type, signed_int(c, "attn_type", 0));
   if (attn_type != 0) return c.field_error("attn_type", "must be 0 (relative positions; HF implements no other)");
-  CONVERT_TRY(const int64_t sample_softmax, signed_int(c, "sample_softmax", -1));
+  TERN_ASSIGN_OR_RETURN(const int64_t sample_softmax, signed_int(c, "sample_softmax", -1));
   if (sample_softmax > 0) return Unsupported("config.json: sampled softmax (sample_softmax > 0) is not supported");
   if (x.d % 2 != 0) return c.field_error("d_model", "must be even (sinusoidal positions), got " + std::to_string(x.d));
 
@@ -105,7 +104,7 @@ Result<XlConfig> read_config(const nlohmann::json& json) {
       x.tie_projs.push_back(v.get<bool>());
     }
   } else {
-    CONVERT_TRY(const bool share, c.boolean("proj_share_all_but_first", true));
+    TERN_ASSIGN_OR_RETURN(const bool share, c.boolean("proj_share_all_but_first", true));
     x.tie_projs.assign(size_t(x.clusters()), share);
     x.tie_projs[0] = false;
   }
@@ -115,9 +114,8 @@ Result<XlConfig> read_config(const nlohmann::json& json) {
 // Adds value `name` [n, width] and the op that writes it (op and value share the name).
 Result<int32_t> emit(GraphBuilder& g, fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
                      std::vector<int32_t> weights, int64_t width, OpParams params) {
-  CONVERT_TRY(int32_t out, g.add_value(name, fb::DType::F32, width));
-  auto added = g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params));
-  if (!added.ok()) return added.status();
+  TERN_ASSIGN_OR_RETURN(int32_t out, g.add_value(name, fb::DType::F32, width));
+  TERN_RETURN_IF_ERROR(g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
   return out;
 }
 
@@ -154,20 +152,20 @@ Result<int32_t> build_layer(const XlConfig& x, int64_t l, int32_t h, int32_t inv
   const std::string p = "transformer.layers." + std::to_string(l) + ".";
   const int64_t d = x.d, inner = x.heads * x.d_head;
   const params::LayerNorm ln{x.eps};
-  CONVERT_TRY(int32_t qkv, t.get(p + "dec_attn.qkv_net.weight", {3 * inner, d}));
-  CONVERT_TRY(int32_t r_net, t.get(p + "dec_attn.r_net.weight", {inner, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t qkv, t.get(p + "dec_attn.qkv_net.weight", {3 * inner, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t r_net, t.get(p + "dec_attn.r_net.weight", {inner, d}));
   const std::string bias = x.untie_r ? p + "dec_attn." : "transformer.";
-  CONVERT_TRY(int32_t r_w, t.get(bias + "r_w_bias", {x.heads, x.d_head}));
-  CONVERT_TRY(int32_t r_r, t.get(bias + "r_r_bias", {x.heads, x.d_head}));
-  CONVERT_TRY(int32_t o_net, t.get(p + "dec_attn.o_net.weight", {d, inner}));
-  CONVERT_TRY(int32_t attn_ln_w, t.get(p + "dec_attn.layer_norm.weight", {d}));
-  CONVERT_TRY(int32_t attn_ln_b, t.get(p + "dec_attn.layer_norm.bias", {d}));
-  CONVERT_TRY(int32_t fc1_w, t.get(p + "pos_ff.CoreNet.0.weight", {x.d_inner, d}));
-  CONVERT_TRY(int32_t fc1_b, t.get(p + "pos_ff.CoreNet.0.bias", {x.d_inner}));
-  CONVERT_TRY(int32_t fc2_w, t.get(p + "pos_ff.CoreNet.3.weight", {d, x.d_inner}));
-  CONVERT_TRY(int32_t fc2_b, t.get(p + "pos_ff.CoreNet.3.bias", {d}));
-  CONVERT_TRY(int32_t ff_ln_w, t.get(p + "pos_ff.layer_norm.weight", {d}));
-  CONVERT_TRY(int32_t ff_ln_b, t.get(p + "pos_ff.layer_norm.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t r_w, t.get(bias + "r_w_bias", {x.heads, x.d_head}));
+  TERN_ASSIGN_OR_RETURN(int32_t r_r, t.get(bias + "r_r_bias", {x.heads, x.d_head}));
+  TERN_ASSIGN_OR_RETURN(int32_t o_net, t.get(p + "dec_attn.o_net.weight", {d, inner}));
+  TERN_ASSIGN_OR_RETURN(int32_t attn_ln_w, t.get(p + "dec_attn.layer_norm.weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t attn_ln_b, t.get(p + "dec_attn.layer_norm.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1_w, t.get(p + "pos_ff.CoreNet.0.weight", {x.d_inner, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1_b, t.get(p + "pos_ff.CoreNet.0.bias", {x.d_inner}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2_w, t.get(p + "pos_ff.CoreNet.3.weight", {d, x.d_inner}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2_b, t.get(p + "pos_ff.CoreNet.3.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t ff_ln_w, t.get(p + "pos_ff.layer_norm.weight", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t ff_ln_b, t.get(p + "pos_ff.layer_norm.bias", {d}));
 
   const std::string n = "layers." + std::to_string(l) + ".";
   const params::Attention attn{int32_t(x.heads), int32_t(x.d_head), float(1.0 / std::sqrt(double(x.d_head))), true,
@@ -175,20 +173,22 @@ Result<int32_t> build_layer(const XlConfig& x, int64_t l, int32_t h, int32_t inv
   // Pre-LN normalises [memory; h] inside the attention op; post-LN normalises after the residual.
   const std::vector<int32_t> attn_weights = x.pre_ln ? std::vector<int32_t>{qkv, r_net, r_w, r_r, attn_ln_w, attn_ln_b, inv_freq}
                                                      : std::vector<int32_t>{qkv, r_net, r_w, r_r, -1, -1, inv_freq};
-  CONVERT_TRY(int32_t a, emit(g, OpCode::ATTENTION, n + "attn", {h}, attn_weights, inner, attn));
-  CONVERT_TRY(int32_t o, emit(g, OpCode::LINEAR, n + "o_net", {a}, {o_net, -1}, d, params::Linear{}));
-  CONVERT_TRY(int32_t r1, emit(g, OpCode::ADD, n + "resid_attn", {h, o}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t a, emit(g, OpCode::ATTENTION, n + "attn", {h}, attn_weights, inner, attn));
+  TERN_ASSIGN_OR_RETURN(int32_t o, emit(g, OpCode::LINEAR, n + "o_net", {a}, {o_net, -1}, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t r1, emit(g, OpCode::ADD, n + "resid_attn", {h, o}, {}, d, params::Add{}));
   int32_t ff_in = r1;
   if (x.pre_ln) {
-    CONVERT_TRY(ff_in, emit(g, OpCode::LAYER_NORM, n + "ff_norm", {r1}, {ff_ln_w, ff_ln_b}, d, ln));
+    TERN_ASSIGN_OR_RETURN(ff_in, emit(g, OpCode::LAYER_NORM, n + "ff_norm", {r1}, {ff_ln_w, ff_ln_b}, d, ln));
   } else {
-    CONVERT_TRY(r1, emit(g, OpCode::LAYER_NORM, n + "attn_norm", {r1}, {attn_ln_w, attn_ln_b}, d, ln));
+    TERN_ASSIGN_OR_RETURN(r1, emit(g, OpCode::LAYER_NORM, n + "attn_norm", {r1}, {attn_ln_w, attn_ln_b}, d, ln));
     ff_in = r1;
   }
-  CONVERT_TRY(int32_t fc1, emit(g, OpCode::LINEAR, n + "fc1", {ff_in}, {fc1_w, fc1_b}, x.d_inner, params::Linear{}));
-  CONVERT_TRY(int32_t act, emit(g, OpCode::ACTIVATION, n + "relu", {fc1}, {}, x.d_inner, params::Activation{fb::ActivationKind::RELU}));
-  CONVERT_TRY(int32_t fc2, emit(g, OpCode::LINEAR, n + "fc2", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
-  CONVERT_TRY(int32_t r2, emit(g, OpCode::ADD, n + "resid_ff", {r1, fc2}, {}, d, params::Add{}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc1,
+                        emit(g, OpCode::LINEAR, n + "fc1", {ff_in}, {fc1_w, fc1_b}, x.d_inner, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t act, emit(g, OpCode::ACTIVATION, n + "relu", {fc1}, {}, x.d_inner,
+                                          params::Activation{fb::ActivationKind::RELU}));
+  TERN_ASSIGN_OR_RETURN(int32_t fc2, emit(g, OpCode::LINEAR, n + "fc2", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(int32_t r2, emit(g, OpCode::ADD, n + "resid_ff", {r1, fc2}, {}, d, params::Add{}));
   if (x.pre_ln) return r2;
   return emit(g, OpCode::LAYER_NORM, n + "ff_norm", {r2}, {ff_ln_w, ff_ln_b}, d, ln);
 }
@@ -200,18 +200,19 @@ Result<int32_t> build_embedding(const XlConfig& x, int32_t ids, Tensors& t, Grap
   p.scale = float(std::sqrt(double(x.d)));
   std::vector<int32_t> weights;
   if (x.div_val == 1) {
-    CONVERT_TRY(int32_t table, t.get(e + "emb_layers.0.weight", {x.vocab, x.d_embed}));
+    TERN_ASSIGN_OR_RETURN(int32_t table, t.get(e + "emb_layers.0.weight", {x.vocab, x.d_embed}));
     int32_t proj = -1;
     if (x.d_embed != x.d) {
-      CONVERT_TRY(proj, t.get(e + "emb_projs.0", {x.d, x.d_embed}));
+      TERN_ASSIGN_OR_RETURN(proj, t.get(e + "emb_projs.0", {x.d, x.d_embed}));
     }
     weights = {table, proj};
   } else {
     p.cutoffs = x.cutoffs;
     for (int64_t i = 0; i < x.clusters(); ++i) {
       const std::string s = std::to_string(i);
-      CONVERT_TRY(int32_t table, t.get(e + "emb_layers." + s + ".weight", {x.end(i) - x.begin(i), x.cluster_dim(i)}));
-      CONVERT_TRY(int32_t proj, t.get(e + "emb_projs." + s, {x.d, x.cluster_dim(i)}));
+      TERN_ASSIGN_OR_RETURN(int32_t table,
+                            t.get(e + "emb_layers." + s + ".weight", {x.end(i) - x.begin(i), x.cluster_dim(i)}));
+      TERN_ASSIGN_OR_RETURN(int32_t proj, t.get(e + "emb_projs." + s, {x.d, x.cluster_dim(i)}));
       weights.push_back(table);
       weights.push_back(proj);
     }
@@ -224,8 +225,8 @@ Result<int32_t> build_softmax(const XlConfig& x, int32_t h, Tensors& t, GraphBui
   const int64_t C = x.clusters() - 1;
   std::vector<int32_t> weights = {-1, -1};
   if (C > 0) {
-    CONVERT_TRY(weights[0], t.get("crit.cluster_weight", {C, x.d_embed}));
-    CONVERT_TRY(weights[1], t.get("crit.cluster_bias", {C}));
+    TERN_ASSIGN_OR_RETURN(weights[0], t.get("crit.cluster_weight", {C, x.d_embed}));
+    TERN_ASSIGN_OR_RETURN(weights[1], t.get("crit.cluster_bias", {C}));
   }
   for (int64_t i = 0; i < x.clusters(); ++i) {
     const std::string s = std::to_string(i);
@@ -236,19 +237,20 @@ Result<int32_t> build_softmax(const XlConfig& x, int32_t h, Tensors& t, GraphBui
     int32_t w;
     if (x.tie_weight) {
       TERN_RETURN_IF_ERROR(t.tied_copy("crit.out_layers." + layer + ".weight", w_shape));
-      CONVERT_TRY(w, t.get("transformer.word_emb.emb_layers." + layer + ".weight", w_shape));
+      TERN_ASSIGN_OR_RETURN(w, t.get("transformer.word_emb.emb_layers." + layer + ".weight", w_shape));
     } else {
-      CONVERT_TRY(w, t.get("crit.out_layers." + layer + ".weight", w_shape));
+      TERN_ASSIGN_OR_RETURN(w, t.get("crit.out_layers." + layer + ".weight", w_shape));
     }
-    CONVERT_TRY(int32_t b, t.get("crit.out_layers." + layer + ".bias", {w_shape[0]}));
+    TERN_ASSIGN_OR_RETURN(int32_t b, t.get("crit.out_layers." + layer + ".bias", {w_shape[0]}));
     int32_t proj = -1;
     if (!shared || x.d != x.d_embed) {
       const std::vector<int64_t> p_shape = {x.d, di};
       if (x.tie_projs[size_t(i)]) {
         TERN_RETURN_IF_ERROR(t.tied_copy("crit.out_projs." + s, p_shape));
-        CONVERT_TRY(proj, t.get("transformer.word_emb.emb_projs." + (shared ? std::string("0") : s), p_shape));
+        TERN_ASSIGN_OR_RETURN(proj,
+                              t.get("transformer.word_emb.emb_projs." + (shared ? std::string("0") : s), p_shape));
       } else {
-        CONVERT_TRY(proj, t.get("crit.out_projs." + s, p_shape));
+        TERN_ASSIGN_OR_RETURN(proj, t.get("crit.out_projs." + s, p_shape));
       }
     }
     weights.insert(weights.end(), {w, b, proj});
@@ -259,20 +261,20 @@ Result<int32_t> build_softmax(const XlConfig& x, int32_t h, Tensors& t, GraphBui
 }  // namespace
 
 Status import_transfo_xl(const Checkpoint& checkpoint, GraphBuilder& g) {
-  CONVERT_TRY(const XlConfig x, read_config(checkpoint.config()));
+  TERN_ASSIGN_OR_RETURN(const XlConfig x, read_config(checkpoint.config()));
   Tensors t(checkpoint, g);
-  CONVERT_TRY(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
+  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
   TERN_RETURN_IF_ERROR(g.add_input(ids));
-  CONVERT_TRY(int32_t h, build_embedding(x, ids, t, g));
+  TERN_ASSIGN_OR_RETURN(int32_t h, build_embedding(x, ids, t, g));
   // HF's frequency buffer, when saved: float32 values the runtime then uses as they are.
   int32_t inv_freq = -1;
   if (checkpoint.find("transformer.pos_emb.inv_freq")) {
-    CONVERT_TRY(inv_freq, t.get("transformer.pos_emb.inv_freq", {x.d / 2}));
+    TERN_ASSIGN_OR_RETURN(inv_freq, t.get("transformer.pos_emb.inv_freq", {x.d / 2}));
   }
   for (int64_t l = 0; l < x.layers; ++l) {
-    CONVERT_TRY(h, build_layer(x, l, h, inv_freq, t, g));
+    TERN_ASSIGN_OR_RETURN(h, build_layer(x, l, h, inv_freq, t, g));
   }
-  CONVERT_TRY(int32_t log_probs, build_softmax(x, h, t, g));
+  TERN_ASSIGN_OR_RETURN(int32_t log_probs, build_softmax(x, h, t, g));
   TERN_RETURN_IF_ERROR(g.add_output(log_probs));
 
   ModelMetadata& m = g.metadata();

@@ -22,7 +22,10 @@ typedef enum {
   TERN_UNSUPPORTED = 3,
   TERN_OUT_OF_MEMORY = 4,
   TERN_DEVICE_ERROR = 5,
-  TERN_IO_ERROR = 6
+  TERN_IO_ERROR = 6,
+  /* An error inside the library, not in the model, the arguments or the device: a bug to report, with the
+   * message from tern_last_error / tern_session_last_error. */
+  TERN_INTERNAL_ERROR = 7
 } tern_status;
 
 typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;

@@ -48,6 +48,7 @@ const char* tern_status_string(tern_status status) {
     case TERN_OUT_OF_MEMORY: return "out of memory";
     case TERN_DEVICE_ERROR: return "device error";
     case TERN_IO_ERROR: return "i/o error";
+    case TERN_INTERNAL_ERROR: return "internal error";
   }
   return "unknown status";
 }

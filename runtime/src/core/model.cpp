@@ -67,9 +67,8 @@ std::string Model::description() const {
 }
 
 Result<std::unique_ptr<Model>> Model::load_file(const std::string& path) {
-  auto file = MappedFile::open(path);
-  if (!file.ok()) return file.status();
-  auto model = verify(std::move(file).value());
+  TERN_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  auto model = verify(std::move(file));
   if (!model.ok()) return Status(model.status().code(), path + ": " + model.status().message());
   return model;
 }

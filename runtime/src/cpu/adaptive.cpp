@@ -29,9 +29,7 @@ class AdaptiveEmbeddingKernel : public CpuKernel {
       XnnLinear l;
       if (a_.projs[i]) {
         // proj_i [d, d_i] is already [out, in].
-        auto made = XnnLinear::create(a_.projs[i], nullptr, a_.dims[i], a_.d, a_.d, node_.label());
-        if (!made.ok()) return made.status();
-        l = std::move(made).value();
+        TERN_ASSIGN_OR_RETURN(l, XnnLinear::create(a_.projs[i], nullptr, a_.dims[i], a_.d, a_.d, node_.label()));
       }
       proj_.push_back(std::move(l));
     }
@@ -114,20 +112,16 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
         transposed.assign(size_t(di * d), 0.0f);
         for (int64_t k = 0; k < d; ++k)
           for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = a_.projs[i][k * di + c];
-        auto made = XnnLinear::create(transposed.data(), nullptr, d, di, di, node_.label());
-        if (!made.ok()) return made.status();
-        p = std::move(made).value();
+        TERN_ASSIGN_OR_RETURN(p, XnnLinear::create(transposed.data(), nullptr, d, di, di, node_.label()));
       }
       proj_.push_back(std::move(p));
       // Cluster i's logits go straight to its columns of the output (row stride V).
-      auto out = XnnLinear::create(a_.weights[i], a_.biases[i], di, rows, V, node_.label());
-      if (!out.ok()) return out.status();
-      out_.push_back(std::move(out).value());
+      TERN_ASSIGN_OR_RETURN(XnnLinear out, XnnLinear::create(a_.weights[i], a_.biases[i], di, rows, V, node_.label()));
+      out_.push_back(std::move(out));
     }
     if (a_.tails() > 0) {
-      auto made = XnnLinear::create(a_.cluster_weight, a_.cluster_bias, a_.dims[0], a_.tails(), a_.tails(), node_.label());
-      if (!made.ok()) return made.status();
-      cluster_ = std::move(made).value();
+      TERN_ASSIGN_OR_RETURN(cluster_, XnnLinear::create(a_.cluster_weight, a_.cluster_bias, a_.dims[0], a_.tails(),
+                                                        a_.tails(), node_.label()));
     }
     return Status::Ok();
   }
@@ -195,18 +189,16 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
 }  // namespace
 
 Result<std::unique_ptr<CpuKernel>> make_adaptive_embedding(const Node& node, const Model& model, const KernelConfig& cfg) {
-  auto spec = AdaptiveInput::from(node, model.values());
-  if (!spec.ok()) return spec.status();
-  std::unique_ptr<AdaptiveEmbeddingKernel> k(new AdaptiveEmbeddingKernel(node, std::move(spec).value(), cfg.max_batch));
+  TERN_ASSIGN_OR_RETURN(auto spec, AdaptiveInput::from(node, model.values()));
+  std::unique_ptr<AdaptiveEmbeddingKernel> k(new AdaptiveEmbeddingKernel(node, std::move(spec), cfg.max_batch));
   TERN_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<CpuKernel>(std::move(k));
 }
 
 Result<std::unique_ptr<CpuKernel>> make_adaptive_log_softmax(const Node& node, const Model& model,
                                                               const KernelConfig& cfg) {
-  auto spec = AdaptiveSoftmax::from(node, model.values());
-  if (!spec.ok()) return spec.status();
-  std::unique_ptr<AdaptiveLogSoftmaxKernel> k(new AdaptiveLogSoftmaxKernel(node, std::move(spec).value(), cfg.max_batch));
+  TERN_ASSIGN_OR_RETURN(auto spec, AdaptiveSoftmax::from(node, model.values()));
+  std::unique_ptr<AdaptiveLogSoftmaxKernel> k(new AdaptiveLogSoftmaxKernel(node, std::move(spec), cfg.max_batch));
   TERN_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<CpuKernel>(std::move(k));
 }

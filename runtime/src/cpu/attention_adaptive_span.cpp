@@ -288,19 +288,18 @@ class AdaptiveSpanKernel : public CpuKernel {
 }  // namespace
 
 Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model&, const KernelConfig& cfg) {
-  auto span = AdaptiveSpan::from(node);
-  if (!span.ok()) return span.status();
+  TERN_ASSIGN_OR_RETURN(auto span, AdaptiveSpan::from(node));
   // A head never needs more than the tokens the session can hold.
   std::vector<int64_t> capacity;
   uint64_t keys = 0;
-  for (int64_t r : span.value().reach) {
+  for (int64_t r : span.reach) {
     capacity.push_back(std::min(r, cfg.max_tokens));
     keys += uint64_t(capacity.back());
   }
-  const uint64_t state = 2ull * keys * uint64_t(span.value().head_dim) * sizeof(float);
+  const uint64_t state = 2ull * keys * uint64_t(span.head_dim) * sizeof(float);
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
-    return std::unique_ptr<CpuKernel>(new AdaptiveSpanKernel(node, span.value(), cfg, capacity));
+    return std::unique_ptr<CpuKernel>(new AdaptiveSpanKernel(node, span, cfg, capacity));
   } catch (const std::bad_alloc&) {
     return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
   }

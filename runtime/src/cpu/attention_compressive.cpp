@@ -82,17 +82,11 @@ class CompressiveKernel : public CpuKernel {
 
   Status init() {
     const int64_t inner = c_.inner(), d = c_.d;
-    auto q = XnnLinear::create(c_.qkv, c_.qkv_bias, d, inner, inner, node_.label());
-    if (!q.ok()) return q.status();
-    q_ = std::move(q).value();
-    auto kv = XnnLinear::create(c_.qkv + inner * d, c_.qkv_bias ? c_.qkv_bias + inner : nullptr, d, 2 * inner, 2 * inner,
-                                node_.label());
-    if (!kv.ok()) return kv.status();
-    kv_ = std::move(kv).value();
+    TERN_ASSIGN_OR_RETURN(q_, XnnLinear::create(c_.qkv, c_.qkv_bias, d, inner, inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, XnnLinear::create(c_.qkv + inner * d, c_.qkv_bias ? c_.qkv_bias + inner : nullptr, d,
+                                                 2 * inner, 2 * inner, node_.label()));
     if (c_.compression == fb::Compression::CONV) {
-      auto conv = XnnLinear::create(c_.conv_weight, c_.conv_bias, c_.rate * d, d, d, node_.label());
-      if (!conv.ok()) return conv.status();
-      conv_ = std::move(conv).value();
+      TERN_ASSIGN_OR_RETURN(conv_, XnnLinear::create(c_.conv_weight, c_.conv_bias, c_.rate * d, d, d, node_.label()));
     }
     mem_.assign(size_t(c_.mem_capacity() * d), 0.0f);
     cmem_.assign(size_t(c_.cmem_len * d), 0.0f);
@@ -218,9 +212,8 @@ class CompressiveKernel : public CpuKernel {
 }  // namespace
 
 Result<std::unique_ptr<CpuKernel>> make_compressive_attention(const Node& node, const Model&, const KernelConfig& cfg) {
-  auto c = Compressive::from(node);
-  if (!c.ok()) return c.status();
-  std::unique_ptr<CompressiveKernel> k(new CompressiveKernel(node, c.value(), cfg));
+  TERN_ASSIGN_OR_RETURN(auto c, Compressive::from(node));
+  std::unique_ptr<CompressiveKernel> k(new CompressiveKernel(node, c, cfg));
   TERN_RETURN_IF_ERROR(k->init());
   return std::unique_ptr<CpuKernel>(std::move(k));
 }

@@ -371,17 +371,14 @@ namespace {
 
 Result<std::unique_ptr<CpuKernel>> make_lsh(const Node& node, const KernelConfig& cfg, const LshFold* fold,
                                             const Model& model) {
-  auto spec = LshAttention::from(node);
-  if (!spec.ok()) return spec.status();
+  TERN_ASSIGN_OR_RETURN(auto spec, LshAttention::from(node));
   std::optional<LshFoldedLayer> folded;
   if (fold) {
-    auto f = LshFoldedLayer::create(*fold, model, spec.value().heads, spec.value().head_dim);
-    if (!f.ok()) return f.status();
-    folded = std::move(f).value();
+    TERN_ASSIGN_OR_RETURN(folded, LshFoldedLayer::create(*fold, model, spec.heads, spec.head_dim));
   }
-  const uint64_t bytes = uint64_t(Layout(spec.value(), cfg.max_batch, folded ? &*folded : nullptr).total(cfg.threads)) * 4;
+  const uint64_t bytes = uint64_t(Layout(spec, cfg.max_batch, folded ? &*folded : nullptr).total(cfg.threads)) * 4;
   if (bytes > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": LSH scratch of " + std::to_string(bytes) + " bytes is too large");
-  return std::unique_ptr<CpuKernel>(new LshKernel(node, spec.value(), cfg, std::move(folded)));
+  return std::unique_ptr<CpuKernel>(new LshKernel(node, spec, cfg, std::move(folded)));
 }
 
 }  // namespace

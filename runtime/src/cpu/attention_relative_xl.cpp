@@ -128,20 +128,15 @@ class RelativeXLKernel : public CpuKernel {
 
   Status init(pthreadpool_t pool) {
     const int64_t inner = xl_.inner(), d = xl_.d, H = xl_.heads, dh = xl_.head_dim;
-    auto q = XnnLinear::create(xl_.qkv, nullptr, d, inner, inner, node_.label());
-    if (!q.ok()) return q.status();
-    q_ = std::move(q).value();
-    auto kv = XnnLinear::create(xl_.qkv + inner * d, nullptr, d, 2 * inner, 2 * inner, node_.label());
-    if (!kv.ok()) return kv.status();
-    kv_ = std::move(kv).value();
+    TERN_ASSIGN_OR_RETURN(q_, XnnLinear::create(xl_.qkv, nullptr, d, inner, inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, XnnLinear::create(xl_.qkv + inner * d, nullptr, d, 2 * inner, 2 * inner, node_.label()));
     // r(p) for every position a call can read, and scale * r_r_bias . r(p).
     const int64_t P = xl_.position_rows(max_batch_);
     std::vector<float> pe(size_t(P * d));
     for (int64_t p = 0; p < P; ++p) xl_.position_encoding(p, pe.data() + p * d);
-    auto r_net = XnnLinear::create(xl_.r_net, nullptr, d, inner, inner, node_.label());
-    if (!r_net.ok()) return r_net.status();
+    TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(xl_.r_net, nullptr, d, inner, inner, node_.label()));
     r_.resize(size_t(P * inner));
-    TERN_RETURN_IF_ERROR(r_net.value().run(pool, pe.data(), P, r_.data(), node_.label()));
+    TERN_RETURN_IF_ERROR(r_net.run(pool, pe.data(), P, r_.data(), node_.label()));
     vr_.resize(size_t(P * H));
     for (int64_t p = 0; p < P; ++p)
       for (int64_t h = 0; h < H; ++h) {
@@ -255,11 +250,10 @@ class RelativeXLKernel : public CpuKernel {
 }  // namespace
 
 Result<std::unique_ptr<CpuKernel>> make_relative_xl_attention(const Node& node, const Model&, const KernelConfig& cfg) {
-  auto xl = RelativeXL::from(node);
-  if (!xl.ok()) return xl.status();
-  const uint64_t table = uint64_t(xl.value().position_rows(cfg.max_batch)) * uint64_t(xl.value().inner()) * sizeof(float);
+  TERN_ASSIGN_OR_RETURN(auto xl, RelativeXL::from(node));
+  const uint64_t table = uint64_t(xl.position_rows(cfg.max_batch)) * uint64_t(xl.inner()) * sizeof(float);
   if (table > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": position table of " + std::to_string(table) + " bytes is too large");
-  std::unique_ptr<RelativeXLKernel> k(new RelativeXLKernel(node, xl.value(), cfg));
+  std::unique_ptr<RelativeXLKernel> k(new RelativeXLKernel(node, xl, cfg));
   TERN_RETURN_IF_ERROR(k->init(cfg.pool));
   return std::unique_ptr<CpuKernel>(std::move(k));
 }

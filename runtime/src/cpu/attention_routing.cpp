@@ -211,13 +211,12 @@ class RoutingKernel : public CpuKernel {
 }  // namespace
 
 Result<std::unique_ptr<CpuKernel>> make_routing_attention(const Node& node, const Model&, const KernelConfig& cfg) {
-  auto spec = RoutingAttention::from(node);
-  if (!spec.ok()) return spec.status();
-  const uint64_t bytes = uint64_t(Layout(spec.value(), cfg.max_batch).total(cfg.threads)) * 4;
+  TERN_ASSIGN_OR_RETURN(auto spec, RoutingAttention::from(node));
+  const uint64_t bytes = uint64_t(Layout(spec, cfg.max_batch).total(cfg.threads)) * 4;
   if (bytes > (uint64_t(1) << 40)) {
     return OutOfMemory(node.label() + ": routing scratch of " + std::to_string(bytes) + " bytes is too large");
   }
-  return std::unique_ptr<CpuKernel>(new RoutingKernel(node, spec.value(), cfg));
+  return std::unique_ptr<CpuKernel>(new RoutingKernel(node, spec, cfg));
 }
 
 }  // namespace tern::cpu

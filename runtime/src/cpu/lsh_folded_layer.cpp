@@ -26,9 +26,9 @@ Result<LshFoldedLayer> LshFoldedLayer::create(const LshFold& fold, const Model& 
   const float* b = weight(projection, 1);
   for (int h = 0; h < heads; ++h) {
     for (const int64_t row0 : {int64_t(h) * dh, inner + int64_t(h) * dh}) {
-      auto l = XnnLinear::create(w + row0 * f.d_, b ? b + row0 : nullptr, f.d_, dh, 2 * dh, projection.label());
-      if (!l.ok()) return l.status();
-      (row0 < inner ? f.qk_ : f.v_).push_back(std::move(l).value());
+      TERN_ASSIGN_OR_RETURN(XnnLinear l, XnnLinear::create(w + row0 * f.d_, b ? b + row0 : nullptr, f.d_, dh, 2 * dh,
+                                                           projection.label()));
+      (row0 < inner ? f.qk_ : f.v_).push_back(std::move(l));
     }
   }
   if (fold.output < 0) return f;
@@ -41,9 +41,9 @@ Result<LshFoldedLayer> LshFoldedLayer::create(const LshFold& fold, const Model& 
     for (int64_t r = 0; r < f.d_; ++r) {
       std::copy(wo + r * inner + h * dh, wo + r * inner + (h + 1) * dh, columns.begin() + r * dh);
     }
-    auto l = XnnLinear::create(columns.data(), h == 0 ? bo : nullptr, dh, f.d_, f.d_, output.label());
-    if (!l.ok()) return l.status();
-    f.out_.push_back(std::move(l).value());
+    TERN_ASSIGN_OR_RETURN(XnnLinear l,
+                          XnnLinear::create(columns.data(), h == 0 ? bo : nullptr, dh, f.d_, f.d_, output.label()));
+    f.out_.push_back(std::move(l));
   }
   return f;
 }

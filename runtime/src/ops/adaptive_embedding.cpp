@@ -50,9 +50,7 @@ Result<AdaptiveInput> AdaptiveInput::from(const Node& node, const std::vector<Va
     }
     vocab += t->shape[0];
   }
-  auto ends = adaptive_cluster_ends(p->cutoffs(), vocab, where);
-  if (!ends.ok()) return ends.status();
-  a.ends = std::move(ends).value();
+  TERN_ASSIGN_OR_RETURN(a.ends, adaptive_cluster_ends(p->cutoffs(), vocab, where));
   for (size_t i = 0; i < clusters; ++i) {
     const TensorInfo* t = node.weights[2 * i];
     const TensorInfo* proj = node.weights[2 * i + 1];

@@ -17,9 +17,7 @@ Result<AdaptiveSoftmax> AdaptiveSoftmax::from(const Node& node, const std::vecto
   AdaptiveSoftmax a;
   a.d = values[node.inputs[0]].width;
   const int64_t V = values[node.outputs[0]].width;
-  auto ends = adaptive_cluster_ends(p->cutoffs(), V, where);
-  if (!ends.ok()) return ends.status();
-  a.ends = std::move(ends).value();
+  TERN_ASSIGN_OR_RETURN(a.ends, adaptive_cluster_ends(p->cutoffs(), V, where));
   const size_t clusters = a.ends.size() - 1;
   const auto& w = node.weights;
   if (w.size() != 2 + 3 * clusters) {
