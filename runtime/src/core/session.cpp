@@ -143,9 +143,8 @@ Status Session::build(const tern_session_options& options) {
 
 Status Session::create_backend(const BackendEntry& entry, const BackendConfig& config) {
   for (const Node& node : model_.nodes()) TERN_RETURN_IF_ERROR(entry.supports(node, model_));
-  auto created = entry.create(model_, config);
-  if (!created.ok()) return created.status();
-  backend_ = std::move(created).value();
+  TERN_ASSIGN_OR_RETURN(auto created, entry.create(model_, config));
+  backend_ = std::move(created);
   return Status::Ok();
 }
 

@@ -117,18 +117,18 @@ Status CpuBackend::build(const BackendConfig& config) {
   for (const Node& node : nodes) {
     const LshFold* fold = fold_of[size_t(node.index)];
     const bool packed_elsewhere = node.code == fb::OpCode::LINEAR;  // by the attention kernel of its fold
-    auto kernel = !fold ? make_kernel(node, model_, cfg)
-                  : fold->attention == node.index ? make_lsh_attention_folded(node, *fold, model_, cfg)
-                                                  : make_folded_away(packed_elsewhere);
-    if (!kernel.ok()) return kernel.status();
-    stateful[node.index] = kernel.value()->has_state();
-    scratch = std::max(scratch, kernel.value()->scratch_bytes());
+    TERN_ASSIGN_OR_RETURN(auto kernel, !fold ? make_kernel(node, model_, cfg)
+                                       : fold->attention == node.index
+                                           ? make_lsh_attention_folded(node, *fold, model_, cfg)
+                                           : make_folded_away(packed_elsewhere));
+    stateful[node.index] = kernel->has_state();
+    scratch = std::max(scratch, kernel->scratch_bytes());
     for (const TensorInfo* t : node.weights) {
       if (!t) continue;
       int8_t& p = packed_only[size_t(t - tensors.data())];
-      p = p != 0 && kernel.value()->weights_packed() ? 1 : 0;
+      p = p != 0 && kernel->weights_packed() ? 1 : 0;
     }
-    kernels_.push_back(std::move(kernel).value());
+    kernels_.push_back(std::move(kernel));
     for (size_t t : release_after[size_t(node.index)]) {
       if (packed_only[t] == 1) model_.release_pages(tensors[t]);
     }

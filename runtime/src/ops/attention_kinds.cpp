@@ -45,8 +45,7 @@ uint64_t no_state(const Node&, int64_t) { return 0; }
 
 // Dense, sliding window, chunked local, strided and fixed: a visibility pattern (ops/attention_pattern.h), no weights.
 Status validate_windowed(const Node& node, const std::vector<ValueInfo>& values) {
-  auto pattern = AttentionPattern::from(*node.fb_op->params_as_AttentionParams(), node.label());
-  if (!pattern.ok()) return pattern.status();
+  TERN_RETURN_IF_ERROR(AttentionPattern::from(*node.fb_op->params_as_AttentionParams(), node.label()).status());
   for (const TensorInfo* w : node.weights) {
     if (w) return InvalidModel(node.label() + ": weight '" + w->name + "' given, but only kinds AdaptiveSpan and RelativeXL have weights");
   }
@@ -62,8 +61,7 @@ uint64_t windowed_state_bytes(const Node& node, int64_t n) {
 
 Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& values) {
   if (node.weights.size() > 2) return InvalidModel(node.label() + ": kind AdaptiveSpan takes at most 2 weights");
-  auto span = AdaptiveSpan::from(node);
-  if (!span.ok()) return span.status();
+  TERN_RETURN_IF_ERROR(AdaptiveSpan::from(node).status());
   return expect_qkv(node, values);
 }
 
@@ -75,9 +73,8 @@ uint64_t adaptive_span_state_bytes(const Node& node, int64_t n) {
 
 // Transformer-XL (ops/relative_xl.h): reads the layer input h [n, d].
 Status validate_relative_xl(const Node& node, const std::vector<ValueInfo>& values) {
-  auto xl = RelativeXL::from(node);
-  if (!xl.ok()) return xl.status();
-  return expect_rows_of(node, values, xl.value().d);
+  TERN_ASSIGN_OR_RETURN(const RelativeXL xl, RelativeXL::from(node));
+  return expect_rows_of(node, values, xl.d);
 }
 
 // The memory of mem_len layer inputs, full (of zeros) from the first token on.
@@ -89,17 +86,15 @@ uint64_t relative_xl_dense_bytes(const Node& node, int64_t n) {
 
 // Reformer LSH (ops/lsh.h): shared query-key and values, qk | v [n, 2*inner]; weight: rotations.
 Status validate_lsh(const Node& node, const std::vector<ValueInfo>& values) {
-  auto lsh = LshAttention::from(node);
-  if (!lsh.ok()) return lsh.status();
+  TERN_RETURN_IF_ERROR(LshAttention::from(node).status());
   TERN_RETURN_IF_ERROR(expect_width(node, values, false, 0, 2 * inner_width(node)));
   return expect_width(node, values, true, 0, inner_width(node));
 }
 
 // Compressive memory (ops/compressive.h): reads its attention input a [n, d].
 Status validate_compressive(const Node& node, const std::vector<ValueInfo>& values) {
-  auto c = Compressive::from(node);
-  if (!c.ok()) return c.status();
-  return expect_rows_of(node, values, c.value().d);
+  TERN_ASSIGN_OR_RETURN(const Compressive c, Compressive::from(node));
+  return expect_rows_of(node, values, c.d);
 }
 
 // The memory and the compressed memory: attention inputs, d floats a row.
@@ -117,8 +112,7 @@ uint64_t compressive_dense_bytes(const Node& node, int64_t n) {
 
 // Routing Transformer (ops/routing.h): qkv as the windowed kinds; weight: centroids.
 Status validate_routing(const Node& node, const std::vector<ValueInfo>& values) {
-  auto routing = RoutingAttention::from(node);
-  if (!routing.ok()) return routing.status();
+  TERN_RETURN_IF_ERROR(RoutingAttention::from(node).status());
   return expect_qkv(node, values);
 }
 

@@ -97,9 +97,8 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   } const config{options.device, backend_config.named || options.device > 0, backend_config.max_tokens,
                  backend_config.max_batch, options.weight_storage == TERN_WEIGHT_STORAGE_F16};
   const Model& model = model_;
-  auto ctx = vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights);
-  if (!ctx.ok()) return ctx.status();
-  ctx_ = std::move(ctx).value();
+  TERN_ASSIGN_OR_RETURN(auto ctx, vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights));
+  ctx_ = std::move(ctx);
   memory_ = std::make_unique<vk::Memory>(*ctx_);
   pipelines_ = std::make_unique<vk::PipelineCache>(*ctx_);
   program_ = std::make_unique<vk::Program>(*ctx_, *memory_, *pipelines_, config.max_batch);
@@ -108,14 +107,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   // Values: the intermediate ones in one device arena placed by the planner; ids and logits in host-visible memory.
   const auto& nodes = model.nodes();
   const ArenaPlan plan = plain_plan(model, config.max_batch);
-  auto arena = memory_->allocate(plan.bytes, vk::MemoryKind::kDevice, "the arena");
-  if (!arena.ok()) return arena.status();
-  auto ids = memory_->allocate(uint64_t(config.max_batch) * sizeof(int32_t), vk::MemoryKind::kHost, "the ids");
-  if (!ids.ok()) return ids.status();
-  ids_ = ids.value();
-  auto out = memory_->allocate(uint64_t(config.max_batch) * uint64_t(vocab_) * sizeof(float), vk::MemoryKind::kHost, "the logits");
-  if (!out.ok()) return out.status();
-  output_ = out.value();
+  TERN_ASSIGN_OR_RETURN(auto arena, memory_->allocate(plan.bytes, vk::MemoryKind::kDevice, "the arena"));
+  TERN_ASSIGN_OR_RETURN(
+      auto ids, memory_->allocate(uint64_t(config.max_batch) * sizeof(int32_t), vk::MemoryKind::kHost, "the ids"));
+  ids_ = ids;
+  TERN_ASSIGN_OR_RETURN(auto out, memory_->allocate(uint64_t(config.max_batch) * uint64_t(vocab_) * sizeof(float),
+                                                    vk::MemoryKind::kHost, "the logits"));
+  output_ = out;
   arena_bytes_ = plan.bytes;
 
   vk::Lowering low(model, *ctx_, *memory_, *program_, config.max_tokens, config.max_batch);
@@ -129,7 +127,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     } else if (int(v) == model.output_value()) {
       low.values[v] = {output_, 0, bytes, "output"};
     } else if (plan.offsets[v] >= 0) {
-      low.values[v] = {arena.value(), uint64_t(plan.offsets[v]), bytes, "an activation"};
+      low.values[v] = {arena, uint64_t(plan.offsets[v]), bytes, "an activation"};
     }
   }
   id_limit_ = INT64_MAX;

@@ -85,8 +85,7 @@ Result<Slice> Memory::allocate(uint64_t bytes, MemoryKind kind, const char* what
     }
   }
   if (!block) {
-    auto b = new_block(bytes, kind, what);
-    if (!b.ok()) return b.status();
+    TERN_RETURN_IF_ERROR(new_block(bytes, kind, what).status());
     block = &blocks_.back();
   }
   Slice s;

@@ -83,12 +83,11 @@ Groups stride_groups(int64_t count, int64_t per_group) {
 Result<Slice> Lowering::weight(const TensorInfo* tensor) {
   auto it = weights_.find(tensor);
   if (it != weights_.end()) return it->second;
-  auto slice = memory.allocate(tensor->size, MemoryKind::kDevice, tensor->name.c_str());
-  if (!slice.ok()) return slice.status();
-  weights_[tensor] = slice.value();
-  pending_.push_back({tensor->data, tensor->size, slice.value()});
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(tensor->size, MemoryKind::kDevice, tensor->name.c_str()));
+  weights_[tensor] = slice;
+  pending_.push_back({tensor->data, tensor->size, slice});
   weight_bytes += tensor->size;
-  return slice.value();
+  return slice;
 }
 
 Result<Slice> Lowering::weight_f16(const TensorInfo* tensor) {
@@ -96,30 +95,27 @@ Result<Slice> Lowering::weight_f16(const TensorInfo* tensor) {
   if (it != weights_f16_.end()) return it->second;
   if (tensor->dtype != fb::DType::F32) return Unsupported("weight '" + tensor->name + "' is not float32");
   const uint64_t elements = tensor->size / sizeof(float);
-  auto slice = memory.allocate(elements * 2, MemoryKind::kDevice, tensor->name.c_str());
-  if (!slice.ok()) return slice.status();
-  weights_f16_[tensor] = slice.value();
-  pending_.push_back({tensor->data, elements * 2, slice.value(), true});
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(elements * 2, MemoryKind::kDevice, tensor->name.c_str()));
+  weights_f16_[tensor] = slice;
+  pending_.push_back({tensor->data, elements * 2, slice, true});
   weight_bytes += elements * 2;
-  return slice.value();
+  return slice;
 }
 
 Result<Slice> Lowering::constant(std::vector<float> data, const char* what) {
   const uint64_t bytes = data.size() * sizeof(float);
-  auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
-  if (!slice.ok()) return slice.status();
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, what));
   constants_.push_back(std::make_unique<std::vector<float>>(std::move(data)));
-  pending_.push_back({reinterpret_cast<const uint8_t*>(constants_.back()->data()), bytes, slice.value()});
+  pending_.push_back({reinterpret_cast<const uint8_t*>(constants_.back()->data()), bytes, slice});
   weight_bytes += bytes;
-  return slice.value();
+  return slice;
 }
 
 Result<Slice> Lowering::state(uint64_t bytes, const char* what) {
-  auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
-  if (!slice.ok()) return slice.status();
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, what));
   state_bytes += bytes;
-  zeroed_.push_back(slice.value());
-  return slice.value();
+  zeroed_.push_back(slice);
+  return slice;
 }
 
 void Lowering::save_whole(const Node& node, const Slice& state, uint64_t bytes) {
@@ -135,10 +131,9 @@ void Lowering::save_whole(const Node& node, const Slice& state, uint64_t bytes) 
 }
 
 Result<Slice> Lowering::scratch(uint64_t bytes, const char* what) {
-  auto slice = memory.allocate(bytes, MemoryKind::kDevice, what);
-  if (!slice.ok()) return slice.status();
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, what));
   scratch_bytes += bytes;
-  return slice.value();
+  return slice;
 }
 
 Status Lowering::upload() {
@@ -147,12 +142,11 @@ Status Lowering::upload() {
   if (total == 0 && zeroed_.empty()) return Status::Ok();
   total = std::max<uint64_t>(total, 4);
   Memory staging(ctx);  // freed when this returns
-  auto buf = staging.allocate(total, MemoryKind::kHost, "staging the weights");
-  if (!buf.ok()) return buf.status();
+  TERN_ASSIGN_OR_RETURN(auto buf, staging.allocate(total, MemoryKind::kHost, "staging the weights"));
   uint64_t at = 0;
   std::vector<std::pair<const Pending*, uint64_t>> copies;
   for (const Pending& p : pending_) {
-    uint8_t* dst = buf.value().mapped + at;
+    uint8_t* dst = buf.mapped + at;
     if (p.to_f16) {  // tensor data is 64-byte aligned (the loader checks), staging offsets multiples of 4
       floats_to_halves(reinterpret_cast<const float*>(p.data), reinterpret_cast<uint16_t*>(dst), 0, p.bytes / 2);
     } else {
@@ -162,7 +156,7 @@ Status Lowering::upload() {
     at += (p.bytes + 3) / 4 * 4;  // each copy's source offset a multiple of 4
   }
   const Api& vk = ctx.api();
-  const Slice src = buf.value();
+  const Slice src = buf;
   TERN_RETURN_IF_ERROR(run_once(ctx, [&](VkCommandBuffer cb) {
     for (const auto& [p, offset] : copies) {
       VkBufferCopy region{src.offset + offset, p->dst.offset, p->bytes};

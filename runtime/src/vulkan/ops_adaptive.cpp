@@ -36,13 +36,11 @@ Status check_size(const Node& node, const Packed& p) {
 Status upload(Lowering& low, Packed& p, Slice* hdr, Slice* data, const char* what) {
   std::vector<float> bits(p.hdr.size());
   std::memcpy(bits.data(), p.hdr.data(), p.hdr.size() * sizeof(int32_t));
-  auto h = low.constant(std::move(bits), what);
-  if (!h.ok()) return h.status();
+  TERN_ASSIGN_OR_RETURN(auto h, low.constant(std::move(bits), what));
   if (p.data.empty()) p.data.push_back(0.0f);
-  auto d = low.constant(std::move(p.data), what);
-  if (!d.ok()) return d.status();
-  *hdr = h.value();
-  *data = d.value();
+  TERN_ASSIGN_OR_RETURN(auto d, low.constant(std::move(p.data), what));
+  *hdr = h;
+  *data = d;
   return Status::Ok();
 }
 
@@ -56,9 +54,8 @@ uint32_t row_group(const Lowering& low) {
 }  // namespace
 
 Status lower_adaptive_embedding(const Node& node, Lowering& low) {
-  auto spec = AdaptiveInput::from(node, low.model.values());
-  if (!spec.ok()) return spec.status();
-  const AdaptiveInput& a = spec.value();
+  TERN_ASSIGN_OR_RETURN(auto spec, AdaptiveInput::from(node, low.model.values()));
+  const AdaptiveInput& a = spec;
   const auto K = int32_t(a.clusters());
   Packed p;
   for (int64_t e : a.ends) p.hdr.push_back(int32_t(e));
@@ -85,9 +82,8 @@ Status lower_adaptive_embedding(const Node& node, Lowering& low) {
 }
 
 Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
-  auto spec = AdaptiveSoftmax::from(node, low.model.values());
-  if (!spec.ok()) return spec.status();
-  const AdaptiveSoftmax& a = spec.value();
+  TERN_ASSIGN_OR_RETURN(auto spec, AdaptiveSoftmax::from(node, low.model.values()));
+  const AdaptiveSoftmax& a = spec;
   const auto K = int32_t(a.clusters());
   const int64_t V = a.vocab(), T = a.tails(), d = a.d;
   Packed p;
@@ -111,13 +107,11 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
   Slice hdr, data;
   TERN_RETURN_IF_ERROR(upload(low, p, &hdr, &data, "adaptive softmax weights"));
   // Scratch for a call: x proj_i of every cluster [max_batch, PXW] and the head's cluster columns [max_batch, T].
-  auto px_buf = low.memory.allocate(uint64_t(low.max_batch) * uint64_t(pxw) * sizeof(float), MemoryKind::kDevice,
-                                    "adaptive softmax projections");
-  if (!px_buf.ok()) return px_buf.status();
+  TERN_ASSIGN_OR_RETURN(auto px_buf, low.memory.allocate(uint64_t(low.max_batch) * uint64_t(pxw) * sizeof(float),
+                                                         MemoryKind::kDevice, "adaptive softmax projections"));
   const int64_t hw = std::max<int64_t>(T, 1);
-  auto hc_buf = low.memory.allocate(uint64_t(low.max_batch) * uint64_t(hw) * sizeof(float), MemoryKind::kDevice,
-                                    "adaptive softmax cluster columns");
-  if (!hc_buf.ok()) return hc_buf.status();
+  TERN_ASSIGN_OR_RETURN(auto hc_buf, low.memory.allocate(uint64_t(low.max_batch) * uint64_t(hw) * sizeof(float),
+                                                         MemoryKind::kDevice, "adaptive softmax cluster columns"));
 
   const uint32_t wg = row_group(low);
   AdaptiveLogSoftmaxPush push;
@@ -138,8 +132,8 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
                                    {{hdr, 0, 0, "header"},
                                     {data, 0, 0, "weights"},
                                     low.values[node.inputs[0]],
-                                    {px_buf.value(), 0, 0, "projections"},
-                                    {hc_buf.value(), 0, 0, "cluster columns"},
+                                    {px_buf, 0, 0, "projections"},
+                                    {hc_buf, 0, 0, "cluster columns"},
                                     low.values[node.outputs[0]]});
     s.shared_bytes = wg * sizeof(float);
     TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));

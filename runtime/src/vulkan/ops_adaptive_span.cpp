@@ -21,9 +21,8 @@ float int_bits(int64_t v) {
 }  // namespace
 
 Status lower_adaptive_span(const Node& node, Lowering& low) {
-  auto parsed = AdaptiveSpan::from(node);
-  if (!parsed.ok()) return parsed.status();
-  const AdaptiveSpan& a = parsed.value();
+  TERN_ASSIGN_OR_RETURN(auto parsed, AdaptiveSpan::from(node));
+  const AdaptiveSpan& a = parsed;
   const int heads = a.heads, dh = a.head_dim;
   const int64_t L = a.max_span, inner = int64_t(heads) * dh;
   for (const TensorInfo* w : node.weights) {
@@ -53,17 +52,16 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   if (int64_t(tables.size()) > INT32_MAX || slots * 2 * dh > INT32_MAX) {
     return Unsupported(node.label() + ": adaptive span too large for the Vulkan shader's 32-bit indices");
   }
-  auto table = low.constant(std::move(tables), "adaptive span tables");
-  if (!table.ok()) return table.status();
+  TERN_ASSIGN_OR_RETURN(auto table, low.constant(std::move(tables), "adaptive span tables"));
   // [2, sum(cap), dh]: keys, then values. At least one float so that the binding is never empty.
-  auto state = low.state(std::max<uint64_t>(1, uint64_t(slots) * 2 * uint64_t(dh)) * sizeof(float), "attention state");
-  if (!state.ok()) return state.status();
+  TERN_ASSIGN_OR_RETURN(auto state, low.state(std::max<uint64_t>(1, uint64_t(slots) * 2 * uint64_t(dh)) * sizeof(float),
+                                              "attention state"));
   if (slots == 0) low.state_bytes -= sizeof(float);  // the placeholder float is not state the CPU path counts
-  low.save_whole(node, state.value(), uint64_t(slots) * 2 * uint64_t(dh) * sizeof(float));  // SpanStore::save
+  low.save_whole(node, state, uint64_t(slots) * 2 * uint64_t(dh) * sizeof(float));  // SpanStore::save
 
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
-  const Binding tab{table.value(), 0, 0, "adaptive span tables"};
-  const Binding st{state.value(), 0, 0, "attention state"};
+  const Binding tab{table, 0, 0, "adaptive span tables"};
+  const Binding st{state, 0, 0, "attention state"};
   AdaptiveSpanPush attend;
   attend.heads = uint32_t(heads);
   attend.scale = node.fb_op->params_as_AttentionParams()->scale();

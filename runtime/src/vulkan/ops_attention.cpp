@@ -24,24 +24,23 @@ uint32_t pattern_kind(PatternKind k) {
 
 Status lower_windowed_attention(const Node& node, Lowering& low) {
   const auto* p = node.fb_op->params_as_AttentionParams();
-  auto pattern = AttentionPattern::from(*p, node.label());
-  if (!pattern.ok()) return pattern.status();
+  TERN_ASSIGN_OR_RETURN(auto pattern, AttentionPattern::from(*p, node.label()));
   const int heads = p->heads(), dh = p->head_dim();
   const int64_t inner = int64_t(heads) * dh;
   // The same slots as the CPU path's KvStore (AttentionPattern::cache_slots): every position for dense and strided, a ring for the windowed kinds,
   // a ring of the current block plus every block's summaries for fixed.
-  const AttentionPattern& pat = pattern.value();
+  const AttentionPattern& pat = pattern;
   const int64_t slots = pat.cache_slots(low.max_tokens);
   const int64_t ring = pat.keeps_all_keys() ? slots : pat.ring_slots(low.max_tokens);
   const int32_t block = pat.kind == PatternKind::kFixed ? int32_t(std::min<int64_t>(pat.block, INT32_MAX)) : 0;
   const int32_t summary = int32_t(std::min<int64_t>(pat.summary, INT32_MAX));
-  auto state = low.state(uint64_t(slots) * uint64_t(2 * inner) * sizeof(float), "attention state");  // [slots, 2*inner]
-  if (!state.ok()) return state.status();
+  TERN_ASSIGN_OR_RETURN(auto state, low.state(uint64_t(slots) * uint64_t(2 * inner) * sizeof(float),
+                                              "attention state"));  // [slots, 2*inner]
   // Saved as KvStore::save: per head the used slots' keys, then the values ([slot][k | v] rows here).
   SavedState saved;
   saved.node = node.index;
   saved.where = node.label();
-  saved.slice = state.value();
+  saved.slice = state;
   const int64_t max_tokens = low.max_tokens;
   saved.bytes = [pat, max_tokens, inner](int64_t position) {
     return 2ull * uint64_t(pat.used_slots(max_tokens, position)) * uint64_t(inner) * sizeof(float);
@@ -71,9 +70,9 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   a.shared_bytes = uint32_t(std::min<uint64_t>(2ull * key_tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
   AttentionPush attention;
   attention.heads = heads;
-  attention.window = int32_t(std::min<int64_t>(pattern.value().window, INT32_MAX));
-  attention.chunk = int32_t(std::max<int64_t>(1, std::min<int64_t>(pattern.value().chunk, INT32_MAX)));
-  attention.chunks_before = int32_t(std::min<int64_t>(pattern.value().chunks_before, INT32_MAX));
+  attention.window = int32_t(std::min<int64_t>(pattern.window, INT32_MAX));
+  attention.chunk = int32_t(std::max<int64_t>(1, std::min<int64_t>(pattern.chunk, INT32_MAX)));
+  attention.chunks_before = int32_t(std::min<int64_t>(pattern.chunks_before, INT32_MAX));
   attention.ring = uint32_t(ring);
   attention.scale = p->scale();
   attention.stride = int32_t(std::max<int64_t>(1, std::min<int64_t>(pat.stride, INT32_MAX)));
@@ -83,7 +82,7 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   a.push.set(attention);
   a.groups = [heads](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(heads), 1}; };
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
-  a.bindings = {qkv, {state.value(), 0, 0, "attention state"}, low.values[node.outputs[0]]};
+  a.bindings = {qkv, {state, 0, 0, "attention state"}, low.values[node.outputs[0]]};
   TERN_RETURN_IF_ERROR(low.program.add(std::move(a)));
 
   DispatchSpec kv;
@@ -98,7 +97,7 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   append.summary = summary;
   kv.push.set(append);
   kv.groups = [inner](int64_t n) { return stride_groups(n * 2 * inner, 256); };
-  kv.bindings = {qkv, {state.value(), 0, 0, "attention state"}};
+  kv.bindings = {qkv, {state, 0, 0, "attention state"}};
   return low.program.add(std::move(kv));
 }
 

@@ -8,11 +8,9 @@ Status lower_linear(const Node& node, Lowering& low) {
   const int64_t out = w->shape[0], in = w->shape[1];
   // weight_storage F16: W as float16 (linear_f16), its bindings' offsets counted in halves; the bias stays float.
   const uint32_t elem = low.f16_weights ? 2 : 4;
-  auto wt = low.f16_weights ? low.weight_f16(w) : low.weight(w);
-  if (!wt.ok()) return wt.status();
+  TERN_ASSIGN_OR_RETURN(auto wt, low.f16_weights ? low.weight_f16(w) : low.weight(w));
   const bool has_bias = node.weights.size() > 1 && node.weights[1];
-  auto bias = has_bias ? low.weight(node.weights[1]) : wt;  // [out]
-  if (!bias.ok()) return bias.status();
+  TERN_ASSIGN_OR_RETURN(auto bias, has_bias ? low.weight(node.weights[1]) : wt);  // [out]
   // 16 x 16 tiles where the device runs 256 invocations a workgroup (most do), 8 x 8 otherwise.
   const DeviceLimits& l = low.ctx.limits();
   const uint32_t tile = (l.max_compute_work_group_invocations >= 256 && l.max_compute_work_group_size[0] >= 16 &&
@@ -20,9 +18,8 @@ Status lower_linear(const Node& node, Lowering& low) {
   // A weight over maxStorageBufferRange is bound as parts of whole output rows, one dispatch each writing its
   // columns of y (bias sliced alike); one part, the whole weight, otherwise.
   const uint64_t row_bytes = uint64_t(in) * elem;
-  auto parts = split_rows(l, where(node), "weight", wt.value().offset, out, row_bytes);
-  if (!parts.ok()) return parts.status();
-  for (const RowRange& part : parts.value()) {
+  TERN_ASSIGN_OR_RETURN(auto parts, split_rows(l, where(node), "weight", wt.offset, out, row_bytes));
+  for (const RowRange& part : parts) {
     const int64_t rows = part.count;
     DispatchSpec s;
     s.where = where(node);
@@ -43,9 +40,9 @@ Status lower_linear(const Node& node, Lowering& low) {
     Binding y = low.values[node.outputs[0]];  // from column part.begin of row 0
     y.offset += col0;
     if (y.bytes) y.bytes -= col0;
-    const Binding wpart{wt.value(), uint64_t(part.begin) * row_bytes, uint64_t(rows) * row_bytes, "weight", elem};
+    const Binding wpart{wt, uint64_t(part.begin) * row_bytes, uint64_t(rows) * row_bytes, "weight", elem};
     // Without a bias the part of W stands in, unread.
-    const Binding b = has_bias ? Binding{bias.value(), col0, uint64_t(rows) * sizeof(float), "bias"} : wpart;
+    const Binding b = has_bias ? Binding{bias, col0, uint64_t(rows) * sizeof(float), "bias"} : wpart;
     s.bindings = {low.values[node.inputs[0]], wpart, b, y};
     TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
   }

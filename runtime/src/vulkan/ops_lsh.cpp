@@ -55,9 +55,8 @@ LshPush lsh_push(const LshAttention& a) {
 }  // namespace
 
 Status lower_lsh_attention(const Node& node, Lowering& low) {
-  auto spec = LshAttention::from(node);
-  if (!spec.ok()) return spec.status();
-  const LshAttention& a = spec.value();
+  TERN_ASSIGN_OR_RETURN(auto spec, LshAttention::from(node));
+  const LshAttention& a = spec;
   const int64_t N = low.max_batch, H = a.heads, dh = a.head_dim, nh = a.hashes;
   const int64_t n_pad = padded_bound(a, N);
   if (n_pad * nh > INT32_MAX || a.buckets * nh * H > INT32_MAX || N * H * nh * dh > INT32_MAX) {
@@ -69,23 +68,15 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
     low.scratch_bytes += uint64_t(words) * 4;
     return low.memory.allocate(uint64_t(words) * 4, MemoryKind::kDevice, what);
   };
-  auto keys = scratch(H * N * dh, "LSH keys");             // [H, n, dh]
-  if (!keys.ok()) return keys.status();
-  auto buckets = scratch(H * nh * N, "LSH buckets");       // [H, hashes, n]
-  if (!buckets.ok()) return buckets.status();
-  auto counts = scratch(H * nh * a.buckets, "LSH bucket counts");  // [H, hashes, buckets]
-  if (!counts.ok()) return counts.status();
-  auto order = scratch(H * nh * n_pad, "LSH sorted order");  // [H, hashes * n_pad]
-  if (!order.ok()) return order.status();
-  auto outs = scratch(H * nh * N * dh, "LSH round outputs");  // [H, hashes, n, dh]
-  if (!outs.ok()) return outs.status();
-  auto lses = scratch(H * nh * N, "LSH round log-sum-exps");  // [H, hashes, n]
-  if (!lses.ok()) return lses.status();
+  TERN_ASSIGN_OR_RETURN(auto keys, scratch(H * N * dh, "LSH keys"));                     // [H, n, dh]
+  TERN_ASSIGN_OR_RETURN(auto buckets, scratch(H * nh * N, "LSH buckets"));               // [H, hashes, n]
+  TERN_ASSIGN_OR_RETURN(auto counts, scratch(H * nh * a.buckets, "LSH bucket counts"));  // [H, hashes, buckets]
+  TERN_ASSIGN_OR_RETURN(auto order, scratch(H * nh * n_pad, "LSH sorted order"));        // [H, hashes * n_pad]
+  TERN_ASSIGN_OR_RETURN(auto outs, scratch(H * nh * N * dh, "LSH round outputs"));       // [H, hashes, n, dh]
+  TERN_ASSIGN_OR_RETURN(auto lses, scratch(H * nh * N, "LSH round log-sum-exps"));       // [H, hashes, n]
   std::vector<float> factor_table(a.factors.begin(), a.factors.end());  // each even, <= 2^24: exact as floats
-  auto factors = low.constant(std::move(factor_table), "LSH bucket factors");
-  if (!factors.ok()) return factors.status();
-  auto rotations = low.weight(node.weights[0]);  // [H, dh, hashes, rot_half]
-  if (!rotations.ok()) return rotations.status();
+  TERN_ASSIGN_OR_RETURN(auto factors, low.constant(std::move(factor_table), "LSH bucket factors"));
+  TERN_ASSIGN_OR_RETURN(auto rotations, low.weight(node.weights[0]));  // [H, dh, hashes, rot_half]
 
   const Binding qkv = low.values[node.inputs[0]];  // [n, 2*inner]
   const LshPush push = lsh_push(a);

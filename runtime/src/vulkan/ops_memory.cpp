@@ -74,17 +74,17 @@ Status too_large(const Node& node, int64_t rows, int64_t width) {
 Status begin(const Node& node, Lowering& low, MemoryOp& m) {
   const int64_t rows = m.prefix_max + low.max_batch;
   TERN_RETURN_IF_ERROR(too_large(node, rows, std::max(m.d, 3 * m.inner)));
-  auto state = low.state(uint64_t(std::max<int64_t>(m.state_rows, 1)) * uint64_t(m.d) * sizeof(float), "attention memory");
-  if (!state.ok()) return state.status();
+  TERN_ASSIGN_OR_RETURN(
+      auto state,
+      low.state(uint64_t(std::max<int64_t>(m.state_rows, 1)) * uint64_t(m.d) * sizeof(float), "attention memory"));
   if (m.state_rows == 0) low.state_bytes -= uint64_t(m.d) * sizeof(float);  // a placeholder, not state: mem_len 0
-  auto ctx = low.memory.allocate(uint64_t(rows) * uint64_t(m.d) * sizeof(float), MemoryKind::kDevice, "attention memory rows");
-  if (!ctx.ok()) return ctx.status();
-  auto qkv = low.memory.allocate(uint64_t(rows) * uint64_t(3 * m.inner) * sizeof(float), MemoryKind::kDevice,
-                                 "attention memory projections");
-  if (!qkv.ok()) return qkv.status();
-  m.state = state.value();
-  m.ctx = ctx.value();
-  m.qkv = qkv.value();
+  TERN_ASSIGN_OR_RETURN(auto ctx, low.memory.allocate(uint64_t(rows) * uint64_t(m.d) * sizeof(float),
+                                                      MemoryKind::kDevice, "attention memory rows"));
+  TERN_ASSIGN_OR_RETURN(auto qkv, low.memory.allocate(uint64_t(rows) * uint64_t(3 * m.inner) * sizeof(float),
+                                                      MemoryKind::kDevice, "attention memory projections"));
+  m.state = state;
+  m.ctx = ctx;
+  m.qkv = qkv;
   const int64_t d = m.d, pm = m.prefix_max;
   DispatchSpec s = make_dispatch(
       node, "memory_concat", {}, kGroup, memory_push(m),
@@ -95,8 +95,7 @@ Status begin(const Node& node, Lowering& low, MemoryOp& m) {
 
 Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorInfo* w, const TensorInfo* bias,
                const TensorInfo* gamma, const TensorInfo* beta, float eps) {
-  auto wt = low.weight(w);  // [3*inner, d]
-  if (!wt.ok()) return wt.status();
+  TERN_ASSIGN_OR_RETURN(auto wt, low.weight(w));                                // [3*inner, d]
   auto stand_in = [&](const TensorInfo* t) { return t ? low.weight(t) : wt; };  // unread when absent
   auto b = stand_in(bias);
   auto g = stand_in(gamma);
@@ -108,11 +107,15 @@ Status project(const Node& node, Lowering& low, const MemoryOp& m, const TensorI
   const int64_t pm = m.prefix_max;
   MemoryPush push = memory_push(m);
   push.norm_eps = eps;
-  DispatchSpec s = make_dispatch(
-      node, "memory_project", {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u}, wg, push,
-      [pm](int64_t n) { return stride_groups(pm + n, 1); },
-      {{m.ctx, 0, 0, "memory rows"}, {wt.value(), 0, 0, "qkv weight"}, {b.value(), 0, 0, "qkv bias"},
-       {g.value(), 0, 0, "norm weight"}, {be.value(), 0, 0, "norm bias"}, {m.qkv, 0, 0, "memory projections"}});
+  DispatchSpec s =
+      make_dispatch(node, "memory_project", {wg, uint32_t(m.d), gamma ? 1u : 0u, beta ? 1u : 0u, bias ? 1u : 0u}, wg,
+                    push, [pm](int64_t n) { return stride_groups(pm + n, 1); },
+                    {{m.ctx, 0, 0, "memory rows"},
+                     {wt, 0, 0, "qkv weight"},
+                     {b.value(), 0, 0, "qkv bias"},
+                     {g.value(), 0, 0, "norm weight"},
+                     {be.value(), 0, 0, "norm bias"},
+                     {m.qkv, 0, 0, "memory projections"}});
   s.shared_bytes = uint32_t(std::min<uint64_t>((uint64_t(m.d) + wg) * sizeof(float), UINT32_MAX));
   return low.program.add(std::move(s));
 }
@@ -145,9 +148,8 @@ Status update(const Node& node, Lowering& low, const MemoryOp& m, uint32_t mode,
 }  // namespace
 
 Status lower_relative_xl(const Node& node, Lowering& low) {
-  auto spec = RelativeXL::from(node);
-  if (!spec.ok()) return spec.status();
-  const RelativeXL& x = spec.value();
+  TERN_ASSIGN_OR_RETURN(auto spec, RelativeXL::from(node));
+  const RelativeXL& x = spec;
   MemoryOp m = memory_op(x, 0);
   m.prefix_max = x.mem_len;
   m.state_rows = x.mem_len;  // [M, d]: RelativeXL::state_bytes()
@@ -167,22 +169,19 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
       r[size_t(p * inner + o)] = float(s);
     }
   }
-  auto r_table = low.constant(std::move(r), "relative position table");
-  if (!r_table.ok()) return r_table.status();
+  TERN_ASSIGN_OR_RETURN(auto r_table, low.constant(std::move(r), "relative position table"));
   std::vector<float> uv(x.r_w_bias, x.r_w_bias + inner);
   uv.insert(uv.end(), x.r_r_bias, x.r_r_bias + inner);
-  auto biases = low.constant(std::move(uv), "r_w_bias and r_r_bias");
-  if (!biases.ok()) return biases.status();
-  TERN_RETURN_IF_ERROR(attend(node, low, m, true, biases.value(), r_table.value(), x.scale, x.clamp_len, x.same_length));
+  TERN_ASSIGN_OR_RETURN(auto biases, low.constant(std::move(uv), "r_w_bias and r_r_bias"));
+  TERN_RETURN_IF_ERROR(attend(node, low, m, true, biases, r_table, x.scale, x.clamp_len, x.same_length));
   if (x.mem_len == 0) return Status::Ok();
   low.save_whole(node, m.state, uint64_t(x.mem_len) * uint64_t(x.d) * sizeof(float));  // [M, d] as the CPU kernel
   return update(node, low, m, 0, m.ctx, m.ctx, false);
 }
 
 Status lower_compressive(const Node& node, Lowering& low) {
-  auto spec = Compressive::from(node);
-  if (!spec.ok()) return spec.status();
-  const Compressive& c = spec.value();
+  TERN_ASSIGN_OR_RETURN(auto spec, Compressive::from(node));
+  const Compressive& c = spec;
   MemoryOp m = memory_op(c, 1);
   m.cmem_len = int32_t(c.cmem_len);
   m.rate = int32_t(c.rate);
@@ -196,13 +195,11 @@ Status lower_compressive(const Node& node, Lowering& low) {
   uint32_t mode = 1;
   Slice conv_w = m.ctx, conv_b = m.ctx;  // unread stand-ins for the pools
   if (c.compression == fb::Compression::CONV) {
-    auto cw = low.weight(w[2]);  // [d, rate*d]
-    if (!cw.ok()) return cw.status();
-    conv_w = conv_b = cw.value();
+    TERN_ASSIGN_OR_RETURN(auto cw, low.weight(w[2]));  // [d, rate*d]
+    conv_w = conv_b = cw;
     if (c.conv_bias) {
-      auto cb = low.weight(w[3]);  // [d]
-      if (!cb.ok()) return cb.status();
-      conv_b = cb.value();
+      TERN_ASSIGN_OR_RETURN(auto cb, low.weight(w[3]));  // [d]
+      conv_b = cb;
     }
   } else {
     mode = c.compression == fb::Compression::MEAN_POOL ? 2 : 3;

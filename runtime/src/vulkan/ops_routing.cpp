@@ -32,9 +32,8 @@ uint32_t clamp32(int64_t v) { return uint32_t(std::min<int64_t>(std::max<int64_t
 }  // namespace
 
 Status lower_routing(const Node& node, Lowering& low) {
-  auto spec = RoutingAttention::from(node);
-  if (!spec.ok()) return spec.status();
-  const RoutingAttention& a = spec.value();
+  TERN_ASSIGN_OR_RETURN(auto spec, RoutingAttention::from(node));
+  const RoutingAttention& a = spec;
   const int heads = a.heads, dh = a.head_dim, local = a.local_heads, hr = a.routing_heads();
   const int64_t K = a.clusters, batch = low.max_batch, max_w = std::min<int64_t>(a.window, batch);
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*heads*dh]
@@ -43,8 +42,7 @@ Status lower_routing(const Node& node, Lowering& low) {
   // Local heads: chunked local attention of chunk local_chunk with one chunk before, on heads [0, local).
   if (local > 0) {
     const uint32_t tile = key_tile_for(low, dh, 0);
-    auto unused = low.scratch(sizeof(float), "routing local heads (no state)");
-    if (!unused.ok()) return unused.status();
+    TERN_ASSIGN_OR_RETURN(auto unused, low.scratch(sizeof(float), "routing local heads (no state)"));
     // Chunks of local_chunk with one chunk before; ring 1 is never read (every key is in this call).
     AttentionPush attention;
     attention.heads = heads;
@@ -57,28 +55,28 @@ Status lower_routing(const Node& node, Lowering& low) {
     attention.block = 1;
     attention.summary = 0;
     attention.split = 0;
-    DispatchSpec d = make_dispatch(
-        node, "attention", {kQueryRows, uint32_t(dh), tile, 2}, kQueryRows, attention,
-        [local](int64_t n) { return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(local), 1}; },
-        {qkv, {unused.value(), 0, 0, "routing local heads (no state)"}, out});
+    DispatchSpec d = make_dispatch(node, "attention", {kQueryRows, uint32_t(dh), tile, 2}, kQueryRows, attention,
+                                   [local](int64_t n) {
+                                     return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(local), 1};
+                                   },
+                                   {qkv, {unused, 0, 0, "routing local heads (no state)"}, out});
     d.shared_bytes = uint32_t(std::min<uint64_t>(2ull * tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
     TERN_RETURN_IF_ERROR(low.program.add(std::move(d)));
   }
 
   // Routing heads.
-  auto mu = low.weight(node.weights[0]);  // [Hr, K, dh]
-  if (!mu.ok()) return mu.status();
+  TERN_ASSIGN_OR_RETURN(auto mu, low.weight(node.weights[0]));  // [Hr, K, dh]
   const uint64_t f = sizeof(float);
-  auto xn = low.scratch(uint64_t(hr) * 2 * uint64_t(batch) * uint64_t(dh) * f, "routing normalised queries and keys");
-  if (!xn.ok()) return xn.status();
-  auto scores = low.scratch(uint64_t(hr) * 2 * uint64_t(K) * uint64_t(batch) * f, "routing cluster scores");
-  if (!scores.ok()) return scores.status();
-  auto members = low.scratch(uint64_t(hr) * 2 * uint64_t(K) * uint64_t(max_w) * f, "routing cluster members");
-  if (!members.ok()) return members.status();
-  auto slot_of = low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(batch) * f, "routing member slots");
-  if (!slot_of.ok()) return slot_of.status();
-  auto outputs = low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(max_w) * uint64_t(dh) * f, "routing cluster outputs");
-  if (!outputs.ok()) return outputs.status();
+  TERN_ASSIGN_OR_RETURN(auto xn, low.scratch(uint64_t(hr) * 2 * uint64_t(batch) * uint64_t(dh) * f,
+                                             "routing normalised queries and keys"));
+  TERN_ASSIGN_OR_RETURN(auto scores,
+                        low.scratch(uint64_t(hr) * 2 * uint64_t(K) * uint64_t(batch) * f, "routing cluster scores"));
+  TERN_ASSIGN_OR_RETURN(auto members,
+                        low.scratch(uint64_t(hr) * 2 * uint64_t(K) * uint64_t(max_w) * f, "routing cluster members"));
+  TERN_ASSIGN_OR_RETURN(auto slot_of,
+                        low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(batch) * f, "routing member slots"));
+  TERN_ASSIGN_OR_RETURN(auto outputs, low.scratch(uint64_t(hr) * uint64_t(K) * uint64_t(max_w) * uint64_t(dh) * f,
+                                                  "routing cluster outputs"));
   auto bind = [](const Result<Slice>& s, const char* what) { return Binding{s.value(), 0, 0, what}; };
   // Every routing shader gets the same numbers and reads the ones it needs.
   RoutingPush push;
@@ -97,11 +95,11 @@ Status lower_routing(const Node& node, Lowering& low) {
       node, "routing_prep", {uint32_t(dh)}, 64, push,
       [hr](int64_t n) { return stride_groups(n * hr * 2, 64); }, {qkv, bind(xn, "routing normalised queries and keys")})));
 
-  TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
-      node, "routing_scores", {uint32_t(dh)}, 64, push,
-      [hr, K](int64_t n) { return stride_groups(n * K * 2 * hr, 64); },
-      {bind(xn, "routing normalised queries and keys"), {mu.value(), 0, 0, "routing centroids"},
-       bind(scores, "routing cluster scores")})));
+  TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(node, "routing_scores", {uint32_t(dh)}, 64, push,
+                                                     [hr, K](int64_t n) { return stride_groups(n * K * 2 * hr, 64); },
+                                                     {bind(xn, "routing normalised queries and keys"),
+                                                      {mu, 0, 0, "routing centroids"},
+                                                      bind(scores, "routing cluster scores")})));
 
   DispatchSpec sel = make_dispatch(
       node, "routing_select", {}, 256, push,

@@ -57,21 +57,20 @@ Status lower_embedding(const Node& node, Lowering& low) {
   const int64_t V = node.weights[0]->shape[0];
   // weight_storage F16: the table as float16 (embedding_f16), its binding's offset counted in halves.
   const uint32_t elem = low.f16_weights ? 2 : 4;
-  auto table = low.f16_weights ? low.weight_f16(node.weights[0]) : low.weight(node.weights[0]);  // [V, d]
-  if (!table.ok()) return table.status();
+  TERN_ASSIGN_OR_RETURN(auto table,
+                        low.f16_weights ? low.weight_f16(node.weights[0]) : low.weight(node.weights[0]));  // [V, d]
   // A table over maxStorageBufferRange is bound as parts of whole vocab rows, one dispatch each writing the rows
   // of y whose ids fall in its part; one part, the whole table, otherwise.
   const uint64_t row_bytes = uint64_t(d) * elem;
-  auto parts = split_rows(low.ctx.limits(), where(node), "table", table.value().offset, V, row_bytes);
-  if (!parts.ok()) return parts.status();
-  for (const RowRange& part : parts.value()) {
+  TERN_ASSIGN_OR_RETURN(auto parts, split_rows(low.ctx.limits(), where(node), "table", table.offset, V, row_bytes));
+  for (const RowRange& part : parts) {
     EmbeddingPush push;
     push.d = uint32_t(d);
     push.first_row = int32_t(part.begin);
     push.rows = int32_t(part.count);
     DispatchSpec s = elementwise(node, low.f16_weights ? "embedding_f16" : "embedding", d, push);
     s.bindings = {low.values[node.inputs[0]],
-                  {table.value(), uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table", elem},
+                  {table, uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table", elem},
                   low.values[node.outputs[0]]};
     TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
   }
@@ -89,17 +88,15 @@ static Status lower_axial_position(const Node& node, Lowering& low) {
   }
   const TensorInfo* rows = node.weights[0];  // [s0, d0]
   const TensorInfo* cols = node.weights[1];  // [s1, d1]
-  auto r = low.weight(rows);
-  if (!r.ok()) return r.status();
-  auto c = low.weight(cols);
-  if (!c.ok()) return c.status();
+  TERN_ASSIGN_OR_RETURN(auto r, low.weight(rows));
+  TERN_ASSIGN_OR_RETURN(auto c, low.weight(cols));
   AxialPositionPush push;
   push.d0 = uint32_t(rows->shape[1]);
   push.d1 = uint32_t(cols->shape[1]);
   push.s1 = uint32_t(cols->shape[0]);
   DispatchSpec s = elementwise(node, "position_axial", width(low, node.outputs[0]), push);
-  s.bindings = {low.values[node.inputs[0]], {r.value(), 0, 0, "axial rows"}, {c.value(), 0, 0, "axial cols"},
-                low.values[node.outputs[0]]};
+  s.bindings = {
+      low.values[node.inputs[0]], {r, 0, 0, "axial rows"}, {c, 0, 0, "axial cols"}, low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 
@@ -143,18 +140,16 @@ Status lower_position(const Node& node, Lowering& low) {
 
 Status lower_layer_norm(const Node& node, Lowering& low) {
   const int64_t d = width(low, node.outputs[0]);
-  auto gamma = low.weight(node.weights[0]);  // [d]
-  if (!gamma.ok()) return gamma.status();
+  TERN_ASSIGN_OR_RETURN(auto gamma, low.weight(node.weights[0]));  // [d]
   const bool has_beta = node.weights.size() > 1 && node.weights[1];
-  auto beta = has_beta ? low.weight(node.weights[1]) : gamma;  // [d]; gamma stands in, unread, when absent
-  if (!beta.ok()) return beta.status();
+  TERN_ASSIGN_OR_RETURN(auto beta,
+                        has_beta ? low.weight(node.weights[1]) : gamma);  // [d]; gamma stands in, unread, when absent
   LayerNormPush push;
   push.d = uint32_t(d);
   push.eps = node.fb_op->params_as_LayerNormParams()->eps();
   push.has_beta = has_beta ? 1 : 0;
   DispatchSpec s = per_row(node, low, "layer_norm", d, push);
-  s.bindings = {low.values[node.inputs[0]], {gamma.value(), 0, 0, "gamma"}, {beta.value(), 0, 0, "beta"},
-                low.values[node.outputs[0]]};
+  s.bindings = {low.values[node.inputs[0]], {gamma, 0, 0, "gamma"}, {beta, 0, 0, "beta"}, low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }
 

@@ -51,8 +51,7 @@ Result<Pipeline> PipelineCache::get(const char* shader, const std::vector<uint32
   if (it != pipelines_.end()) return it->second;
   const EmbeddedShader* code = find_shader(shader);
   if (!code) return Unsupported(std::string("shader '") + shader + "' is not built into this library");
-  auto set = set_layout(bindings);
-  if (!set.ok()) return set.status();
+  TERN_ASSIGN_OR_RETURN(auto set, set_layout(bindings));
   const Api& vk = ctx_.api();
   VkShaderModuleCreateInfo sci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   sci.codeSize = code->words * sizeof(uint32_t);
@@ -70,7 +69,7 @@ Result<Pipeline> PipelineCache::get(const char* shader, const std::vector<uint32
   cpi.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
   Pipeline p;
   p.layout = layouts_[bindings].second;
-  p.set_layout = set.value();
+  p.set_layout = set;
   p.bindings = bindings;
   cpi.layout = p.layout;
   VkResult r = vk.vkCreateComputePipelines(ctx_.device(), VK_NULL_HANDLE, 1, &cpi, nullptr, &p.pipeline);

@@ -48,9 +48,8 @@ Status Program::add(DispatchSpec spec) {
   TERN_RETURN_IF_ERROR(check_dispatch(limits, needs));
 
   Dispatch d;
-  auto pipeline = pipelines_.get(spec.shader, spec.spec, bindings);
-  if (!pipeline.ok()) return pipeline.status();
-  d.pipeline = pipeline.value();
+  TERN_ASSIGN_OR_RETURN(auto pipeline, pipelines_.get(spec.shader, spec.spec, bindings));
+  d.pipeline = pipeline;
   d.groups = std::move(spec.groups);
   d.node = spec.node;
   d.push = spec.push;
@@ -76,12 +75,11 @@ Status Program::finish() {
   const Api& vk = ctx_.api();
   VkDevice dev = ctx_.device();
   const uint32_t count = uint32_t(std::max<size_t>(1, dispatches_.size()));
-  auto call = memory_.allocate(2 * sizeof(uint32_t), MemoryKind::kHost, "the call parameters");
-  if (!call.ok()) return call.status();
-  call_ = call.value();
-  auto indirect = memory_.allocate(uint64_t(count) * sizeof(VkDispatchIndirectCommand), MemoryKind::kHost, "dispatch sizes");
-  if (!indirect.ok()) return indirect.status();
-  indirect_ = indirect.value();
+  TERN_ASSIGN_OR_RETURN(auto call, memory_.allocate(2 * sizeof(uint32_t), MemoryKind::kHost, "the call parameters"));
+  call_ = call;
+  TERN_ASSIGN_OR_RETURN(auto indirect, memory_.allocate(uint64_t(count) * sizeof(VkDispatchIndirectCommand),
+                                                        MemoryKind::kHost, "dispatch sizes"));
+  indirect_ = indirect;
 
   uint32_t descriptors = 0;
   for (const Dispatch& d : dispatches_) descriptors += uint32_t(d.pipeline.bindings);
