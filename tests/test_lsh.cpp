@@ -63,7 +63,7 @@ TEST_CASE("lsh op: padding, rounds and rotations change the result", "[attention
   CHECK(relative_error(other.data(), base.data(), other.size()) > 1e-2);
 }
 
-TEST_CASE("lsh op: whole sequences only; appending is a clear error (CPU and Vulkan)", "[attention][lsh][streaming][vulkan]") {
+TEST_CASE("lsh op: whole sequences only, appending is a clear error (CPU and Vulkan)", "[attention][lsh][streaming][vulkan]") {
   TERN_EACH_BACKEND(backend);
   LshCase c{2, 8, lsh_kind(8, 1, 0, 2, {4}, 8, 8)};
   LshGraph lg = build_lsh_graph(c, 50, 0.3f, 9);

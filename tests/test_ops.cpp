@@ -98,7 +98,7 @@ TEST_CASE("sinusoidal positions stay exact far into a stream (CPU and Vulkan)", 
   tern_model_free(model);
 }
 
-TEST_CASE("log_softmax: CPU matches reference; rows are log-probabilities, one class is log 1", "[ops]") {
+TEST_CASE("log_softmax: CPU matches reference, rows are log-probabilities, one class is log 1", "[ops]") {
   Pool pool(2);
   for (int64_t d : {1, 7, 64, 1000}) {
     const int64_t n = 37;

@@ -39,7 +39,7 @@ constexpr double kModelTolerance = 1e-4;
 
 }  // namespace
 
-TEST_CASE("routing reference: local heads are chunked attention; one all-holding cluster is dense attention",
+TEST_CASE("routing reference: local heads are chunked attention, one all-holding cluster is dense attention",
           "[attention][routing]") {
   const int heads = 3, dh = 8;
   const int64_t n = 90, inner = heads * dh;
