@@ -1,6 +1,7 @@
-// Attention for every pattern: the pattern's decomposition, the CPU kernel against the reference kernel, the
-// session's streaming state (which keeps only the keys a pattern can still reach), and every kind with a shader on
-// each backend against the reference and (on Vulkan) the CPU path, at sizes a software Vulkan device runs quickly.
+// Attention for every pattern: the pattern's decomposition into a contiguous run and scattered keys, the CPU kernel
+// (cpu/kernels.h) against the reference kernel, and the planner's streaming state, which keeps only the keys a
+// pattern can still reach. Each kind through a session, streamed and on every backend, is a case of the op case
+// table (support/op_cases.h, test_backend_ops).
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>
@@ -22,45 +23,7 @@ constexpr double kOpTolerance = 1e-5;
 
 using Kind = test::AttentionKind;
 
-std::vector<Kind> kinds() {
-  auto pattern = [](PatternKind k) {
-    AttentionPattern p;
-    p.kind = k;
-    return p;
-  };
-  std::vector<Kind> out;
-  out.push_back({"dense", pattern(PatternKind::kDense), convert::params::DenseAttention{}});
-  for (int w : {1, 5, 64}) {
-    Kind k{"sliding w=" + std::to_string(w), pattern(PatternKind::kSliding), convert::params::SlidingWindow{w}};
-    k.pattern.window = w;
-    out.push_back(k);
-  }
-  for (auto [c, b] : {std::pair{8, 1}, std::pair{5, 0}, std::pair{16, 2}}) {
-    Kind k{"chunked C=" + std::to_string(c) + " before=" + std::to_string(b), pattern(PatternKind::kChunked),
-           convert::params::ChunkedLocal{c, b, 1}};
-    k.pattern.chunk = c;
-    k.pattern.chunks_before = b;
-    out.push_back(k);
-  }
-  for (bool split : {false, true}) {
-    for (int l : {1, 4, 7}) {
-      Kind k{std::string("strided l=") + std::to_string(l) + (split ? " split" : " merged"), pattern(PatternKind::kStrided),
-             convert::params::Strided{l, split}};
-      k.pattern.stride = l;
-      k.pattern.split = split;
-      out.push_back(k);
-    }
-    for (auto [l, c] : {std::pair{8, 2}, std::pair{5, 5}, std::pair{16, 1}}) {
-      Kind k{"fixed l=" + std::to_string(l) + " c=" + std::to_string(c) + (split ? " split" : " merged"),
-             pattern(PatternKind::kFixed), convert::params::Fixed{l, c, split}};
-      k.pattern.block = l;
-      k.pattern.summary = c;
-      k.pattern.split = split;
-      out.push_back(k);
-    }
-  }
-  return out;
-}
+std::vector<Kind> kinds() { return test::pattern_attention_kinds(); }
 
 struct Pool {
   explicit Pool(int threads) : pool(pthreadpool_create(size_t(threads))) {}
@@ -123,20 +86,14 @@ TEST_CASE("attention: CPU kernel matches the reference for every pattern", "[att
   }
 }
 
-TEST_CASE("attention op in a session: streaming in segments matches one full pass, state stays bounded", "[attention][streaming]") {
+TEST_CASE("attention op: the planner's state stops growing once a bounded kind's reach is full", "[attention][streaming]") {
+  // Dense and strided keep every key; fixed keeps its summaries, growing slower than n; the windowed kinds a ring.
   const int heads = 4, dh = 8;
-  const int64_t inner = heads * dh, n = 120;
+  const int64_t n = 120;
   for (Kind k : kinds()) {
     k.pattern.heads = heads;
     test::AttentionModel m = test::attention_model(k, heads, dh, n, "attention");
-    tern_model* model = m.model;
-    tern_session* s = test::make_session(model, 2);
-    for (int64_t segment : {n, int64_t(1), int64_t(13)}) {
-      std::vector<float> got = test::run_ids(s, m.ids, inner, segment);
-      INFO(k.name << ", segment " << segment);
-      CHECK(relative_error(got.data(), m.want.data(), got.size()) <= kOpTolerance);
-    }
-    // Planner: bounded kinds stop growing once their reach is full; dense and strided keep every key.
+    tern_session* s = test::make_session(m.model, 2);
     tern_memory_plan at_n{}, at_10n{};
     REQUIRE(tern_session_plan(s, n, &at_n) == TERN_OK);
     REQUIRE(tern_session_plan(s, 10 * n, &at_10n) == TERN_OK);
@@ -149,44 +106,6 @@ TEST_CASE("attention op in a session: streaming in segments matches one full pas
       CHECK(at_10n.state_bytes == at_n.state_bytes);
     }
     tern_session_free(s);
-    tern_model_free(model);
+    tern_model_free(m.model);
   }
-}
-
-TEST_CASE("attention kinds match the reference (and the CPU path), in one pass and streamed (CPU and Vulkan)",
-          "[attention][streaming][vulkan]") {
-  TERN_EACH_BACKEND(backend);
-  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
-  const int64_t n = 70;
-  for (const Kind& kind : test::backend_attention_kinds()) {
-    // Split heads need an even count: a wide-head case with two heads for them.
-    const std::pair<int, int> wide = kind.pattern.split ? std::pair{2, 32} : std::pair{1, 64};
-    for (auto [heads, dh] : {std::pair{2, 8}, wide}) {
-      test::AttentionModel m = test::attention_model(kind, heads, dh, n, "backend_attention");
-      const int64_t inner = int64_t(heads) * dh;
-      tern_session* s = test::make_session_on(backend, m.model, backend == TERN_BACKEND_CPU ? 2 : 1, n);
-      tern_session* cpu = backend == TERN_BACKEND_CPU ? nullptr : test::make_session_on(TERN_BACKEND_CPU, m.model, 2, n);
-      for (int64_t segment : {n, int64_t(1), int64_t(13)}) {
-        auto got = test::run_ids(s, m.ids, inner, segment);
-        const double vs_ref = relative_error(got.data(), m.want.data(), got.size());
-        INFO(kind.name << ", heads " << heads << " x " << dh << ", segment " << segment << ": vs reference " << vs_ref);
-        CHECK(vs_ref <= tolerance);
-        if (cpu != nullptr) {
-          auto base = test::run_ids(cpu, m.ids, inner, segment);
-          const double vs_cpu = relative_error(got.data(), base.data(), got.size());
-          INFO("vs CPU " << vs_cpu);
-          CHECK(vs_cpu <= tolerance);
-        }
-      }
-      if (cpu != nullptr) {
-        // The device state holds what the CPU path holds: every key for dense, a ring for the windowed kinds.
-        INFO(kind.name);
-        test::check_state_matches(s, cpu);
-        tern_session_free(cpu);
-      }
-      tern_session_free(s);
-      tern_model_free(m.model);
-    }
-  }
-  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
 }

@@ -1,8 +1,9 @@
-// Routing attention (ops/routing.h): the CPU kernel against the reference kernel on random inputs (routing heads alone
-// and mixed with local heads, windows shorter and longer than the sequence, repeated rows so that scores tie), the
-// reference kernel against independent formulas for its two corner cases, whole-sequence-only streaming, the planner's
-// bytes, the loader's and the converter's checks, and the reference-family goldens of tools/reference/make_goldens.py.
-// The op at device sizes, whole-sequence streaming and the goldens run on each backend (Vulkan also against the CPU).
+// Routing attention (ops/routing.h): the reference kernel against independent formulas for its two corner cases and
+// its sensitivity to centroids and window, whole-sequence-only streaming, the planner's bytes, the loader's and the
+// converter's checks, and the reference-family goldens of tools/reference/make_goldens.py. Whole-sequence streaming
+// and the goldens run on each backend (Vulkan also against the CPU). The op against the reference (routing heads
+// alone and mixed with local heads, windows shorter and longer than the sequence, repeated rows so that scores tie)
+// is a case of the op case table (support/op_cases.h, test_backend_ops), on every backend.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "cli.h"
 #include "convert.h"
 #include "npy.h"
+#include "kind_graphs.h"
 #include "op_graph.h"
 #include "ops/reference.h"
 #include "ops/routing.h"
@@ -24,131 +26,20 @@ using tern::test::random_floats;
 using tern::test::random_ids;
 using tern::test::relative_error;
 
+using tern::test::build_routing_graph;
+using tern::test::random_centroids;
+using tern::test::RoutingCase;
+using tern::test::RoutingGraph;
+using tern::test::routing_spec;
+
 namespace {
 
 constexpr double kOpTolerance = 1e-5;
 constexpr double kModelTolerance = 1e-4;
 
-struct RoutingCase {
-  int heads = 2, dh = 16;
-  convert::params::Routing kind;
-};
-
-// Centroids as the reference family draws them: unit-variance rows, layer-normalised.
-std::vector<float> random_centroids(const RoutingCase& c, uint32_t seed) {
-  const int64_t rows = int64_t(c.heads - c.kind.local_heads) * c.kind.clusters;
-  std::vector<float> mu = random_floats(size_t(rows * c.dh), seed, -1.7f, 1.7f);
-  for (int64_t r = 0; r < rows; ++r) routing_normalize(&mu[size_t(r * c.dh)], c.dh, 1e-6f, &mu[size_t(r * c.dh)]);
-  return mu;
-}
-
-RoutingAttention spec_for(const RoutingCase& c, float scale, const std::vector<float>& centroids) {
-  RoutingAttention a;
-  a.heads = c.heads;
-  a.head_dim = c.dh;
-  a.scale = scale;
-  a.clusters = c.kind.clusters;
-  a.window = c.kind.window;
-  a.local_heads = c.kind.local_heads;
-  a.local_chunk = c.kind.local_chunk;
-  a.centroids = centroids.data();
-  return a;
-}
-
-struct RoutingGraph {
-  test::OpGraph g;
-  std::vector<float> centroids;
-  int32_t y = -1;
-};
-
-// ids -> EMBEDDING (random q | k | v rows) -> ATTENTION(Routing) -> output.
-RoutingGraph build_routing_graph(const RoutingCase& c, int64_t rows, float scale, uint32_t seed) {
-  const int64_t inner = int64_t(c.heads) * c.dh;
-  RoutingGraph s{test::start_graph(rows, 3 * inner, seed), random_centroids(c, seed + 1), -1};
-  const int32_t mu = test::add_constant(s.g, "centroids", {c.heads - c.kind.local_heads, c.kind.clusters, c.dh}, s.centroids);
-  s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p{c.heads, c.dh, scale, true, c.kind};
-  REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {mu}, p).ok());
-  return s;
-}
-
 }  // namespace
 
-TEST_CASE("routing op: CPU kernel matches the reference kernel", "[attention][routing]") {
-  const std::vector<RoutingCase> cases = {
-      {4, 16, {5, 24, 0, 1}},    // routing heads only, clusters overlap and leave positions out
-      {3, 8, {7, 40, 1, 16}},    // one local head, chunks of 16
-      {2, 12, {3, 500, 1, 10}},  // window longer than every length: each cluster holds the whole sequence
-      {2, 16, {1, 8, 0, 1}},     // one small cluster: most positions get zeros
-  };
-  const int64_t rows = 97;  // fewer rows than tokens: repeated rows score alike, so ties are decided by position
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const RoutingCase& c = cases[ci];
-    const int64_t inner = int64_t(c.heads) * c.dh;
-    const float scale = 1.0f / std::sqrt(float(c.dh));
-    RoutingGraph rg = build_routing_graph(c, rows, scale, uint32_t(40 + ci));
-    tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_op" + std::to_string(ci), 0);
-    const RoutingAttention spec = spec_for(c, scale, rg.centroids);
-    for (int threads : {1, 2}) {
-      tern_session* s = make_session(model, threads, 400);
-      for (int64_t n : {int64_t(1), int64_t(7), int64_t(40), int64_t(100), int64_t(333)}) {
-        const std::vector<int32_t> ids = random_ids(n, rows, uint32_t(50 + ci + n));
-        std::vector<float> qkv(size_t(n * 3 * inner)), want(size_t(n * inner)), got(size_t(n * inner));
-        ref::embedding(rg.g.table.data(), 3 * inner, ids.data(), n, qkv.data());
-        ref::routing_attention(qkv.data(), n, spec, want.data());
-        INFO("case " << ci << ", threads " << threads << ", n " << n);
-        REQUIRE(tern_session_forward(s, ids.data(), n, got.data()) == TERN_OK);
-        CHECK(relative_error(got.data(), want.data(), got.size()) <= kOpTolerance);
-      }
-      tern_session_free(s);
-    }
-    tern_model_free(model);
-  }
-}
-
-TEST_CASE("routing op: matches the reference (and the CPU path) at device sizes (CPU and Vulkan)",
-          "[attention][routing][vulkan]") {
-  TERN_EACH_BACKEND(backend);
-  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
-  struct Case {
-    RoutingCase c;
-    int64_t rows;  // distinct input rows: few rows, many equal scores
-  };
-  const std::vector<Case> cases = {
-      {{2, 8, {3, 8, 0, 1}}, 64},     // routing heads only, clusters overlap and leave positions out
-      {{4, 16, {5, 24, 1, 7}}, 64},   // one local head, chunks of 7
-      {{3, 8, {2, 100, 2, 16}}, 64},  // window longer than the sequence: every position in every cluster
-      {{2, 8, {4, 9, 0, 1}}, 3},      // three distinct rows: scores tie, the lower position wins
-      {{2, 64, {2, 40, 1, 32}}, 64},  // wide heads
-  };
-  const float scale = 0.35f;
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const RoutingCase& c = cases[ci].c;
-    const int64_t inner = int64_t(c.heads) * c.dh, most = 300, rows = cases[ci].rows;
-    RoutingGraph rg = build_routing_graph(c, rows, scale, uint32_t(50 + ci));
-    tern_model* model = test::finish_and_load(rg.g, rg.y, "backend_routing" + std::to_string(ci), 0);
-    const RoutingAttention spec = spec_for(c, scale, rg.centroids);
-    tern_session* s = test::make_session_on(backend, model, backend == TERN_BACKEND_CPU ? 2 : 1, most, most);
-    tern_session* cpu = backend == TERN_BACKEND_CPU ? nullptr : test::make_session_on(TERN_BACKEND_CPU, model, 2, most, most);
-    for (int64_t n : {int64_t(70), int64_t(17), int64_t(1), int64_t(300)}) {
-      const std::vector<int32_t> ids = random_ids(n, rows, uint32_t(7 * n + ci));
-      std::vector<float> qkv(size_t(n * 3 * inner)), want(size_t(n * inner));
-      ref::embedding(rg.g.table.data(), 3 * inner, ids.data(), n, qkv.data());
-      ref::routing_attention(qkv.data(), n, spec, want.data());
-      INFO("case " << ci << ", n " << n);
-      test::check_forward(s, cpu, ids, inner, want, tolerance);
-    }
-    tern_memory_plan mem{};
-    REQUIRE(tern_session_memory(s, &mem) == TERN_OK);
-    CHECK(mem.state_bytes == 0);  // no streaming state: whole sequences only
-    if (cpu != nullptr) tern_session_free(cpu);
-    tern_session_free(s);
-    tern_model_free(model);
-  }
-  if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
-}
-
-TEST_CASE("routing reference: local heads are chunked attention; one all-holding cluster is dense attention",
+TEST_CASE("routing reference: local heads are chunked attention, one all-holding cluster is dense attention",
           "[attention][routing]") {
   const int heads = 3, dh = 8;
   const int64_t n = 90, inner = heads * dh;
@@ -157,7 +48,7 @@ TEST_CASE("routing reference: local heads are chunked attention; one all-holding
   const RoutingCase c{heads, dh, {1, 1000, 1, 16}};
   const std::vector<float> mu = random_centroids(c, 13);
   std::vector<float> got(size_t(n * inner));
-  ref::routing_attention(qkv.data(), n, spec_for(c, scale, mu), got.data());
+  ref::routing_attention(qkv.data(), n, routing_spec(c, scale, mu), got.data());
 
   // Head 0 against the windowed kernel's chunked pattern (own chunk of 16 and the one before).
   AttentionPattern chunked;
@@ -205,14 +96,14 @@ TEST_CASE("routing reference: membership follows the centroids and the window", 
   const RoutingCase c{heads, dh, {6, 30, 0, 1}};
   std::vector<float> mu = random_centroids(c, 22);
   std::vector<float> base(size_t(n * inner)), other(size_t(n * inner));
-  ref::routing_attention(qkv.data(), n, spec_for(c, 0.25f, mu), base.data());
+  ref::routing_attention(qkv.data(), n, routing_spec(c, 0.25f, mu), base.data());
   for (float& m : mu) m = -m;  // opposite centroids pick other members
-  ref::routing_attention(qkv.data(), n, spec_for(c, 0.25f, mu), other.data());
+  ref::routing_attention(qkv.data(), n, routing_spec(c, 0.25f, mu), other.data());
   CHECK(relative_error(other.data(), base.data(), other.size()) > 1e-2);
   RoutingCase wider = c;
   wider.kind.window = 60;
   for (float& m : mu) m = -m;
-  ref::routing_attention(qkv.data(), n, spec_for(wider, 0.25f, mu), other.data());
+  ref::routing_attention(qkv.data(), n, routing_spec(wider, 0.25f, mu), other.data());
   CHECK(relative_error(other.data(), base.data(), other.size()) > 1e-2);
   // With 6 clusters of 30 out of 200 positions, some positions join no cluster and get zeros.
   int64_t zero_rows = 0;
@@ -240,7 +131,7 @@ TEST_CASE("routing op: whole sequences only, appending is a clear error (CPU and
   REQUIRE(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
   std::vector<float> qkv(size_t(40 * 3 * 16)), want(out.size());
   ref::embedding(rg.g.table.data(), 3 * 16, ids.data(), 40, qkv.data());
-  ref::routing_attention(qkv.data(), 40, spec_for(c, 0.3f, rg.centroids), want.data());
+  ref::routing_attention(qkv.data(), 40, routing_spec(c, 0.3f, rg.centroids), want.data());
   CHECK(relative_error(out.data(), want.data(), out.size()) <= test::backend_tolerance(backend, kOpTolerance));
   tern_memory_plan plan{};
   REQUIRE(tern_session_plan(s, 64, &plan) == TERN_OK);

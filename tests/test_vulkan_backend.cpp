@@ -1,12 +1,13 @@
 // What only the Vulkan backend has: a missing loader gives a clear status and auto falls back to the CPU; the session
 // reports its device and refuses a bad device number; a dispatch or binding over a device limit fails with the
-// limit's name; per-op profiling on the device; a windowed kind's device state bounded by its ring; the shared-memory
-// limit of relative XL attention; weights larger than maxStorageBufferRange: LINEAR weights (and biases) bound as
-// parts of whole output rows and EMBEDDING tables as parts of whole vocab rows, one dispatch per part, while any other
-// binding over the range (an activation) still fails session creation naming the limit. lavapipe's real range is
-// large, so the weight-split cases lower it with TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE, which the Vulkan context reads
-// when it is created: once per session, so setting it before tern_session_create applies to that session. Parity with the CPU path and the goldens runs in each op's and family's own test
-// file, once per backend. Without a device each case that needs one ends as a visible skip.
+// limit's name; per-op profiling on the device; the shared-memory limit of relative XL attention; weights larger
+// than maxStorageBufferRange: LINEAR weights (and biases) bound as parts of whole output rows and EMBEDDING tables as
+// parts of whole vocab rows, one dispatch per part, while any other binding over the range (an activation) still
+// fails session creation naming the limit. lavapipe's real range is large, so the weight-split cases lower it with
+// TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE, which the Vulkan context reads when it is created: once per session, so
+// setting it before tern_session_create applies to that session. Each op's parity with the reference and the CPU
+// path, and each kind's device state, is the op case table's (support/op_cases.h, test_backend_ops); the goldens run
+// in each family's own test file, once per backend. Without a device each case that needs one ends as a visible skip.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
@@ -37,20 +38,6 @@ tern_session_options vulkan_options(int64_t max_tokens, int64_t max_batch) {
 }
 
 }  // namespace
-
-TEST_CASE("vulkan: a windowed kind's device state stays bounded by its ring", "[vulkan][attention][streaming]") {
-  TERN_SKIP_WITHOUT_VULKAN();
-  test::AttentionKind sliding = test::backend_attention_kinds()[2];  // w = 5
-  test::AttentionModel m = test::attention_model(sliding, 2, 8, 16, "vk_attention_bounded");
-  tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, m.model, 1, 100000, 16);
-  tern_memory_plan mem{}, plan{};
-  REQUIRE(tern_session_memory(s, &mem) == TERN_OK);
-  REQUIRE(tern_session_plan(s, 100000, &plan) == TERN_OK);
-  CHECK(mem.state_bytes == plan.state_bytes);
-  CHECK(mem.state_bytes == 2u * 2u * 8u * 4u * sizeof(float));  // k and v, 2 heads x 8, window - 1 = 4 keys
-  tern_session_free(s);
-  tern_model_free(m.model);
-}
 
 TEST_CASE("vulkan: no loader gives a clear status, and auto runs on the CPU", "[vulkan]") {
   test::AttentionModel m = test::attention_model(test::backend_attention_kinds()[0], 2, 8, 16, "vk_no_loader");

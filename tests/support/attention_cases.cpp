@@ -47,6 +47,46 @@ std::vector<AttentionKind> backend_attention_kinds() {
   return out;
 }
 
+std::vector<AttentionKind> pattern_attention_kinds() {
+  auto pattern = [](PatternKind k) {
+    AttentionPattern p;
+    p.kind = k;
+    return p;
+  };
+  std::vector<AttentionKind> out;
+  out.push_back({"dense", pattern(PatternKind::kDense), convert::params::DenseAttention{}});
+  for (int w : {1, 5, 64}) {
+    AttentionKind k{"sliding w=" + std::to_string(w), pattern(PatternKind::kSliding), convert::params::SlidingWindow{w}};
+    k.pattern.window = w;
+    out.push_back(k);
+  }
+  for (auto [c, b] : {std::pair{8, 1}, std::pair{5, 0}, std::pair{16, 2}}) {
+    AttentionKind k{"chunked C=" + std::to_string(c) + " before=" + std::to_string(b), pattern(PatternKind::kChunked),
+                    convert::params::ChunkedLocal{c, b, 1}};
+    k.pattern.chunk = c;
+    k.pattern.chunks_before = b;
+    out.push_back(k);
+  }
+  for (bool split : {false, true}) {
+    for (int l : {1, 4, 7}) {
+      AttentionKind k{std::string("strided l=") + std::to_string(l) + (split ? " split" : " merged"),
+                      pattern(PatternKind::kStrided), convert::params::Strided{l, split}};
+      k.pattern.stride = l;
+      k.pattern.split = split;
+      out.push_back(k);
+    }
+    for (auto [l, c] : {std::pair{8, 2}, std::pair{5, 5}, std::pair{16, 1}}) {
+      AttentionKind k{"fixed l=" + std::to_string(l) + " c=" + std::to_string(c) + (split ? " split" : " merged"),
+                      pattern(PatternKind::kFixed), convert::params::Fixed{l, c, split}};
+      k.pattern.block = l;
+      k.pattern.summary = c;
+      k.pattern.split = split;
+      out.push_back(k);
+    }
+  }
+  return out;
+}
+
 AttentionModel attention_model(const AttentionKind& kind, int heads, int dh, int64_t n, const std::string& name) {
   const int64_t inner = int64_t(heads) * dh, rows = 64;
   auto g = start_graph(rows, 3 * inner, 21);

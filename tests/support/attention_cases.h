@@ -1,5 +1,6 @@
-// Attention kinds with a shader on every backend, and a one-op model around them: ids -> EMBEDDING (random qkv rows)
-// -> ATTENTION, with the reference kernel's output. Shared by the attention tests and the Vulkan backend's own tests.
+// The attention pattern kinds (dense, sliding, chunked, strided, fixed), and a one-op model around them: ids ->
+// EMBEDDING (random qkv rows) -> ATTENTION, with the reference kernel's output. Shared by the op case table, the
+// attention tests and the Vulkan backend's own tests.
 #pragma once
 
 #include <string>
@@ -20,6 +21,9 @@ struct AttentionKind {
 // Dense, sliding window (w 1, 5, 40), chunked local and strided / fixed with merged and split heads, at sizes a
 // software Vulkan device runs quickly. Index 0 is dense, index 2 sliding w = 5.
 std::vector<AttentionKind> backend_attention_kinds();
+// Every pattern at the CPU kernel's test sizes: dense, sliding window (w 1, 5, 64), chunked local, strided (l 1, 4, 7)
+// and fixed (l 8 c 2, l 5 c 5, l 16 c 1), with merged and split heads.
+std::vector<AttentionKind> pattern_attention_kinds();
 
 struct AttentionModel {
   tern_model* model = nullptr;
