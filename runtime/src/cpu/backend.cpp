@@ -161,7 +161,8 @@ Status CpuBackend::build(const BackendConfig& config) {
     exact.state_bytes += k->state_bytes();
   }
   const size_t arena_floats = arena_plan.bytes / sizeof(float) + kArenaAlignment / sizeof(float);  // + alignment slack
-  const size_t scratch_floats = scratch / sizeof(float);
+  // + alignment slack: the kernels' vector loads of their scratch tiles must not split cache lines.
+  const size_t scratch_floats = scratch / sizeof(float) + kArenaAlignment / sizeof(float);
   exact.arena_bytes = (arena_floats + scratch_floats + sink_floats + staging_floats) * sizeof(float);
   TERN_RETURN_IF_ERROR(
       check_fits(exact, true, options.memory_budget_bytes, model_, config.max_tokens, max_batch_));
@@ -181,6 +182,8 @@ Status CpuBackend::build(const BackendConfig& config) {
     if (arena_plan.offsets[v] >= 0) value_ptrs_[v] = aligned + arena_plan.offsets[v];
   }
   block_ptrs_ = value_ptrs_;
+  const auto scratch_at = reinterpret_cast<uintptr_t>(scratch_.data());
+  scratch_base_ = reinterpret_cast<float*>((scratch_at + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
   return Status::Ok();
 }
 
@@ -194,7 +197,7 @@ Status CpuBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logit
   ctx.threads = threads_;
   ctx.ids = ids;
   ctx.values = &value_ptrs_;
-  ctx.scratch = scratch_.data();
+  ctx.scratch = scratch_base_;
   ctx.half_values = half_values_.empty() ? nullptr : &half_values_;
   const int n_ops = int(model_.nodes().size());
   for (int i = 0; i < n_ops; ++i) {

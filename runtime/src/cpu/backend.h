@@ -62,7 +62,8 @@ class CpuBackend : public Backend {
   std::vector<void*> block_ptrs_;     // per value: its rows for the block being run (run_chain)
   std::vector<int64_t> arena_offsets_;  // per value: its byte offset in the arena, -1 if none (for max_batch rows)
   std::vector<float> arena_;          // the arena's bytes + alignment slack, allocated once
-  std::vector<float> scratch_;        // largest per-call scratch of any kernel
+  std::vector<float> scratch_;        // largest per-call scratch of any kernel, + alignment slack
+  float* scratch_base_ = nullptr;     // scratch_ from its first 64-byte aligned float
   std::vector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
   std::vector<bool> half_values_;     // per value: stored as float16; empty unless activation_storage F16
