@@ -75,8 +75,6 @@ class Backend {
 
 // A backend as the session picks it: what it is, what it can run, and how it is made.
 struct BackendEntry {
-  tern_backend id;
-  const char* name;  // "CPU", "Vulkan"
   // Asked for every node before creation: TERN_UNSUPPORTED naming the op (and attention kind) and why, when this
   // backend cannot run it.
   Status (*supports)(const Node& node, const Model& model);

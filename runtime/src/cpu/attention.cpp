@@ -253,7 +253,7 @@ Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, con
   const auto* p = node.fb_op->params_as_AttentionParams();
   TERN_ASSIGN_OR_RETURN(auto pattern, AttentionPattern::from(*p, node.label()));
   const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) *
-                         uint64_t(KvStore::slots(pattern, cfg.max_tokens));
+                         uint64_t(pattern.cache_slots(cfg.max_tokens));
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
     return std::unique_ptr<CpuKernel>(new AttentionKernel(node, pattern, cfg));

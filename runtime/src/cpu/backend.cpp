@@ -313,8 +313,7 @@ Status CpuBackend::load_state(int node, int64_t position, const uint8_t* in) {
 namespace tern {
 
 const BackendEntry& cpu_backend() {
-  static const BackendEntry kEntry{TERN_BACKEND_CPU, "CPU", cpu::supports, cpu::arena_lower_bound,
-                                   cpu::CpuBackend::create};
+  static const BackendEntry kEntry{cpu::supports, cpu::arena_lower_bound, cpu::CpuBackend::create};
   return kEntry;
 }
 

@@ -18,16 +18,12 @@ class KvStore {
  public:
   KvStore(const AttentionPattern& pattern, int heads, int head_dim, int64_t max_tokens)
       : pattern_(pattern), heads_(heads), dh_(head_dim), max_tokens_(max_tokens) {
-    ring_ = ring_slots(pattern, max_tokens);
-    slots_ = slots(pattern, max_tokens);
+    ring_ = pattern.ring_slots(max_tokens);
+    slots_ = pattern.cache_slots(max_tokens);
     const size_t floats = size_t(heads) * size_t(slots_) * size_t(head_dim);
     k_.assign(floats, 0.0f);
     v_.assign(floats, 0.0f);
   }
-
-  // Slots per head for a session of max_tokens (AttentionPattern::cache_slots).
-  static int64_t ring_slots(const AttentionPattern& pattern, int64_t max_tokens) { return pattern.ring_slots(max_tokens); }
-  static int64_t slots(const AttentionPattern& pattern, int64_t max_tokens) { return pattern.cache_slots(max_tokens); }
 
   const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
   const float* value(int h, int64_t j) const { return &v_[index(h, j)]; }
@@ -50,10 +46,7 @@ class KvStore {
 
   // Saved state: per head the slots a sequence of `position` tokens uses (every position for dense and strided, the
   // ring plus the summaries so far for the bounded kinds), keys then values.
-  int64_t used_slots(int64_t position) const { return used_slots(pattern_, max_tokens_, position); }
-  static int64_t used_slots(const AttentionPattern& pattern, int64_t max_tokens, int64_t position) {
-    return pattern.used_slots(max_tokens, position);
-  }
+  int64_t used_slots(int64_t position) const { return pattern_.used_slots(max_tokens_, position); }
   uint64_t saved_bytes(int64_t position) const {
     return 2ull * uint64_t(heads_) * uint64_t(used_slots(position)) * uint64_t(dh_) * sizeof(float);
   }

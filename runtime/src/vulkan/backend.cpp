@@ -247,7 +247,7 @@ Result<std::unique_ptr<Backend>> create(const Model& model, const BackendConfig&
 }  // namespace
 
 const BackendEntry& vulkan_backend() {
-  static const BackendEntry kEntry{TERN_BACKEND_VULKAN, "Vulkan", supports, arena_lower_bound, create};
+  static const BackendEntry kEntry{supports, arena_lower_bound, create};
   return kEntry;
 }
 
