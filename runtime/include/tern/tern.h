@@ -12,6 +12,19 @@
 extern "C" {
 #endif
 
+/* The version of this header. CMake reads it from here (project version, SONAME libtern.so.MAJOR, the package's
+ * ternConfigVersion.cmake). A library with the same MAJOR and a MINOR at least this header's runs an app built
+ * against it (README, "ABI and versions"); tern_version() says which library an app actually loaded. */
+#define TERN_VERSION_MAJOR 0
+#define TERN_VERSION_MINOR 2
+#define TERN_VERSION_PATCH 0
+
+/* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
+const char* tern_version(void);
+/* The .tern format versions (tern_model_info.format_version) this library reads: tern_model_load rejects a file
+ * outside [*min_version, *max_version] with TERN_INVALID_MODEL. Either pointer may be NULL. Any thread. */
+void tern_format_versions(uint32_t* min_version, uint32_t* max_version);
+
 typedef struct tern_model tern_model;
 typedef struct tern_session tern_session;
 

@@ -34,6 +34,19 @@ tern_status record(tern_session* s, const tern::Status& st) {
 
 extern "C" {
 
+const char* tern_version(void) {
+#define TERN_STRINGIFY2(x) #x
+#define TERN_STRINGIFY(x) TERN_STRINGIFY2(x)
+  return TERN_STRINGIFY(TERN_VERSION_MAJOR) "." TERN_STRINGIFY(TERN_VERSION_MINOR) "." TERN_STRINGIFY(TERN_VERSION_PATCH);
+#undef TERN_STRINGIFY
+#undef TERN_STRINGIFY2
+}
+
+void tern_format_versions(uint32_t* min_version, uint32_t* max_version) {
+  if (min_version) *min_version = tern::kMinFormatVersion;
+  if (max_version) *max_version = tern::kMaxFormatVersion;
+}
+
 void tern_session_options_init(tern_session_options* options) {
   if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0, TERN_WEIGHT_STORAGE_F32,
                                                 TERN_ACTIVATION_STORAGE_F32};

@@ -9,8 +9,6 @@
 namespace tern {
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
-
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 std::string quoted(const flatbuffers::String* s) { return s ? "'" + s->str() + "'" : "(unnamed)"; }
@@ -104,9 +102,12 @@ Result<std::unique_ptr<Model>> Model::verify(std::unique_ptr<MappedFile> file) {
   std::unique_ptr<Model> model(new Model());
   model->root_ = fb::GetSizePrefixedModel(bytes);
   const fb::Model& root = *model->root_;
-  if (root.format_version() != kFormatVersion) {
+  if (root.format_version() < kMinFormatVersion || root.format_version() > kMaxFormatVersion) {
+    const std::string reads = kMinFormatVersion == kMaxFormatVersion
+                                  ? std::to_string(kMinFormatVersion)
+                                  : std::to_string(kMinFormatVersion) + " to " + std::to_string(kMaxFormatVersion);
     return InvalidModel("format version " + std::to_string(root.format_version()) + " is not supported (this runtime reads " +
-                        std::to_string(kFormatVersion) + ")");
+                        reads + ")");
   }
   uint32_t align = root.data_alignment();
   if (align < 64 || align > 65536 || (align & (align - 1)) != 0) {

@@ -13,6 +13,9 @@
 namespace tern {
 
 // Shape limits a model must respect; keep them in step with schema/README.md.
+// The .tern format versions this runtime reads (schema/README.md, "Evolution"); tern_format_versions reports them.
+constexpr uint32_t kMinFormatVersion = 1;
+constexpr uint32_t kMaxFormatVersion = 1;
 constexpr int kMaxRank = 8;
 constexpr int64_t kMaxDim = int64_t(1) << 32;
 constexpr int64_t kMaxWidth = int64_t(1) << 24;
