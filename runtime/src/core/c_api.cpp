@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/model.h"
+#include "core/options.h"
 #include "core/session.h"
 #include "ops/op.h"
 #include "tern/tern.h"
@@ -48,8 +49,8 @@ void tern_format_versions(uint32_t* min_version, uint32_t* max_version) {
 }
 
 void tern_session_options_init(tern_session_options* options) {
-  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0, TERN_WEIGHT_STORAGE_F32,
-                                                TERN_ACTIVATION_STORAGE_F32};
+  if (options) *options = tern_session_options{sizeof(tern_session_options), TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0,
+                                                TERN_WEIGHT_STORAGE_F32, TERN_ACTIVATION_STORAGE_F32};
 }
 
 const char* tern_status_string(tern_status status) {
@@ -114,10 +115,11 @@ void tern_model_free(tern_model* model) { delete model; }
 tern_status tern_session_create(const tern_model* model, const tern_session_options* options, tern_session** out) {
   if (!model || !out) return fail(tern::InvalidArgument("tern_session_create: null argument"));
   *out = nullptr;
-  tern_session_options defaults;
-  tern_session_options_init(&defaults);
+  tern_session_options resolved;
+  const tern::Status read = tern::read_options(options, "tern_session_options", tern_session_options_init, &resolved);
+  if (!read.ok()) return fail(read);
   try {
-    auto session = tern::Session::create(*model->model, options ? *options : defaults);
+    auto session = tern::Session::create(*model->model, resolved);
     if (!session.ok()) return fail(session.status());
     *out = new tern_session{std::move(session).value(), ""};
     return TERN_OK;

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "core/log.h"
 #include "ops/attention_kinds.h"
 #include "ops/op.h"
 
@@ -126,9 +126,8 @@ Status Session::build(const tern_session_options& options) {
     const std::string ignored = backend_->ignored_options();
     const std::string where = backend_->where();
     if (!passed_over.empty() || !ignored.empty()) {
-      std::fprintf(stderr, "tern: backend auto: running on %s%s%s\n", where.c_str(),
-                   passed_over.empty() ? "" : (" (" + passed_over + ")").c_str(),
-                   ignored.empty() ? "" : ("; " + ignored).c_str());
+      log(TERN_LOG_INFO, "backend auto: running on " + where + (passed_over.empty() ? "" : " (" + passed_over + ")") +
+                             (ignored.empty() ? "" : "; " + ignored));
     }
   }
   profile_.assign(model_.nodes().size(), {0, 0});
