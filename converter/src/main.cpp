@@ -7,11 +7,10 @@
 
 #include "convert.h"
 #include "importers/importers.h"
+#include "tern/tern.h"
 #include "writer.h"
 
 namespace {
-
-constexpr const char* kVersion = "0.1.0";
 
 void print_help() {
   std::printf(
@@ -26,7 +25,7 @@ void print_help() {
       "      --hash-seed N  Reformer: seed of the LSH rotations drawn when the checkpoint has none\n"
       "                     (default: config.json's hash_seed, else 0; converter/reformer.md)\n"
       "  -h, --help         show this help\n"
-      "      --version      show the converter version\n"
+      "      --version      the converter's version, the .tern format version it writes, its build\n"
       "\n"
       "supported model types (config.json \"model_type\"):\n");
   for (const auto& imp : tern::convert::importers()) std::printf("  %-16s %s\n", imp.model_type, imp.summary);
@@ -63,7 +62,8 @@ int main(int argc, char** argv) {
       print_help();
       return 0;
     } else if (arg == "--version") {
-      std::printf("tern-convert %s (writes .tern format version %u)\n", kVersion, tern::convert::kFormatVersion);
+      std::printf("tern-convert %d.%d.%d\nwrites .tern format version %u\nbuild: %s\n", TERN_VERSION_MAJOR,
+                  TERN_VERSION_MINOR, TERN_VERSION_PATCH, tern::convert::kFormatVersion, TERN_BUILD_SUMMARY);
       return 0;
     } else if (arg == "-q" || arg == "--quiet") {
       options.quiet = true;

@@ -31,6 +31,7 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
                          streams around LSH layers) as float16: half their memory, results change at ~1e-3
   --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
                          its own; a number at least the prefill length runs every op on the whole call at once)
+  --version              versions (tool, library, .tern formats) and build
   -h, --help             this text
 LIST is comma-separated, e.g. -p 512,2048 -t 1,2.
 )";
@@ -265,9 +266,13 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},
-                       {"-h", "--help", "--profile", "--f16-weights", "--f16-activations"});
+                       {"-h", "--help", "--version", "--profile", "--f16-weights", "--f16-activations"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (args.has("--version")) {
+    tern::cli::print_version("tern-bench");
     return 0;
   }
   auto opt = [&](const char* s, const char* l, const char* fallback) {
