@@ -22,6 +22,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* TERN_API marks every function of the C API: the shared library is built with hidden visibility and exports these
+ * alone (with a linker version script, runtime/tern.map.in), so a declaration without it is missing from
+ * libtern.so (tests/abi/ checks that every function declared here is exported, and nothing else). Empty for
+ * compilers without GCC's visibility attribute; an app may define it before including this header. */
+#ifndef TERN_API
+#if defined(__GNUC__) || defined(__clang__)
+#define TERN_API __attribute__((visibility("default")))
+#else
+#define TERN_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,10 +46,10 @@ extern "C" {
 #define TERN_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
-const char* tern_version(void);
+TERN_API const char* tern_version(void);
 /* The .tern format versions (tern_model_info.format_version) this library reads: tern_model_load rejects a file
  * outside [*min_version, *max_version] with TERN_INVALID_MODEL. Either pointer may be NULL. Any thread. */
-void tern_format_versions(uint32_t* min_version, uint32_t* max_version);
+TERN_API void tern_format_versions(uint32_t* min_version, uint32_t* max_version);
 
 typedef struct tern_model tern_model;
 typedef struct tern_session tern_session;
@@ -137,14 +149,14 @@ typedef struct {
 } tern_model_info;
 
 /* Fills *options with the defaults (every field as documented above) and sets struct_size. NULL does nothing. */
-void tern_session_options_init(tern_session_options* options);
+TERN_API void tern_session_options_init(tern_session_options* options);
 
 /* A short English name for a status ("invalid argument"). A static string; unknown values give "unknown status". */
-const char* tern_status_string(tern_status status);
+TERN_API const char* tern_status_string(tern_status status);
 /* Message of the last failed call on this thread that has no session to hold it (tern_model_load*,
  * tern_model_get_info, tern_session_create, calls given a NULL session). "" when there was none. Owned by the
  * library, valid until the next failing call on this thread. */
-const char* tern_last_error(void);
+TERN_API const char* tern_last_error(void);
 
 /* Log messages: notices the library has for the user that are not errors (e.g. TERN_BACKEND_AUTO falling back to
  * the CPU, and why) and Vulkan validation reports (with TERN_VULKAN_VALIDATION=1). By default they are written to
@@ -157,21 +169,21 @@ typedef void (*tern_log_callback)(tern_log_level level, const char* message, voi
 /* Sets the process-wide log callback and the user_data passed to it; callback NULL restores the default (stderr).
  * To silence the library, pass a callback that does nothing. Set it before creating sessions: a call that logs
  * concurrently with this one sees the old or the new callback. */
-void tern_set_log_callback(tern_log_callback callback, void* user_data);
+TERN_API void tern_set_log_callback(tern_log_callback callback, void* user_data);
 
 /* Maps the .tern file at path read-only (the file must not change while the model lives) and checks all of it:
  * FlatBuffers verification, format version (tern_format_versions), every tensor's bounds and alignment, every
  * op's inputs, attributes and weights. *out: free with tern_model_free. Errors: TERN_IO_ERROR (cannot open or
  * map, naming the path), TERN_INVALID_MODEL (the first check that failed), TERN_OUT_OF_MEMORY. */
-tern_status tern_model_load(const char* path, tern_model** out);
+TERN_API tern_status tern_model_load(const char* path, tern_model** out);
 /* As tern_model_load, from size bytes at data, which must be 64-byte aligned (TERN_INVALID_ARGUMENT otherwise:
  * tensors are read in place, at the 64-byte offsets the file gives them). No copy is made: the caller keeps the
  * buffer alive and unchanged until tern_model_free. */
-tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
+TERN_API tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
 /* Fills *out. Its strings live as long as the model. */
-tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
+TERN_API tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
 /* Frees the model. Every session created from it must have been freed first. */
-void tern_model_free(tern_model* model);
+TERN_API void tern_model_free(tern_model* model);
 
 /* Creates a session: plans every buffer for max_batch tokens per call and max_tokens of state, allocates it all
  * (no allocation happens in later calls) and prepares the backend. options NULL: the defaults. The model must
@@ -179,20 +191,20 @@ void tern_model_free(tern_model* model);
  * naming the field), TERN_UNSUPPORTED (the backend cannot run an op of the model, naming it; an option the backend
  * does not have), TERN_OUT_OF_MEMORY (the plan exceeds memory_budget_bytes or physical memory, with the planner's
  * numbers), TERN_DEVICE_ERROR (Vulkan). */
-tern_status tern_session_create(const tern_model* model, const tern_session_options* options,
-                                tern_session** out);
+TERN_API tern_status tern_session_create(const tern_model* model, const tern_session_options* options,
+                                         tern_session** out);
 /* Frees the session and everything it allocated. NULL does nothing. */
-void tern_session_free(tern_session* session);
+TERN_API void tern_session_free(tern_session* session);
 
 /* Planner numbers for a call of n_tokens (1..2^31) tokens, without running or allocating. */
-tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out);
+TERN_API tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out);
 
 /* What the session has allocated: arena (for max_batch tokens), state (for max_tokens) and packed weights.
  * n_tokens is max_batch; dense_attention_bytes is for max_tokens. Constant for the session's life. */
-tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
+TERN_API tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
 
 /* Where the session runs. The strings live as long as the session. */
-tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out);
+TERN_API tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out);
 
 /* Per-op timing: off by default. On the CPU every op's run is timed with a steady clock; on Vulkan each op's
  * dispatches are timed on the device with timestamp queries (devices without timestamps report zeros). */
@@ -203,43 +215,44 @@ typedef struct {
   uint64_t total_ns;
 } tern_op_profile;
 /* Turns per-op timing on (enabled != 0) or off, and clears the counters. */
-tern_status tern_session_set_profiling(tern_session* session, int enabled);
+TERN_API tern_status tern_session_set_profiling(tern_session* session, int enabled);
 /* Copies up to capacity entries (one per op, in graph order) to out (NULL when capacity is 0) and sets *count to
  * the number of ops, so a first call with capacity 0 sizes the array. */
-tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity, size_t* count);
+TERN_API tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity,
+                                              size_t* count);
 
 /* Resets the state, then runs ids[0..n) as one sequence (1 <= n <= max_batch; each id in [0, vocab_size)).
  * logits: [n, vocab_size] floats, written row by row (row i: the next-token logits after ids[0..i]). Errors:
  * TERN_INVALID_ARGUMENT (n, an id out of range, NULL logits), TERN_DEVICE_ERROR. On error the state is reset. */
-tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Continues the sequence held in the state with ids[0..n) (1 <= n <= max_batch, position + n <= max_tokens).
  * logits: [n, vocab_size], or NULL when only the state should advance. Errors as tern_session_forward, and
  * TERN_UNSUPPORTED when position > 0 and the model has an op that runs whole sequences only (naming it). A call
  * rejected for n, max_batch or max_tokens leaves the state as it was; one that fails while running (an id out of
  * range, a device error) or is unsupported resets it: a half-applied call would leave some caches ahead of
  * others. */
-tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+TERN_API tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Forgets every token seen: position 0, caches and memories cleared. */
-tern_status tern_session_reset(tern_session* session);
+TERN_API tern_status tern_session_reset(tern_session* session);
 /* Saves the streaming state (every op's KV cache, ring or memory, and the position) so that an app can pause a long
  * stream and resume it later, in this session or in a new one of the same model and options. With buf NULL, sets
  * *size to the bytes needed; otherwise writes them to buf (of *size bytes, TERN_INVALID_ARGUMENT if too small) and
  * sets *size to the bytes written. The blob carries the model's fingerprint, its sizes and a checksum. */
-tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size);
+TERN_API tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size);
 /* Replaces the state with one saved by tern_session_save_state, on either backend: the CPU and Vulkan backends save
  * the same bytes, so a state saved on one continues on the other. A blob from another model, from a session whose
  * state has other sizes (e.g. another max_tokens for dense attention), truncated, corrupt or in a layout this
  * runtime does not read is rejected with TERN_INVALID_ARGUMENT and a message, and the session is left as it was
  * (every check runs before anything changes; only a device error while copying, TERN_DEVICE_ERROR, can leave a
  * Vulkan session's state undefined, to be reset). buf is not kept. */
-tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size);
+TERN_API tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size);
 /* Tokens held in the state now (0 after create, reset or a failed forward). NULL session: 0. */
-int64_t tern_session_position(const tern_session* session);
+TERN_API int64_t tern_session_position(const tern_session* session);
 /* The model's vocabulary size: the width of a logits row. NULL session: 0. */
-int64_t tern_session_vocab_size(const tern_session* session);
+TERN_API int64_t tern_session_vocab_size(const tern_session* session);
 /* Message of the last failed call on this session ("" when none failed), owned by the session and valid until its
  * next failing call or tern_session_free. NULL session: "null session". */
-const char* tern_session_last_error(const tern_session* session);
+TERN_API const char* tern_session_last_error(const tern_session* session);
 
 #ifdef __cplusplus
 }

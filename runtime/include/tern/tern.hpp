@@ -1,4 +1,5 @@
 // Thin C++ wrapper over the C API: RAII handles, errors as tern::Error values (no exceptions).
+// Needs C++11 (std::shared_ptr, explicit operator bool); the suite compiles it with -std=c++11 -pedantic.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,8 @@
 namespace tern {
 
 struct Error {
+  Error() {}
+  Error(tern_status c, std::string m) : code(c), message(std::move(m)) {}
   tern_status code = TERN_OK;
   std::string message;
   explicit operator bool() const { return code != TERN_OK; }  // true when there is an error
