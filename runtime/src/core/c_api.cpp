@@ -2,6 +2,7 @@
 #include <new>
 #include <string>
 
+#include "core/c_api_internal.h"
 #include "core/model.h"
 #include "core/session.h"
 #include "ops/op.h"
@@ -62,6 +63,7 @@ const char* tern_status_string(tern_status status) {
     case TERN_DEVICE_ERROR: return "device error";
     case TERN_IO_ERROR: return "i/o error";
     case TERN_INTERNAL_ERROR: return "internal error";
+    case TERN_CONTEXT_FULL: return "context full";
   }
   return "unknown status";
 }
@@ -209,3 +211,12 @@ const char* tern_session_last_error(const tern_session* session) {
 }
 
 }  // extern "C"
+
+namespace tern::capi {
+
+const Model& model_of(const tern_model* model) { return *model->model; }
+Session& session_of(tern_session* session) { return *session->session; }
+const Session& session_of(const tern_session* session) { return *session->session; }
+tern_status fail(const Status& st) { return ::fail(st); }
+
+}  // namespace tern::capi
