@@ -57,6 +57,26 @@ uint64_t Xoshiro256::next() {
   return result;
 }
 
+Status apply_repetition_penalty(float* logits, int64_t vocab, const int32_t* history, int64_t n_history, int64_t last_n,
+                                float penalty, uint8_t* marks) {
+  const int64_t first = last_n > 0 && last_n < n_history ? n_history - last_n : 0;
+  for (int64_t i = first; i < n_history; ++i) {
+    if (history[i] < 0 || int64_t(history[i]) >= vocab) {
+      return InvalidArgument("tern_sampler_sample: history[" + std::to_string(i) + "] = " + std::to_string(history[i]) +
+                             " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  if (penalty == 1.0f) return Status::Ok();
+  for (int64_t i = first; i < n_history; ++i) {
+    const size_t id = size_t(history[i]);
+    if (marks[id]) continue;  // once per distinct id
+    marks[id] = 1;
+    logits[id] = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+  }
+  for (int64_t i = first; i < n_history; ++i) marks[size_t(history[i])] = 0;
+  return Status::Ok();
+}
+
 tern_sampler_options default_sampler_options() {
   tern_sampler_options o;
   o.struct_size = sizeof(tern_sampler_options);
@@ -112,28 +132,9 @@ Result<int32_t> Sampler::sample(const float* logits, int64_t vocab, const int32_
   }
   if (!any_finite) return InvalidArgument("tern_sampler_sample: every logit is -inf");
 
-  // 1. Repetition penalty, once per distinct id of the last repetition_last_n history tokens.
-  const int64_t last_n = options_.repetition_last_n;
-  const int64_t first = last_n > 0 && last_n < n_history ? n_history - last_n : 0;
-  for (int64_t i = first; i < n_history; ++i) {
-    const int32_t id = history[i];
-    if (id < 0 || int64_t(id) >= vocab) {
-      std::fill(kept_.begin(), kept_.end(), uint8_t(0));
-      return InvalidArgument("tern_sampler_sample: history[" + std::to_string(i) + "] = " + std::to_string(id) +
-                             " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-    }
-  }
-  const float penalty = options_.repetition_penalty;
-  if (penalty != 1.0f) {
-    for (int64_t i = first; i < n_history; ++i) {
-      const int32_t id = history[i];
-      if (kept_[size_t(id)]) continue;
-      kept_[size_t(id)] = 1;
-      float& l = logits_[size_t(id)];
-      l = l > 0.0f ? l / penalty : l * penalty;
-    }
-    for (int64_t i = first; i < n_history; ++i) kept_[size_t(history[i])] = 0;
-  }
+  // 1. Repetition penalty.
+  TERN_RETURN_IF_ERROR(apply_repetition_penalty(logits_.data(), vocab, history, n_history, options_.repetition_last_n,
+                                                options_.repetition_penalty, kept_.data()));
 
   // 2. Greedy: the largest logit, the lowest id among equals.
   if (options_.temperature == 0.0f) {

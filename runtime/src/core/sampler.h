@@ -62,6 +62,12 @@ class Sampler {
   std::vector<uint8_t> kept_;   // [vocab] 1: kept; also marks the penalised ids
 };
 
+// Step 1 on logits [vocab] in place: each distinct id among the last last_n (0: all) of history [n_history] has its
+// logit divided by penalty when positive and multiplied by it otherwise. marks [vocab], all 0, is scratch and is all
+// 0 again on return. A history id outside [0, vocab) is TERN_INVALID_ARGUMENT, before anything changes.
+Status apply_repetition_penalty(float* logits, int64_t vocab, const int32_t* history, int64_t n_history, int64_t last_n,
+                                float penalty, uint8_t* marks);
+
 // The defaults of tern_sampler_options_init.
 tern_sampler_options default_sampler_options();
 
