@@ -12,7 +12,10 @@
 namespace tern {
 
 struct Error {
-  tern_status code = TERN_OK;
+  // Constructors rather than default member initialisers keep Error{code, message} valid C++11.
+  Error() : code(TERN_OK) {}
+  Error(tern_status c, const std::string& m) : code(c), message(m) {}
+  tern_status code;
   std::string message;
   explicit operator bool() const { return code != TERN_OK; }  // true when there is an error
 };
