@@ -1,5 +1,6 @@
 // tern_generator and the session's sequence limit on converted models: reproducible text across thread counts, the
 // SLIDE and STOP policies at the limit, bounded-state models continuing past max_tokens, validation, and text <-> ids.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "op_graph.h"
 #include "test_support.h"
 #include "tern/tern.hpp"
 
@@ -102,7 +104,7 @@ std::vector<int32_t> generate(const tern_model* model, int threads, uint64_t see
 
 }  // namespace
 
-TEST_CASE("generation: the same seed gives the same text on 1 and 2 threads; another seed differs", "[generation]") {
+TEST_CASE("generation: the same seed gives the same text on 1 and 2 threads, another seed differs", "[generation]") {
   tern_model* model = converted("examples/models/kjv-byte", "kjv");
   const std::vector<int32_t> one = generate(model, 1, 5, 300), two = generate(model, 2, 5, 300);
   CHECK(one == two);
@@ -191,7 +193,7 @@ TEST_CASE("generation: STOP returns TERN_CONTEXT_FULL at the limit and changes n
   tern_model_free(model);
 }
 
-TEST_CASE("generation: a bounded-state model continues past max_tokens; its logits are a fresh session's", "[generation]") {
+TEST_CASE("generation: a bounded-state model continues past max_tokens and its logits are a fresh session's", "[generation]") {
   // Sliding window 64 (a ring of 63 keys), sinusoidal positions: nothing limits the sequence once max_tokens holds
   // the ring.
   tern_model* model = golden("sliding_w64");
@@ -243,6 +245,33 @@ TEST_CASE("generation: a bounded-state model continues past max_tokens; its logi
   tern_sampler_free(sampler);
   tern_generator_free(g);
   tern_session_free(bounded);
+  tern_model_free(model);
+}
+
+TEST_CASE("generation: sliding-window sessions past max_tokens match a fresh forward on every backend", "[generation][vulkan]") {
+  TERN_EACH_BACKEND(backend);
+  tern_model* model = golden("sliding_w64");
+  const std::vector<int32_t> ids = test::random_ids(300, 64, 12);
+  // Reference: one CPU forward of all 300 tokens in a session that holds them.
+  const std::vector<float> want = test::run_on(TERN_BACKEND_CPU, model, ids, 64, 0, 1);
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = backend;
+  so.threads = 1;
+  so.max_tokens = 100;  // the ring of 63 keys fits: the sequence goes on past 100
+  so.max_batch = 16;
+  tern_session* s = nullptr;
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  CHECK(tern_session_sequence_limit(s) == (int64_t(1) << 31));
+  std::vector<float> got(ids.size() * 64);
+  for (size_t i = 0; i < ids.size(); i += 16) {
+    const int64_t len = std::min<int64_t>(16, int64_t(ids.size() - i));
+    REQUIRE(tern_session_append(s, ids.data() + i, len, got.data() + i * 64) == TERN_OK);
+  }
+  const double err = test::relative_error(got.data(), want.data(), got.size());
+  INFO("300 tokens in a session of max_tokens 100 vs one forward: " << err);
+  CHECK(err < test::backend_tolerance(backend, 1e-5));
+  tern_session_free(s);
   tern_model_free(model);
 }
 
@@ -344,7 +373,7 @@ TEST_CASE("generation: options and calls are checked", "[generation]") {
   tern_model_free(model);
 }
 
-TEST_CASE("generation: text and ids for byte vocabularies; other vocabularies are unsupported", "[generation]") {
+TEST_CASE("generation: text and ids for byte vocabularies, other vocabularies are unsupported", "[generation]") {
   tern_model* model = golden("pre_untied_nobias_gelutanh");  // bytes, vocab 256
   const std::string text("Hi\0\xff", 4);
   int64_t n = -1;

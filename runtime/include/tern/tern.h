@@ -268,7 +268,10 @@ tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed);
  *   TERN_CONTEXT_SLIDE  the session is reset and the last keep_tokens tokens of the history are fed again (prefill),
  *                       then generation goes on: the next logits are those of a fresh session fed those tokens.
  * Models whose state is bounded (sliding or chunked windows, adaptive span, Transformer-XL or compressive memory,
- * with sinusoidal or relative positions) reach no such limit below 2^31 tokens: they continue without a prefill. */
+ * with sinusoidal or relative positions) reach no such limit below 2^31 tokens: they continue without a prefill.
+ *
+ * Threads: a generator, its session and the sampler passed to it are used by one thread at a time; generators on
+ * different sessions run on any threads at once. */
 typedef struct tern_generator tern_generator;
 
 typedef enum { TERN_CONTEXT_STOP = 0, TERN_CONTEXT_SLIDE = 1 } tern_context_policy;
