@@ -64,7 +64,10 @@ typedef enum {
   TERN_IO_ERROR = 6,
   /* An error inside the library, not in the model, the arguments or the device: a bug to report, with the
    * message from tern_last_error / tern_session_last_error. */
-  TERN_INTERNAL_ERROR = 7
+  TERN_INTERNAL_ERROR = 7,
+  /* A generator under TERN_CONTEXT_STOP (tern_generator_options) has filled the session's sequence: the next token
+   * cannot be fed. Not a failure of the library: start again with tern_generator_prompt, or use TERN_CONTEXT_SLIDE. */
+  TERN_CONTEXT_FULL = 8
 } tern_status;
 
 typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;
@@ -253,6 +256,159 @@ TERN_API int64_t tern_session_vocab_size(const tern_session* session);
 /* Message of the last failed call on this session ("" when none failed), owned by the session and valid until its
  * next failing call or tern_session_free. NULL session: "null session". */
 TERN_API const char* tern_session_last_error(const tern_session* session);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Generation: sampling, a generator that feeds a session token by token, and text for byte-level vocabularies.
+ *
+ * Options structs of this section begin with `size_t struct_size`, which their *_init function sets to the struct's
+ * size in the tern.h the app was built with. The library reads the fields that fit in struct_size and gives the
+ * others their defaults, so an app built against an older tern.h keeps working; struct_size 0 (an uninitialised
+ * struct) or larger than the library's struct (a newer tern.h than the library) is TERN_INVALID_ARGUMENT. A NULL
+ * options pointer means every default. Fields are only ever appended.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/* Tokens the sequence in a session can hold: every tern_session_append past it fails, naming the limit.
+ * It is the session's max_tokens when some op limits it: a state that grows with every token (dense, strided and
+ * fixed attention; a sliding or chunked window, or an adaptive span, wider than max_tokens), or positions read from a
+ * table (learned or axial position embeddings, whose rows the session binds up to max_tokens). Where every op's state
+ * is bounded and no op limits positions (sliding or chunked windows within max_tokens, adaptive span, Transformer-XL
+ * and compressive memories, sinusoidal or relative positions), the session continues past max_tokens, with the state
+ * it allocated for max_tokens, up to 2^31 tokens: that number is returned. 0 for a NULL session. Constant for the
+ * session's life; thread rules as every session call. */
+TERN_API int64_t tern_session_sequence_limit(const tern_session* session);
+
+/* --- Sampler: logits -> one token id ---------------------------------------------------------------------------
+ * The steps, always in this order:
+ *   1. repetition penalty: each distinct id among the last repetition_last_n tokens of the history has its logit
+ *      divided by repetition_penalty when it is positive and multiplied by it otherwise (CTRL; Hugging Face's
+ *      RepetitionPenaltyLogitsProcessor); every other logit is left as it is.
+ *   2. temperature 0 is greedy decoding: the largest logit after step 1, the lowest id among equal ones. Steps 3-7
+ *      do not run and the random state does not advance.
+ *   3. top-k: the top_k largest logits stay, ties to the lower id.
+ *   4. temperature: p_i = exp((logit_i - max) / temperature) over the tokens left (double precision).
+ *   5. top-p (nucleus): taking tokens by p descending (ties to the lower id), the fewest whose p sum to at least
+ *      top_p of the mass left stay; at least one.
+ *   6. min-p: the tokens with p_i >= min_p * (the largest p_i) stay.
+ *   7. draw: u in [0, 1) from the top 53 bits of the sampler's xoshiro256** generator (seeded through splitmix64),
+ *      and the first token left, in increasing id, whose running sum of p exceeds u times the sum of p left.
+ * The PRNG and the arithmetic are the library's own, so a seed gives the same tokens on every platform, compiler
+ * and thread count (for the same logits). */
+typedef struct tern_sampler tern_sampler;
+
+typedef struct {
+  size_t struct_size;       /* sizeof(tern_sampler_options), set by tern_sampler_options_init */
+  float temperature;        /* >= 0; 0: greedy (argmax). Default 1 */
+  int32_t top_k;            /* >= 0; 0: off (every token). Default 0 */
+  float top_p;              /* in (0, 1]; 1: off. Default 1 */
+  float min_p;              /* in [0, 1]; 0: off. Default 0 */
+  float repetition_penalty; /* > 0; 1: off; > 1 discourages repeats. Default 1 */
+  int32_t repetition_last_n;/* >= 0: the penalty looks at the last N tokens of the history; 0: at all of it.
+                             * Default 64 */
+  uint64_t seed;            /* the PRNG's seed; any value. Default 0 */
+} tern_sampler_options;
+
+/* Sets every field to its default (above) and struct_size to sizeof(tern_sampler_options). NULL: nothing. */
+TERN_API void tern_sampler_options_init(tern_sampler_options* options);
+/* Creates a sampler with a copy of the options (NULL: the defaults). A field out of range (NaN, a negative
+ * temperature, top_p outside (0, 1], ...) is TERN_INVALID_ARGUMENT with a message naming the field
+ * (tern_last_error). *out is set to NULL on failure. Free with tern_sampler_free. */
+TERN_API tern_status tern_sampler_create(const tern_sampler_options* options, tern_sampler** out);
+/* NULL: nothing. */
+TERN_API void tern_sampler_free(tern_sampler* sampler);
+/* Picks one token from logits [vocab] (float32, e.g. one row of tern_session_forward's output) and writes it to
+ * *token. history [n_history] holds the tokens so far (oldest first) for the repetition penalty; it may be NULL when
+ * n_history is 0. Neither array is kept. Errors (TERN_INVALID_ARGUMENT, message in tern_last_error, *token left
+ * alone): NULL sampler, logits or token; vocab outside [1, 2^31); a NaN or +inf logit; every logit -inf; a history id
+ * outside [0, vocab). The first call for a vocab size allocates the sampler's scratch (about 17 bytes a token);
+ * later calls allocate nothing. A sampler is used by one thread at a time; samplers are independent of each other. */
+TERN_API tern_status tern_sampler_sample(tern_sampler* sampler, const float* logits, int64_t vocab, const int32_t* history,
+                                int64_t n_history, int32_t* token);
+/* Restarts the sampler's random sequence from `seed`, as tern_sampler_create with that seed did. TERN_INVALID_ARGUMENT
+ * for a NULL sampler. */
+TERN_API tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed);
+
+/* --- Generator: a sequence grown token by token in a session ---------------------------------------------------
+ * A generator borrows a session (which must outlive it) and owns the sequence in it: the prompt, then one sampled
+ * token per tern_generator_next. While a generator is bound, feed the session only through it (a session whose
+ * position it does not expect fails the next call with TERN_INVALID_ARGUMENT); tern_generator_prompt starts over.
+ *
+ * A token that tern_generator_next returns is fed to the session at the start of the next call (tern_generator_next
+ * or tern_generator_append), so no logits are computed for the last token of a generation that the caller stops.
+ *
+ * When the sequence reaches tern_session_sequence_limit (the session's max_tokens for models with dense attention or
+ * learned positions, such as examples/models/kjv-byte) the context policy decides:
+ *   TERN_CONTEXT_STOP   the call that would feed past the limit returns TERN_CONTEXT_FULL and changes nothing; the
+ *                       generator stays full until the next tern_generator_prompt.
+ *   TERN_CONTEXT_SLIDE  the session is reset and the last keep_tokens tokens of the history are fed again (prefill),
+ *                       then generation goes on: the next logits are those of a fresh session fed those tokens.
+ * Models whose state is bounded (sliding or chunked windows, adaptive span, Transformer-XL or compressive memory,
+ * with sinusoidal or relative positions) reach no such limit below 2^31 tokens: they continue without a prefill.
+ *
+ * Threads: a generator, its session and the sampler passed to it are used by one thread at a time; generators on
+ * different sessions run on any threads at once. */
+typedef struct tern_generator tern_generator;
+
+typedef enum { TERN_CONTEXT_STOP = 0, TERN_CONTEXT_SLIDE = 1 } tern_context_policy;
+
+typedef struct {
+  size_t struct_size;                 /* sizeof(tern_generator_options), set by tern_generator_options_init */
+  tern_context_policy context_policy; /* TERN_CONTEXT_SLIDE by default */
+  int64_t keep_tokens;                /* SLIDE: tokens kept when the sequence is full, in [0, the sequence limit);
+                                       * 0 (default): half the sequence limit */
+} tern_generator_options;
+
+/* Sets the defaults above and struct_size. NULL: nothing. */
+TERN_API void tern_generator_options_init(tern_generator_options* options);
+/* Binds a new generator to `session` (borrowed: the session must outlive the generator; one generator per session at
+ * a time). Options NULL: the defaults. Errors (tern_last_error): NULL session or out, bad struct_size, an unknown
+ * policy, keep_tokens negative or not below tern_session_sequence_limit (TERN_INVALID_ARGUMENT). Allocates the
+ * generator's logits row [vocab]. Free with tern_generator_free. */
+TERN_API tern_status tern_generator_create(tern_session* session, const tern_generator_options* options, tern_generator** out);
+/* Frees the generator; the session and its state are left as they are. NULL: nothing. */
+TERN_API void tern_generator_free(tern_generator* generator);
+/* Resets the session and feeds it the prompt ids [n] (n >= 1), computing the logits the first token is sampled from.
+ * A prompt longer than the sequence limit keeps its last tern_session_sequence_limit tokens; *kept (may be NULL)
+ * says how many tokens were fed. The whole prompt goes into the history. Errors: those of tern_session_append (ids
+ * outside the vocabulary, ...), with the message in tern_generator_last_error; the generator then holds no sequence. */
+TERN_API tern_status tern_generator_prompt(tern_generator* generator, const int32_t* ids, int64_t n, int64_t* kept);
+/* Feeds ids [n] (n >= 1) after the sequence, e.g. a user's turn; the context policy applies (SLIDE keeps the last
+ * max(keep_tokens, n) tokens, at most the limit; STOP returns TERN_CONTEXT_FULL and feeds nothing when they do not
+ * fit). Needs a prompt first. */
+TERN_API tern_status tern_generator_append(tern_generator* generator, const int32_t* ids, int64_t n);
+/* Feeds the token the previous call returned (if any, under the context policy), then samples the next one with
+ * `sampler` from the current logits, the repetition penalty looking at the generator's history, and writes it to
+ * *token (and to the history). Errors: no prompt yet, a session changed behind the generator's back, NULL arguments
+ * (TERN_INVALID_ARGUMENT); TERN_CONTEXT_FULL under STOP; any error of the session's append. On any error *token is
+ * -1 and nothing was sampled. Messages: tern_generator_last_error. */
+TERN_API tern_status tern_generator_next(tern_generator* generator, tern_sampler* sampler, int32_t* token);
+/* The logits [vocab] the next token will be sampled from: after tern_generator_prompt or _append, those of the last
+ * token fed; after tern_generator_next, those the returned token was drawn from (the token itself is fed lazily).
+ * *vocab (may be NULL) gets the row's length. Owned by the generator, valid until its next call; NULL before a
+ * prompt. */
+TERN_API const float* tern_generator_logits(const tern_generator* generator, int64_t* vocab);
+/* The history: every id of the last prompt (all of it, also a part that did not fit), then every id appended or
+ * generated since, oldest first. *n gets its length. Owned by the generator, valid until its next call. */
+TERN_API const int32_t* tern_generator_history(const tern_generator* generator, int64_t* n);
+/* How many times TERN_CONTEXT_SLIDE has refilled the session since the last prompt. */
+TERN_API int64_t tern_generator_slides(const tern_generator* generator);
+/* Message of the last failed call on this generator ("" if none). Owned by the generator. */
+TERN_API const char* tern_generator_last_error(const tern_generator* generator);
+
+/* --- Text <-> token ids -------------------------------------------------------------------------------------------
+ * Byte-level vocabularies (tern_model_info.vocab_is_bytes) only for now: token b is the byte b, ids >= 256 are special
+ * tokens with no text. A model with another vocabulary gets TERN_UNSUPPORTED naming its kind; the signatures stay when
+ * tokenizers for other vocabularies are added. Any thread (the model is read-only). */
+
+/* Writes the ids of text [len bytes, any bytes, not NUL-terminated] to ids [capacity] and sets *n to the number of
+ * ids the text needs (for bytes, len). Size query: ids NULL and capacity 0 set *n and return TERN_OK. capacity below
+ * *n: TERN_INVALID_ARGUMENT after *n is set, nothing written. A byte outside the model's vocabulary (a byte vocabulary
+ * smaller than 256) is TERN_INVALID_ARGUMENT naming its offset. Messages: tern_last_error. */
+TERN_API tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
+                          int64_t* n);
+/* Writes the text of token id to buf [capacity] (not NUL-terminated) and sets *len to its length in bytes: 1 for a
+ * byte, 0 for a special token (id >= 256). Size query: buf NULL and capacity 0. capacity below *len:
+ * TERN_INVALID_ARGUMENT after *len is set. An id outside [0, vocab_size): TERN_INVALID_ARGUMENT. */
+TERN_API tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,10 @@
 #include <new>
 #include <string>
 
+#include "core/c_api_internal.h"
 #include "core/model.h"
-#include "core/options.h"
 #include "core/session.h"
+#include "core/sized_options.h"
 #include "ops/op.h"
 #include "tern/tern.h"
 
@@ -63,6 +64,7 @@ const char* tern_status_string(tern_status status) {
     case TERN_DEVICE_ERROR: return "device error";
     case TERN_IO_ERROR: return "i/o error";
     case TERN_INTERNAL_ERROR: return "internal error";
+    case TERN_CONTEXT_FULL: return "context full";
   }
   return "unknown status";
 }
@@ -116,7 +118,8 @@ tern_status tern_session_create(const tern_model* model, const tern_session_opti
   if (!model || !out) return fail(tern::InvalidArgument("tern_session_create: null argument"));
   *out = nullptr;
   tern_session_options resolved;
-  const tern::Status read = tern::read_options(options, "tern_session_options", tern_session_options_init, &resolved);
+  tern_session_options_init(&resolved);
+  const tern::Status read = tern::read_sized_options(options, "tern_session_options", &resolved);
   if (!read.ok()) return fail(read);
   try {
     auto session = tern::Session::create(*model->model, resolved);
@@ -211,3 +214,12 @@ const char* tern_session_last_error(const tern_session* session) {
 }
 
 }  // extern "C"
+
+namespace tern::capi {
+
+const Model& model_of(const tern_model* model) { return *model->model; }
+Session& session_of(tern_session* session) { return *session->session; }
+const Session& session_of(const tern_session* session) { return *session->session; }
+tern_status fail(const Status& st) { return ::fail(st); }
+
+}  // namespace tern::capi
