@@ -43,7 +43,7 @@ Scoring and logits:
   --segment N           feed --ids, --score and --perplexity through the streaming state N tokens at a time
                         (default for streamed scoring: 128)
 Session:
-  --threads N           CPU threads (default: all hardware threads)
+  --threads N           CPU threads (default 0: every hardware thread)
   --max-tokens N        tokens the session holds (default: the model's context)
   --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context)
   --memory-budget BYTES fail at load unless the session fits in BYTES (default: no budget)
@@ -57,6 +57,7 @@ Session:
   --f16-activations     CPU: store the whole-sequence values kept between row blocks (Reformer's residual
                         streams around LSH layers) as float16: half their memory, results change at ~1e-3.
                         With --backend vulkan: an error; auto on Vulkan: float32
+  --version             versions (tool, library, .tern formats) and build
   -h, --help            this text
 )";
 
@@ -248,9 +249,13 @@ int main(int argc, char** argv) {
                         "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--context",
                         "--keep", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
                         "--memory-budget", "--device"},
-                       {"-h", "--help", "--perplexity", "--f16-weights", "--f16-activations"});
+                       {"-h", "--help", "--version", "--perplexity", "--f16-weights", "--f16-activations"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (args.has("--version")) {
+    tern::cli::print_version("tern-run");
     return 0;
   }
   Options opt;
@@ -267,7 +272,7 @@ int main(int argc, char** argv) {
   opt.generator.keep_tokens = args.get_int("--keep", 0, 1, INT64_MAX);
   opt.stride = args.get_int("--stride", 0, 1, 1 << 30);
   opt.segment = args.get_int("--segment", 0, 1, 1 << 30);
-  opt.threads = args.get_int("--threads", 0, 1, 1024);
+  opt.threads = args.get_int("--threads", 0, 0, 1024);  // 0: every hardware thread, as in the API
   opt.max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
   opt.max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
   opt.memory_budget = args.get_int("--memory-budget", 0, 1, INT64_MAX);
