@@ -14,23 +14,11 @@
 #include "importers/importers.h"
 #include "input_file.h"
 #include "json_text.h"
+#include "temp_file.h"
 #include "writer.h"
 
 namespace tern::convert {
 namespace {
-
-// What may be replaced: nothing yet, or a regular file. rename() would otherwise put the model where a device node,
-// a FIFO or a directory's entry was.
-Status check_output_kind(const std::string& out_path) {
-  struct stat st {};
-  if (::stat(out_path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::Ok();  // a missing directory fails when the temporary is created
-    return IoError("cannot write '" + out_path + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode))
-    return IoError("'" + out_path + "' is " + file_kind(st.st_mode) + ", not a regular file; refusing to replace it");
-  return Status::Ok();
-}
 
 // The output must not be one of the inputs (the same file by device and inode, whatever the path says).
 Status check_output_not_input(const std::string& out_path, const Checkpoint& checkpoint) {
@@ -46,7 +34,7 @@ Status check_output_not_input(const std::string& out_path, const Checkpoint& che
 Status convert_unguarded(const std::string& checkpoint_dir, const std::string& out_path,
                          const ConvertOptions& options, ConvertReport* report) {
   const auto start = std::chrono::steady_clock::now();
-  TERN_RETURN_IF_ERROR(check_output_kind(out_path));
+  TERN_RETURN_IF_ERROR(check_replaceable(out_path));
   TERN_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(checkpoint_dir, options.allow_non_finite));
   TERN_RETURN_IF_ERROR(check_output_not_input(out_path, *checkpoint));
   TERN_ASSIGN_OR_RETURN(const Importer* importer, find_importer(checkpoint->config()));

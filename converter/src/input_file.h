@@ -9,12 +9,10 @@
 #include <cstdint>
 #include <string>
 
+#include "core/file_kind.h"
 #include "core/status.h"
 
 namespace tern::convert {
-
-// "a FIFO", "a directory", "a character device", "a block device", "a socket", "a symbolic link", "a regular file".
-const char* file_kind(mode_t mode);
 
 // An open, read-only descriptor of a regular file, closed on destruction.
 class InputFile {

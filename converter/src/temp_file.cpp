@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/file_kind.h"
+
 namespace tern::convert {
 namespace {
 
@@ -101,6 +103,17 @@ std::string temp_template(const std::string& dest) {
   const size_t room = NAME_MAX - (sizeof kSuffix - 1);
   if (name.size() > room) name.resize(utf8_prefix(name, room));
   return dir + name + kSuffix;
+}
+
+Status check_replaceable(const std::string& dest) {
+  struct stat st {};
+  if (::stat(dest.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return IoError("cannot write '" + dest + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return IoError("'" + dest + "' is " + file_kind(st.st_mode) + ", not a regular file; refusing to replace it");
+  return Status::Ok();
 }
 
 TempFile::~TempFile() { remove(); }

@@ -21,6 +21,11 @@ void remove_temporaries_on_signals();
 // own name fits NAME_MAX however long the destination's is.
 std::string temp_template(const std::string& dest);
 
+// What may be replaced by a rename: nothing yet, or a regular file. rename() would otherwise put the new file where a
+// device node, a FIFO or a directory's entry was: "'/dev/null' is a character device, not a regular file; refusing
+// to replace it". A missing directory is left to TempFile::create to report.
+Status check_replaceable(const std::string& dest);
+
 // A temporary next to the destination, removed unless commit() renames it into place. Messages name `dest`, the
 // path the user gave, not the temporary.
 class TempFile {

@@ -135,7 +135,8 @@ typedef struct {
   uint64_t packed_weight_bytes;  /* backend copies of weights (e.g. XNNPACK packing) */
   uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
   uint64_t state_bytes;          /* streaming state: KV caches, memories */
-  uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take */
+  uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take; UINT64_MAX when
+                                  * that passes 2^64 - 1 bytes (state_bytes saturates the same way) */
   int64_t row_chains;            /* chains of row-wise ops run in row blocks (their inner values need block rows) */
   int64_t row_block_rows;        /* the largest block those chains use, in rows */
 } tern_memory_plan;

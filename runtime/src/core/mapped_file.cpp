@@ -8,15 +8,24 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/file_kind.h"
+
 namespace tern {
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait for one forever (and a device could be read
+  // without end); only a regular file is mapped.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
     ::close(fd);
-    return IoError("'" + path + "' is not a regular file");
+    return IoError("cannot stat '" + path + "': " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
   }
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {

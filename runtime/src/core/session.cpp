@@ -200,7 +200,7 @@ tern_memory_plan Session::plan(int64_t n) const {
   backend_->plan(n, &p);
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
-    if (def->state_bytes) p.state_bytes += def->state_bytes(node, n);
+    if (def->state_bytes) p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, n));
     if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
   }
   return p;

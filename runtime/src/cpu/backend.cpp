@@ -10,6 +10,7 @@
 #include "cpu/kernels.h"
 #include "cpu/lsh_fold.h"
 #include "cpu/op_table.h"
+#include "cpu/thread_probe.h"
 #include "ops/op.h"
 
 namespace tern::cpu {
@@ -77,6 +78,7 @@ Status CpuBackend::build(const BackendConfig& config) {
   }
   threads_ = config.threads;
   max_batch_ = config.max_batch;
+  if (threads_ > 1) TERN_RETURN_IF_ERROR(probe_worker_threads(threads_ - 1));  // the caller is the pool's first
   pool_ = pthreadpool_create(size_t(threads_));
   if (!pool_) return OutOfMemory("cannot create a thread pool of " + std::to_string(threads_) + " threads");
 

@@ -33,10 +33,14 @@ Status expect_rows_of(const Node& node, const std::vector<ValueInfo>& values, in
   return expect_width(node, values, true, 0, inner_width(node));
 }
 
-// One call's scores: n queries against the call's n keys and `memory` rows kept from before.
+// One call's scores: n queries against the call's n keys and `memory` rows kept from before. UINT64_MAX when that
+// passes 2^64 - 1 bytes (n = 2^31 with 4 heads is 2^66): the planner's numbers saturate rather than wrap.
 uint64_t scores_bytes(const Node& node, int64_t n, uint64_t memory) {
   const auto* p = node.fb_op->params_as_AttentionParams();
-  return uint64_t(p->heads()) * uint64_t(n) * (uint64_t(n) + memory) * sizeof(float);
+  uint64_t bytes = uint64_t(p->heads());
+  for (uint64_t factor : {uint64_t(n), uint64_t(n) + memory, uint64_t(sizeof(float))})
+    if (__builtin_mul_overflow(bytes, factor, &bytes)) return UINT64_MAX;
+  return bytes;
 }
 
 uint64_t call_scores_bytes(const Node& node, int64_t n) { return scores_bytes(node, n, 0); }
