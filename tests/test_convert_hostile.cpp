@@ -26,6 +26,7 @@
 
 #include "convert.h"
 #include "safetensors.h"
+#include "run_tool.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -34,86 +35,20 @@ using nlohmann::json;
 namespace {
 
 const std::string kConvert = std::string(TERN_BINARY_DIR) + "/converter/tern-convert";
-constexpr int kTimeoutSeconds = 20;
-constexpr rlim_t kAddressSpace = rlim_t(4) << 30;
-
-// AddressSanitizer reserves terabytes of shadow address space: a sanitized tern-convert (build-asan/) cannot start
-// under the limit, so there it runs without one (the timeout still holds).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kLimitAddressSpace = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kLimitAddressSpace = false;
-#else
-constexpr bool kLimitAddressSpace = true;
-#endif
-#else
-constexpr bool kLimitAddressSpace = true;
-#endif
-
-struct Run {
-  bool timed_out = false;
-  int exit_code = -1;  // when it exited
-  int signal = 0;      // when a signal ended it
-  std::string err;     // stderr
-};
-
-struct Limits {
-  rlim_t file_size = RLIM_INFINITY;  // ulimit -f, in bytes
-};
+constexpr int kTimeoutSeconds = tern::test::kToolTimeoutSeconds;
+using Run = tern::test::ToolRun;
+using Limits = tern::test::ToolLimits;
+using tern::test::has_exited;
 
 // Starts tern-convert with `args`, stderr to `err_path`, under the address-space limit.
 pid_t spawn(const std::vector<std::string>& args, const std::string& err_path, const Limits& limits = {}) {
   REQUIRE(fs::exists(kConvert));  // built with the tests: cmake --build B --target tern-convert
-  const pid_t pid = fork();
+  const pid_t pid = tern::test::spawn_tool(kConvert, args, "", err_path, limits);
   REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (kLimitAddressSpace) {
-      rlimit as{kAddressSpace, kAddressSpace};
-      setrlimit(RLIMIT_AS, &as);
-    }
-    if (limits.file_size != RLIM_INFINITY) {
-      rlimit fs_limit{limits.file_size, limits.file_size};
-      setrlimit(RLIMIT_FSIZE, &fs_limit);
-    }
-    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) dup2(fd, 2);
-    const int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, 1);
-    // Default dispositions, whatever the test runner set: the converter installs its own.
-    for (int sig : {SIGINT, SIGTERM, SIGXFSZ}) signal(sig, SIG_DFL);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(kConvert.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(kConvert.c_str(), argv.data());
-    _exit(127);
-  }
   return pid;
 }
 
-Run wait_for(pid_t pid, const std::string& err_path, int timeout_s = kTimeoutSeconds) {
-  Run r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  for (;;) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      r.timed_out = true;
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  if (!r.timed_out) {
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  }
-  r.err = tern::test::read_file(err_path);
-  return r;
-}
+Run wait_for(pid_t pid, const std::string& err_path) { return tern::test::wait_for_tool(pid, "", err_path); }
 
 Run convert(const std::vector<std::string>& args, const std::string& scratch, const Limits& limits = {}) {
   const std::string err = scratch + "/stderr.txt";
@@ -127,13 +62,6 @@ void expect_error(const Run& r, const std::string& expected) {
   CHECK(r.signal == 0);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains(expected));
-}
-
-// Whether the child has ended, without reaping it (wait_for does that).
-bool has_exited(pid_t pid) {
-  siginfo_t info{};
-  if (waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return true;
-  return info.si_pid != 0;
 }
 
 size_t count_temporaries(const std::string& dir) {

@@ -30,10 +30,8 @@ std::string run_command(const std::string& cmd, int* status) {
 }
 
 std::string convert(const std::string& golden) {
-  const std::string out = tern::test::scratch_dir("stream_score_" + golden) + "/model.tern";
-  tern::convert::ConvertOptions o;
-  o.quiet = true;
-  REQUIRE(tern::convert::convert_checkpoint(tern::test::source_path("tests/goldens/" + golden), out, o).ok());
+  const std::string out = tern::test::convert_golden(golden, "stream_score_" + golden);
+  REQUIRE(!out.empty());
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #ifdef TERN_HAVE_VULKAN
+#include "convert.h"
 #include "vulkan/context.h"
 #endif
 
@@ -117,6 +118,13 @@ double backend_tolerance(tern_backend backend, double cpu_tolerance) {
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string convert_golden(const std::string& golden, const std::string& scratch) {
+  const std::string out = scratch_dir(scratch) + "/model.tern";
+  convert::ConvertOptions o;
+  o.quiet = true;
+  return convert::convert_checkpoint(source_path("tests/goldens/" + golden), out, o).ok() ? out : "";
 }
 
 }  // namespace tern::test

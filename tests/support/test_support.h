@@ -23,6 +23,8 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, floa
 // n random token ids in [0, rows).
 std::vector<int32_t> random_ids(int64_t n, int64_t rows, uint32_t seed);
 std::string read_file(const std::string& path);
+// tests/goldens/<golden> converted (quietly) into <scratch_dir(scratch)>/model.tern; its path, or "" on failure.
+std::string convert_golden(const std::string& golden, const std::string& scratch);
 // Whether a Vulkan device can run this library's shaders here; *why says what is missing when not.
 bool vulkan_device(std::string* why);
 // Messages the Vulkan validation layer has reported in this process (0 without the layer or the backend).
