@@ -6,11 +6,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
+#include <thread>
+#include <utility>
 
-#include <nlohmann/json.hpp>
-
+#include "input_file.h"
 #include "tern/tern.h"
 
 namespace tern::cli {
@@ -36,21 +36,31 @@ Args::Args(int argc, char** argv, const std::vector<std::string>& value_options,
     }
     if (is(flag_options, name)) {
       if (inline_value) {
-        error_ = "option " + name + " takes no value";
+        error_ = name + " takes no value, got '" + arg + "'";
         return;
       }
       values_[name] = "1";
     } else if (is(value_options, name)) {
       if (!inline_value) {
         if (i + 1 >= argc) {
-          error_ = "option " + name + " needs a value";
+          error_ = name + " needs a value";
           return;
         }
         value = argv[++i];
+        // "--score --segment 5": the value is another option, almost surely a forgotten value.
+        if (value.size() > 1 && value[0] == '-' && (is(value_options, value) || is(flag_options, value))) {
+          error_ = name + " needs a value (got the option " + value + ")";
+          return;
+        }
+      }
+      auto seen = values_.find(name);
+      if (seen != values_.end() && seen->second != value) {
+        error_ = name + " is given twice ('" + seen->second + "' and '" + value + "'); give it once";
+        return;
       }
       values_[name] = value;
     } else {
-      error_ = "unknown option " + name + " (see --help)";
+      error_ = "unknown option " + name + "; see --help";
       return;
     }
   }
@@ -68,7 +78,7 @@ int64_t Args::get_int(const std::string& name, int64_t fallback, int64_t lo, int
   errno = 0;
   long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-    if (error_.empty()) error_ = "option " + name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + s + "'";
+    if (error_.empty()) error_ = name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + s + "'";
     return fallback;
   }
   return v;
@@ -83,12 +93,22 @@ double Args::get_double(const std::string& name, double fallback, double lo, dou
   if (s.empty() || *end != '\0' || errno != 0 || !(v >= lo && v <= hi)) {
     if (error_.empty()) {
       std::ostringstream m;
-      m << "option " << name << " must be a number in [" << lo << ", " << hi << "], got '" << s << "'";
+      m << name << " must be a number in [" << lo << ", " << hi << "], got '" << s << "'";
       error_ = m.str();
     }
     return fallback;
   }
   return v;
+}
+
+int64_t hardware_threads() { return std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency())); }
+
+bool check_threads(const std::string& flag, int64_t threads, std::string* error) {
+  const int64_t hw = hardware_threads();
+  if (threads <= hw) return true;
+  *error = flag + " " + std::to_string(threads) + " is more than this machine's " + std::to_string(hw) +
+           " hardware threads; give at most " + std::to_string(hw) + " (0: all of them)";
+  return false;
 }
 
 uint64_t peak_rss_bytes() {
@@ -106,36 +126,78 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
-bool read_file(const std::string& path, std::string* bytes, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot open '" + path + "'";
+bool read_file(const std::string& path, uint64_t max_bytes, const std::string& what, std::string* bytes,
+               std::string* error) {
+  auto file = convert::InputFile::open(path);
+  if (!file.ok()) {
+    *error = file.status().message();
     return false;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *bytes = ss.str();
+  auto text = file->read_all(max_bytes, what);
+  if (!text.ok()) {
+    *error = text.status().message();
+    return false;
+  }
+  *bytes = std::move(text).value();
+  return true;
+}
+
+bool parse_ids_json(const std::string& text, const std::string& path, std::vector<int32_t>* ids, std::string* error) {
+  // A flat array of integers, read in one pass: no recursion and no value tree, whatever the file holds.
+  ids->clear();
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+  };
+  auto bad = [&](const std::string& why) {
+    *error = "'" + path + "': " + why + " at byte " + std::to_string(i);
+    return false;
+  };
+  skip();
+  if (i >= text.size() || text[i] != '[') {
+    *error = "'" + path + "': expected a JSON array of token ids";
+    return false;
+  }
+  ++i;
+  skip();
+  if (i < text.size() && text[i] == ']') ++i;
+  else {
+    for (;;) {
+      skip();
+      const size_t begin = i;
+      if (i < text.size() && text[i] == '-') ++i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+      const std::string number = text.substr(begin, i - begin);
+      const bool digits = !number.empty() && number != "-";
+      errno = 0;
+      const long long v = digits ? std::strtoll(number.c_str(), nullptr, 10) : 0;
+      const bool more = i < text.size() && (text[i] == '.' || text[i] == 'e' || text[i] == 'E');
+      if (!digits || more || errno == ERANGE || v < INT32_MIN || v > INT32_MAX) {
+        i = begin;
+        return bad("element " + std::to_string(ids->size()) + " is not a 32-bit integer");
+      }
+      ids->push_back(int32_t(v));
+      skip();
+      if (i < text.size() && text[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < text.size() && text[i] == ']') {
+        ++i;
+        break;
+      }
+      return bad("expected ',' or ']'");
+    }
+  }
+  skip();
+  if (i != text.size()) return bad("unexpected text after the array");
   return true;
 }
 
 bool read_ids_json(const std::string& path, std::vector<int32_t>* ids, std::string* error) {
   std::string text;
-  if (!read_file(path, &text, error)) return false;
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_array()) {
-    *error = path + ": expected a JSON array of token ids";
-    return false;
-  }
-  ids->clear();
-  for (size_t i = 0; i < doc.size(); ++i) {
-    const auto& v = doc[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
-      *error = path + ": element " + std::to_string(i) + " is not a 32-bit integer";
-      return false;
-    }
-    ids->push_back(int32_t(v.get<int64_t>()));
-  }
-  return true;
+  return read_file(path, kMaxIdsJsonBytes, "a JSON array of token ids", &text, error) &&
+         parse_ids_json(text, path, ids, error);
 }
 
 void print_version(const char* tool) {

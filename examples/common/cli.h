@@ -29,6 +29,13 @@ class Args {
   std::string error_;
 };
 
+// A thread count the CPU backend can run: 0 (every hardware thread) up to this machine's hardware threads. More
+// would only take turns on the same cores (and a pool of hundreds, each spinning while it waits for work, makes every
+// call crawl); false with "--threads 1024 is more than this machine's 2 hardware threads; give at most 2 (0: all)".
+bool check_threads(const std::string& flag, int64_t threads, std::string* error);
+// std::thread::hardware_concurrency(), at least 1.
+int64_t hardware_threads();
+
 // Prints what --version shows: the tool's and the loaded library's versions, the .tern format versions the library
 // reads, and the build (type, compiler, target, TERN_NATIVE, Vulkan backend).
 void print_version(const char* tool);
@@ -46,8 +53,18 @@ class Timer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Reads a JSON array of token ids; returns false with a message.
+// Most bytes read_ids_json reads: 64 MiB, some 6 million ids.
+constexpr uint64_t kMaxIdsJsonBytes = uint64_t(64) << 20;
+
+// Reads a whole file that must be a regular one (opened non-blocking: a FIFO, a device or a directory is an error
+// naming what it is, never a wait or an endless read) of at most max_bytes: "'x' holds more than 64 MiB, too large
+// for <what>". False with the message.
+bool read_file(const std::string& path, uint64_t max_bytes, const std::string& what, std::string* bytes,
+               std::string* error);
+// A JSON array of token ids (integers in int32's range) from `text`, read from `path` (named in messages), in one
+// pass. False with a message naming the element or byte.
+bool parse_ids_json(const std::string& text, const std::string& path, std::vector<int32_t>* ids, std::string* error);
+// read_file (at most kMaxIdsJsonBytes) + parse_ids_json.
 bool read_ids_json(const std::string& path, std::vector<int32_t>* ids, std::string* error);
-bool read_file(const std::string& path, std::string* bytes, std::string* error);
 
 }  // namespace tern::cli

@@ -7,29 +7,31 @@
 
 namespace tern::npy {
 
-bool write_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape, std::string* error) {
+std::string header_f32(const std::vector<int64_t>& shape) {
   std::ostringstream dict;
   dict << "{'descr': '<f4', 'fortran_order': False, 'shape': (";
-  size_t count = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
+  for (size_t i = 0; i < shape.size(); ++i)
     dict << shape[i] << (shape.size() == 1 || i + 1 < shape.size() ? "," : "") << (i + 1 < shape.size() ? " " : "");
-    count *= size_t(shape[i]);
-  }
   dict << "), }";
   std::string header = dict.str();
   // Magic (6) + version (2) + length (2) + header, padded with spaces to a multiple of 64, ending in '\n'.
-  size_t total = 10 + header.size() + 1;
+  const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
+  const uint16_t len = uint16_t(header.size());
+  const char magic[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, char(len & 0xff), char(len >> 8)};
+  return std::string(magic, 10) + header;
+}
+
+bool write_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape, std::string* error) {
+  size_t count = 1;
+  for (int64_t d : shape) count *= size_t(d);
+  const std::string header = header_f32(shape);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
     *error = "cannot write '" + path + "'";
     return false;
   }
-  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  uint16_t len = uint16_t(header.size());
-  out.write(magic, 8);
-  out.write(reinterpret_cast<const char*>(&len), 2);
   out.write(header.data(), std::streamsize(header.size()));
   out.write(reinterpret_cast<const char*>(data), std::streamsize(count * sizeof(float)));
   if (!out) {

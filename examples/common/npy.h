@@ -12,6 +12,8 @@ struct Array {
   std::vector<float> data;  // float32 arrays only
 };
 
+// The bytes before a C-order float32 array of `shape` in a .npy file (magic, version 1.0, header padded to 64).
+std::string header_f32(const std::vector<int64_t>& shape);
 // Writes a C-order float32 array; returns false with a message on failure.
 bool write_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape, std::string* error);
 bool read_f32(const std::string& path, Array* out, std::string* error);

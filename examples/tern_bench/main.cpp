@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli.h"
@@ -293,8 +292,12 @@ int main(int argc, char** argv) {
   if (!parse_list(opt("-t", "--threads", "1"), 0, &threads)) {
     return bad("-t", "--threads", "1", "a list of thread counts (0: every hardware thread)");
   }
+  for (int64_t t : threads) {
+    std::string error;
+    if (!tern::cli::check_threads(args.has("-t") ? "-t" : "--threads", t, &error)) return fail(error, 2);
+  }
   // 0 is every hardware thread, as in the API; resolved here so that the table shows the count that ran.
-  for (int64_t& t : threads) t = t == 0 ? std::max(1u, std::thread::hardware_concurrency()) : t;
+  for (int64_t& t : threads) t = t == 0 ? tern::cli::hardware_threads() : t;
   const std::string reps_text = opt("-r", "--repetitions", "5");
   char* end = nullptr;
   long reps = std::strtol(reps_text.c_str(), &end, 10);

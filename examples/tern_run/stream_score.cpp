@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "cli.h"
 
@@ -57,19 +56,6 @@ bool stream_score(SessionHandle& session, const std::vector<int32_t>& ids, int64
   }
   out->seconds = timer.seconds();
   return true;
-}
-
-int64_t count_tokens(const std::string& score_path, const std::string& ids_path) {
-  int64_t tokens = 0;
-  std::string error;
-  if (!score_path.empty()) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(score_path, ec);
-    if (!ec) tokens = std::max(tokens, int64_t(size));
-  }
-  std::vector<int32_t> ids;
-  if (!ids_path.empty() && cli::read_ids_json(ids_path, &ids, &error)) tokens = std::max(tokens, int64_t(ids.size()));
-  return tokens;
 }
 
 }  // namespace tern::run

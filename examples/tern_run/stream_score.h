@@ -22,8 +22,4 @@ struct StreamScore {
 bool stream_score(SessionHandle& session, const std::vector<int32_t>& ids, int64_t segment, float* logits_out,
                   StreamScore* out, std::string* error);
 
-// Tokens a streamed score will feed: the bytes of score_path, or the ids in ids_path (0 if unreadable; the caller
-// reports the error when it reads them).
-int64_t count_tokens(const std::string& score_path, const std::string& ids_path);
-
 }  // namespace tern::run

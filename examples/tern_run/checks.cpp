@@ -1,0 +1,149 @@
+// The option grid against the loaded model and its session, checked before any mode runs: what the flags ask must
+// fit the context, the vocabulary and the machine's memory, and every message names the flags that do not agree.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "options.h"
+
+namespace tern::run {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// "the model's context" or "--max-tokens", whichever set the session's sequence limit.
+std::string context_source(const Options& opt) { return opt.max_tokens > 0 ? "--max-tokens" : "the model's context"; }
+
+// The session's max_batch: tern_session_memory's n_tokens.
+int64_t max_batch(const SessionHandle& session) {
+  tern_memory_plan p{};
+  tern_session_memory(session.get(), &p);
+  return p.n_tokens;
+}
+
+// What one buffer can take at the most: the machine's memory, or less under `ulimit -v`.
+uint64_t usable_memory(std::string* what) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+  *what = "this machine's memory";
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && uint64_t(as.rlim_cur) < bytes) {
+    bytes = uint64_t(as.rlim_cur);
+    *what = "the address space this process may use (ulimit -v)";
+  }
+  return bytes;
+}
+
+bool check_prompt(const Options& opt, int64_t limit, std::string* error) {
+  const int64_t tokens = std::max<int64_t>(1, int64_t(opt.prompt.size()));  // byte-level: a token a byte
+  if (opt.max_tokens > 0 && tokens > opt.max_tokens) {
+    *error = "--max-tokens " + str(opt.max_tokens) + " is less than the prompt's " + str(tokens) +
+             " tokens; give at least " + str(tokens) + ", or leave it out to keep the prompt's last tokens";
+    return false;
+  }
+  if (opt.generator.context_policy != TERN_CONTEXT_SLIDE) return true;
+  if (opt.generator.keep_tokens >= limit) {
+    *error = "--keep " + str(opt.generator.keep_tokens) + " must be less than the context of " + str(limit) +
+             " tokens (" + context_source(opt) + ")";
+    return false;
+  }
+  if (limit < 2) {
+    *error = "--context slide needs a context of at least 2 tokens (it keeps some and generates after them); " +
+             context_source(opt) + " is " + str(limit) + ": use --context stop";
+    return false;
+  }
+  return true;
+}
+
+bool check_windows(const Options& opt, const SessionHandle& session, int64_t context, std::string* error) {
+  const int64_t n = int64_t(opt.score_text.size());
+  if (context < 2) {
+    *error = "--score needs windows of at least 2 tokens; " + context_source(opt) + " is " + str(context);
+    return false;
+  }
+  const int64_t window = std::min(context, n);
+  const std::string what = window == n && n < context ? "the file's length" : context_source(opt);
+  if (opt.stride >= window) {
+    *error = "--stride " + str(opt.stride) + " must be less than the window of " + str(window) + " tokens (" + what +
+             "): each window predicts the bytes after the previous one's end";
+    return false;
+  }
+  const int64_t batch = max_batch(session);
+  if (window > batch) {
+    *error = "--max-batch " + str(batch) + " is less than --score's window of " + str(window) + " tokens";
+    return false;
+  }
+  return true;
+}
+
+bool check_ids(const Options& opt, const SessionHandle& session, int64_t limit, std::string* error) {
+  const int64_t n = int64_t(opt.ids.size()), vocab = session.vocab_size();
+  for (size_t i = 0; i < opt.ids.size(); ++i) {
+    if (opt.ids[i] < 0 || opt.ids[i] >= vocab) {
+      *error = "--ids: element " + str(int64_t(i)) + " of '" + opt.ids_path + "' is " + str(opt.ids[i]) +
+               ", outside the model's vocabulary [0, " + str(vocab) + ")";
+      return false;
+    }
+  }
+  if (n > limit) {
+    *error = "--ids: " + str(n) + " ids do not fit the session's " + str(limit) + " tokens (" + context_source(opt) + ")";
+    return false;
+  }
+  const int64_t batch = max_batch(session);
+  if (!opt.perplexity && opt.segment == 0 && n > batch) {
+    *error = "--ids: " + str(n) + " ids in one call exceed --max-batch " + str(batch) +
+             "; --segment N feeds them N at a time";
+    return false;
+  }
+  // Every row's logits are kept for --logits-out and for one forward call.
+  if (!opt.logits_path.empty() || (!opt.perplexity && opt.segment == 0)) {
+    std::string what;
+    const double need = double(n) * double(vocab) * 4.0, have = double(usable_memory(&what));
+    if (need > have) {
+      const std::string flag = opt.logits_path.empty() ? "--ids" : "--logits-out";
+      char bytes[32];
+      std::snprintf(bytes, sizeof bytes, "%.0f", need);
+      *error = flag + ": " + str(n) + " ids x " + str(vocab) + " logits need " + bytes +
+               " bytes of float32, more than " + what + ", " + std::to_string(uint64_t(have)) + " bytes";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool check_against_session(const Options& opt, const tern_model_info& info, const SessionHandle& session,
+                           std::string* error) {
+  if (opt.has_prompt && !info.vocab_is_bytes) {
+    *error = "--prompt needs a byte-level model; this one's vocabulary has " + str(info.vocab_size) + " tokens: use --ids";
+    return false;
+  }
+  if (!opt.score_path.empty() && !info.vocab_is_bytes) {
+    *error = "--score needs a byte-level model; this one's vocabulary has " + str(info.vocab_size) + " tokens";
+    return false;
+  }
+  const int64_t limit = tern_session_sequence_limit(session.get());
+  if (opt.has_prompt && !check_prompt(opt, limit, error)) return false;
+  if (!opt.score_path.empty()) {
+    if (!opt.stream) {
+      const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
+      if (!check_windows(opt, session, context, error)) return false;
+    } else if (int64_t(opt.score_text.size()) > limit) {
+      *error = "--score: " + str(int64_t(opt.score_text.size())) + " bytes do not fit the session's " + str(limit) +
+               " tokens (" + context_source(opt) + ")";
+      return false;
+    }
+    if (opt.stride > 0 && opt.stream) {
+      *error = "--stride: this model has no context limit, so --score streams the text through its state in "
+               "--segment calls: there are no windows";
+      return false;
+    }
+  }
+  return opt.ids_path.empty() || check_ids(opt, session, limit, error);
+}
+
+}  // namespace tern::run
