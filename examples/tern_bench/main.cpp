@@ -20,7 +20,7 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   -n, --generate LIST    generation lengths (default 128; 0 for none)
   -d, --depth LIST       tokens already in the state before generating (default 0)
   -r, --repetitions N    timed runs after one warm-up (default 5)
-  -t, --threads LIST     thread counts (default 1; 0: every hardware thread)
+  -t, --threads LIST     thread counts, at most the hardware threads (default 1; 0: every hardware thread)
   -o, --output FORMAT    md | json | csv (default md)
   --profile              time every op during the warm runs; print them sorted by time (md output)
   --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
