@@ -317,7 +317,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s, weights: %s\n", where.device_name,
                  where.device_type, where.driver, so.weight_storage == TERN_WEIGHT_STORAGE_F16 ? "float16 storage" : "float32");
   } else {
-    std::fprintf(stderr, "backend: cpu%s\n",
+    std::fprintf(stderr, "backend: cpu, %s%s\n", where.driver,
                  so.activation_storage == TERN_ACTIVATION_STORAGE_F16 ? ", activations between row blocks: float16" : "");
   }
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
