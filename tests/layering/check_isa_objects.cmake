@@ -3,8 +3,10 @@
 # symbol, above all a weak one (an inline function or template instantiation, nm types W, V, u), could be the copy
 # the linker keeps for every caller: code built for AVX-512 reached from the baseline path, an illegal instruction on
 # a CPU without it. A symbol belongs to the variant when its mangled name holds the namespace (a function, a table,
-# a template instantiated on a type of it, a sanitizer's record of one); sanitizers' own bookkeeping (__asan_*,
-# __sancov_*, ...: data, no code) is allowed. The variant's table must be there: a check that finds nothing is blind.
+# a template instantiated on a type of it, a sanitizer's record of one). Data that holds no code is allowed:
+# sanitizers' bookkeeping (__asan_*, __sancov_*, ...) and type_info objects and names (_ZTI*, _ZTS*: clang's
+# -fsanitize=function emits them for function types). The variant's table must be there: a check that finds nothing
+# is blind.
 #   cmake -DNM=<nm> -DOBJECTS=<a.o|b.o> -DNAMESPACE=isa_avx2 -P check_isa_objects.cmake
 string(LENGTH "${NAMESPACE}" len)
 set(token "4tern3cpu${len}${NAMESPACE}")  # tern::cpu::<NAMESPACE> in a mangled name
@@ -34,7 +36,7 @@ foreach(obj ${objects})
       set(table_found ON)
     endif()
     string(FIND "${name}" "${token}" at)
-    if(at EQUAL -1 AND NOT name MATCHES "^_*(asan|sancov|odr_asan|ubsan|tsan|msan|sanitizer)")
+    if(at EQUAL -1 AND NOT name MATCHES "^(_*(asan|sancov|odr_asan|ubsan|tsan|msan|sanitizer)|_ZT[IS])")
       list(APPEND bad "${type} ${name}")
     endif()
   endforeach()
