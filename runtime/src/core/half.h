@@ -1,6 +1,7 @@
 // IEEE float16 <-> float32: one value at a time (float16 tensors of a checkpoint), and arrays of them (core/half.cpp:
-// with the F16C instructions where the build targets them, 8 at a time, and one at a time for the rest). The CPU
-// backend splits the arrays of activations across threads (cpu/half_rows.h); Vulkan stages float16 weights.
+// with the F16C instructions where the build targets them, 8 at a time, and one at a time for the rest), with which
+// Vulkan stages float16 weights. The CPU backend's activations use its kernel variants' own copies instead
+// (cpu/half_rows.h: F16C picked at run time), split across threads.
 #pragma once
 
 #include <cstddef>
