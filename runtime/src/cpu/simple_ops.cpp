@@ -158,6 +158,7 @@ void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int
     case fb::ActivationKind::GELU_ERF: fn = k.gelu_erf; break;
     case fb::ActivationKind::GELU_TANH: fn = k.gelu_tanh; break;
   }
+  if (fn == nullptr) return;  // the loader admits no other kind
   parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) { fn(x + b, int64_t(e - b), out + b); });
 }
 
