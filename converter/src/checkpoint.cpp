@@ -1,36 +1,42 @@
 #include "checkpoint.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
+
+#include "json_text.h"
 
 namespace tern::convert {
 
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
+Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir, bool allow_non_finite) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return IoError(dir + ": no such directory");
   if (!fs::is_directory(dir, ec)) return IoError(dir + ": not a directory");
 
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
   ckpt->dir_ = dir;
+  ckpt->allow_non_finite_ = allow_non_finite;
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) == 0) ckpt->inputs_.push_back({dst.st_dev, dst.st_ino, dir});
 
-  const fs::path config_path = fs::path(dir) / "config.json";
-  std::ifstream in(config_path, std::ios::binary);
-  if (!in) return IoError(config_path.string() + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  ckpt->config_ = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (ckpt->config_.is_discarded()) return InvalidModel("config.json: not valid JSON");
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  TERN_ASSIGN_OR_RETURN(InputFile config, InputFile::open(config_path));
+  ckpt->inputs_.push_back({config.device(), config.inode(), config_path});
+  TERN_ASSIGN_OR_RETURN(const std::string text, config.read_all(kMaxConfigBytes, "a config"));
+  auto parsed = parse_json(text);
+  if (!parsed.ok()) return InvalidModel("config.json: " + parsed.status().message());
+  ckpt->config_ = std::move(parsed).value();
   if (!ckpt->config_.is_object()) return InvalidModel("config.json: must hold a JSON object");
 
+  // Every entry named *.safetensors, whatever it is: one that is not a regular file is an error below, not skipped.
   std::vector<std::string> names;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
-    if (p.extension() == ".safetensors" && it->is_regular_file(ec)) names.push_back(p.filename().string());
+    if (p.extension() == ".safetensors") names.push_back(p.filename().string());
   }
   if (ec) return IoError(dir + ": cannot list: " + ec.message());
   if (names.empty()) return InvalidModel(dir + ": no .safetensors files");
@@ -38,10 +44,11 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
 
   for (const std::string& name : names) {
     TERN_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open((fs::path(dir) / name).string(), name));
+    ckpt->inputs_.push_back({file->input()->device(), file->input()->inode(), file->input()->path()});
     for (const TensorView& view : file->tensors()) {
       auto [pos, inserted] = ckpt->index_.emplace(view.name, &view);
       if (!inserted)
-        return InvalidModel(name + ": tensor '" + view.name + "' is also in " + pos->second->file);
+        return InvalidModel(name + ": tensor '" + clip(view.name) + "' is also in " + pos->second->file);
     }
     ckpt->files_.push_back(std::move(file));
   }
@@ -67,7 +74,7 @@ std::string describe_unused(const std::vector<std::string>& unused, size_t max_n
   if (unused.empty()) return "";
   std::string s = std::to_string(unused.size()) + " checkpoint tensor" + (unused.size() == 1 ? " was" : "s were") +
                   " not used: ";
-  for (size_t i = 0; i < unused.size() && i < max_names; ++i) s += (i ? ", " : "") + unused[i];
+  for (size_t i = 0; i < unused.size() && i < max_names; ++i) s += (i ? ", " : "") + clip(unused[i]);
   if (unused.size() > max_names) s += " and " + std::to_string(unused.size() - max_names) + " more";
   return s;
 }

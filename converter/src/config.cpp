@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "json_text.h"
+
 #include <cmath>
 #include <limits>
 
@@ -20,11 +22,7 @@ const nlohmann::json* Config::get(const std::string& key) const {
 
 bool Config::has(const std::string& key) const { return get(key) != nullptr; }
 
-std::string Config::show(const nlohmann::json& value) {
-  std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
+std::string Config::show(const nlohmann::json& value) { return json_snippet(value); }
 
 Status Config::error(const std::string& message) const { return InvalidModel(file_ + ": " + message); }
 

@@ -1,6 +1,10 @@
 #include "convert.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -8,15 +12,43 @@
 #include "checkpoint.h"
 #include "graph_builder.h"
 #include "importers/importers.h"
+#include "input_file.h"
+#include "json_text.h"
 #include "writer.h"
 
 namespace tern::convert {
 namespace {
 
+// What may be replaced: nothing yet, or a regular file. rename() would otherwise put the model where a device node,
+// a FIFO or a directory's entry was.
+Status check_output_kind(const std::string& out_path) {
+  struct stat st {};
+  if (::stat(out_path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();  // a missing directory fails when the temporary is created
+    return IoError("cannot write '" + out_path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return IoError("'" + out_path + "' is " + file_kind(st.st_mode) + ", not a regular file; refusing to replace it");
+  return Status::Ok();
+}
+
+// The output must not be one of the inputs (the same file by device and inode, whatever the path says).
+Status check_output_not_input(const std::string& out_path, const Checkpoint& checkpoint) {
+  struct stat st {};
+  if (::stat(out_path.c_str(), &st) != 0) return Status::Ok();
+  for (const InputId& in : checkpoint.inputs())
+    if (in.device == st.st_dev && in.inode == st.st_ino)
+      return InvalidArgument("'" + out_path + "' is the checkpoint's own '" + in.path +
+                             "'; refusing to overwrite an input");
+  return Status::Ok();
+}
+
 Status convert_unguarded(const std::string& checkpoint_dir, const std::string& out_path,
                          const ConvertOptions& options, ConvertReport* report) {
   const auto start = std::chrono::steady_clock::now();
-  TERN_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(checkpoint_dir));
+  TERN_RETURN_IF_ERROR(check_output_kind(out_path));
+  TERN_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::open(checkpoint_dir, options.allow_non_finite));
+  TERN_RETURN_IF_ERROR(check_output_not_input(out_path, *checkpoint));
   TERN_ASSIGN_OR_RETURN(const Importer* importer, find_importer(checkpoint->config()));
 
   GraphBuilder graph;
@@ -28,7 +60,7 @@ Status convert_unguarded(const std::string& checkpoint_dir, const std::string& o
   if (!options.quiet && !unused.empty()) std::fprintf(stderr, "tern-convert: warning: %s\n", describe_unused(unused).c_str());
 
   WriteStats stats;
-  TERN_RETURN_IF_ERROR(write_model(graph, out_path, WriteOptions{options.quiet}, &stats));
+  TERN_RETURN_IF_ERROR(write_model(graph, out_path, WriteOptions{options.quiet, /*verify=*/true}, &stats));
 
   if (report) {
     report->architecture = graph.metadata().architecture;
@@ -54,7 +86,7 @@ Status convert_checkpoint(const std::string& checkpoint_dir, const std::string& 
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while converting " + checkpoint_dir);
   } catch (const std::exception& e) {
-    return InvalidModel(checkpoint_dir + ": " + e.what());
+    return InvalidModel(checkpoint_dir + ": " + clip(e.what(), 200));
   }
 }
 

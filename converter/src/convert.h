@@ -15,6 +15,8 @@ struct ConvertOptions {
   // Reformer: seed of the LSH rotations drawn for a checkpoint that has none (converter/reformer.md); unset: the
   // config's hash_seed, else 0.
   std::optional<uint64_t> hash_seed = std::nullopt;
+  // Convert weights that hold NaN or infinity; by default the first one is an error naming the tensor and index.
+  bool allow_non_finite = false;
 };
 
 // What a successful conversion produced.
@@ -31,7 +33,10 @@ struct ConvertReport {
 };
 
 // Reads `checkpoint_dir` (config.json + *.safetensors), picks the importer for its model_type and writes
-// `out_path` atomically. On failure nothing is left at `out_path` that was not there before.
+// `out_path` atomically, after the runtime's loader has accepted the written bytes. On failure nothing is left at
+// `out_path` that was not there before, and no temporary. An `out_path` that exists and is not a regular file
+// (a directory, a device, a FIFO), or that is one of the checkpoint's own files, is refused before anything is read.
+// Signals are the caller's: tern-convert calls remove_temporaries_on_signals() (temp_file.h).
 Status convert_checkpoint(const std::string& checkpoint_dir, const std::string& out_path,
                           const ConvertOptions& options, ConvertReport* report = nullptr);
 

@@ -7,15 +7,15 @@
 
 #include "convert.h"
 #include "importers/importers.h"
+#include "temp_file.h"
+#include "tern/tern.h"
 #include "writer.h"
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
-
 void print_help() {
   std::printf(
-      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--quiet] [--hash-seed N]\n"
+      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--quiet] [--hash-seed N] [--allow-non-finite]\n"
       "\n"
       "Converts a checkpoint directory (config.json plus one or more *.safetensors files) into a single\n"
       ".tern model file that libtern loads with mmap.\n"
@@ -25,14 +25,18 @@ void print_help() {
       "  -q, --quiet        print nothing but errors\n"
       "      --hash-seed N  Reformer: seed of the LSH rotations drawn when the checkpoint has none\n"
       "                     (default: config.json's hash_seed, else 0; converter/reformer.md)\n"
+      "      --allow-non-finite  convert weights that hold NaN or infinity (refused by default: the error\n"
+      "                     names the tensor and the index of the first one)\n"
       "  -h, --help         show this help\n"
-      "      --version      show the converter version\n"
+      "      --version      the converter's version, the .tern format version it writes, its build\n"
       "\n"
       "supported model types (config.json \"model_type\"):\n");
   for (const auto& imp : tern::convert::importers()) std::printf("  %-16s %s\n", imp.model_type, imp.summary);
   std::printf(
       "\n"
       "input: tensors in F32, F16 or BF16; every tensor is checked for presence, dtype and shape.\n"
+      "The written file must pass the runtime's loader before it replaces MODEL.tern; on an error, SIGINT,\n"
+      "SIGTERM, SIGHUP or SIGQUIT the temporary file is removed and an existing MODEL.tern is kept.\n"
       "output: .tern format version %u: a size-prefixed FlatBuffer (schema/tern.fbs, identifier \"TERN\")\n"
       "holding the op graph and tensor table, followed by a data segment with every weight as float32\n"
       "at a %u-byte aligned offset.\n"
@@ -63,10 +67,13 @@ int main(int argc, char** argv) {
       print_help();
       return 0;
     } else if (arg == "--version") {
-      std::printf("tern-convert %s (writes .tern format version %u)\n", kVersion, tern::convert::kFormatVersion);
+      std::printf("tern-convert %d.%d.%d\nwrites .tern format version %u\nbuild: %s\n", TERN_VERSION_MAJOR,
+                  TERN_VERSION_MINOR, TERN_VERSION_PATCH, tern::convert::kFormatVersion, TERN_BUILD_SUMMARY);
       return 0;
     } else if (arg == "-q" || arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--allow-non-finite") {
+      options.allow_non_finite = true;
     } else if (arg == "--hash-seed") {
       if (i + 1 >= argc) return usage_error(arg + " needs a number");
       char* end = nullptr;
@@ -92,6 +99,7 @@ int main(int argc, char** argv) {
   if (checkpoint_dir.empty()) return usage_error("missing CHECKPOINT_DIR");
   if (out_path.empty()) return usage_error("missing -o MODEL.tern");
 
+  tern::convert::remove_temporaries_on_signals();
   tern::convert::ConvertReport report;
   const tern::Status status = tern::convert::convert_checkpoint(checkpoint_dir, out_path, options, &report);
   if (!status.ok()) {

@@ -5,16 +5,17 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/half.h"
+#include "json_text.h"
 
 namespace tern::convert {
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // same cap as the reference implementation
+constexpr size_t kMaxRank = 64;                     // PyTorch's own limit; a .tern tensor has at most 8
 
 struct DTypeInfo {
   const char* name;
@@ -34,11 +35,7 @@ const DTypeInfo* find_dtype(const std::string& name) {
 }
 
 // JSON text of a value for messages, cut short so a hostile header cannot flood the terminal.
-std::string snippet(const nlohmann::json& j) {
-  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
+std::string snippet(const nlohmann::json& j) { return json_snippet(j); }
 
 struct Span {
   uint64_t begin, end;
@@ -48,7 +45,7 @@ struct Span {
 // Validates one header entry and fills `view` (data pointer left for the caller). Returns a message or "".
 std::string parse_entry(const std::string& name, const nlohmann::json& entry, uint64_t data_size, TensorView& view,
                         Span& span) {
-  const std::string where = "tensor '" + name + "': ";
+  const std::string where = "tensor '" + clip(name) + "': ";
   if (!entry.is_object()) return where + "entry must be an object, got " + snippet(entry);
   auto dt = entry.find("dtype");
   if (dt == entry.end()) return where + "field 'dtype' is missing";
@@ -59,6 +56,8 @@ std::string parse_entry(const std::string& name, const nlohmann::json& entry, ui
   auto sh = entry.find("shape");
   if (sh == entry.end()) return where + "field 'shape' is missing";
   if (!sh->is_array()) return where + "field 'shape' must be an array, got " + snippet(*sh);
+  if (sh->size() > kMaxRank)
+    return where + "shape has " + std::to_string(sh->size()) + " dimensions, more than " + std::to_string(kMaxRank);
   uint64_t numel = 1;
   bool overflow = false;
   view.shape.clear();
@@ -119,84 +118,154 @@ int64_t TensorView::numel() const {
   return n;
 }
 
-Status to_f32(const TensorView& view, float* out) {
-  const size_t n = size_t(view.numel());
-  if (n == 0) return Status::Ok();  // an empty tensor's buffers may be null, which memcpy must not see
-  switch (view.dtype) {
-    case StDType::F32:
-      std::memcpy(out, view.data, n * 4);
-      return Status::Ok();
-    case StDType::F16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, view.data + 2 * i, 2);
-        out[i] = half_to_float(h);
-      }
-      return Status::Ok();
-    case StDType::BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, view.data + 2 * i, 2);
-        uint32_t bits = uint32_t(h) << 16;
-        std::memcpy(&out[i], &bits, 4);
-      }
-      return Status::Ok();
-    default:
-      return InvalidModel(view.file + ": tensor '" + view.name + "' has dtype " + dtype_name(view.dtype) +
-                          "; only F32, F16 and BF16 convert to float32");
+namespace {
+
+// Widens n 2-byte values (F16 or BF16) at `src` to float32.
+void widen(StDType dtype, const uint8_t* src, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    if (dtype == StDType::F16) {
+      out[i] = half_to_float(h);
+    } else {
+      const uint32_t bits = uint32_t(h) << 16;
+      std::memcpy(&out[i], &bits, 4);
+    }
   }
 }
+
+// "element 5 (index [1, 1] of shape [2, 4]) is NaN"
+std::string describe_element(const TensorView& view, size_t i, float value) {
+  std::vector<int64_t> index(view.shape.size());
+  uint64_t rest = i;
+  for (size_t k = view.shape.size(); k-- > 0;) {
+    const uint64_t dim = uint64_t(std::max<int64_t>(view.shape[k], 1));
+    index[k] = int64_t(rest % dim);
+    rest /= dim;
+  }
+  const char* what = std::isnan(value) ? "NaN" : value > 0 ? "+infinity" : "-infinity";
+  return "element " + std::to_string(i) + " (index " + shape_string(index) + " of shape " + shape_string(view.shape) +
+         ") is " + what;
+}
+
+}  // namespace
+
+Status to_f32(const TensorView& view, float* out, bool allow_non_finite) {
+  const size_t n = size_t(view.numel());
+  if (n == 0) return Status::Ok();  // an empty tensor's buffers may be null, which memcpy must not see
+  const std::string what = "tensor '" + clip(view.name) + "'";
+  if (view.dtype != StDType::F32 && view.dtype != StDType::F16 && view.dtype != StDType::BF16)
+    return InvalidModel(view.file + ": " + what + " has dtype " + dtype_name(view.dtype) +
+                        "; only F32, F16 and BF16 convert to float32");
+  if (view.dtype == StDType::F32) {
+    if (view.source) {
+      TERN_RETURN_IF_ERROR(view.source->read_at(view.offset, out, n * 4, what));
+    } else {
+      std::memcpy(out, view.data, n * 4);
+    }
+  } else if (!view.source) {
+    widen(view.dtype, view.data, n, out);
+  } else {
+    // Through a small buffer: the float32 output is the only full-size copy.
+    constexpr size_t kChunk = 1 << 15;  // values
+    std::vector<uint8_t> buf(std::min(n, kChunk) * 2);
+    for (size_t done = 0; done < n; done += kChunk) {
+      const size_t m = std::min(kChunk, n - done);
+      TERN_RETURN_IF_ERROR(view.source->read_at(view.offset + 2 * done, buf.data(), 2 * m, what));
+      widen(view.dtype, buf.data(), m, out + done);
+    }
+  }
+  if (!allow_non_finite) {
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &out[i], 4);
+      if ((bits & 0x7f800000u) == 0x7f800000u)
+        return InvalidModel(view.file + ": " + what + ": " + describe_element(view, i, out[i]) +
+                            "; non-finite weights are refused (tern-convert --allow-non-finite converts them)");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The 8-byte prefix: the header length n, checked against the file's size.
+Status check_prefix(uint64_t size, uint64_t n, const std::string& fname) {
+  if (n > size - 8)
+    return InvalidModel(fname + ": header length " + std::to_string(n) + " runs past the end of the file (" +
+                        std::to_string(size) + " bytes)");
+  if (n > kMaxHeaderBytes)
+    return InvalidModel(fname + ": header length " + std::to_string(n) + " exceeds the 100 MiB limit");
+  return Status::Ok();
+}
+
+uint64_t read_le64(const uint8_t* p) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | p[i];
+  return n;
+}
+
+Status too_short(uint64_t size, const std::string& fname) {
+  return InvalidModel(fname + ": file is " + std::to_string(size) + " bytes, too short for a safetensors header");
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path, std::string display_name) {
   if (display_name.empty()) {
     size_t slash = path.find_last_of('/');
     display_name = slash == std::string::npos ? path : path.substr(slash + 1);
   }
-  TERN_ASSIGN_OR_RETURN(auto map, MappedFile::open(path));
-  TERN_ASSIGN_OR_RETURN(auto file, parse(map->data(), map->size(), display_name));
-  file->map_ = std::move(map);
+  TERN_ASSIGN_OR_RETURN(InputFile input, InputFile::open(path));
+  const uint64_t size = input.size();
+  if (size < 8) return too_short(size, display_name);
+  uint8_t prefix[8];
+  TERN_RETURN_IF_ERROR(input.read_at(0, prefix, 8, "the header length"));
+  const uint64_t n = read_le64(prefix);
+  TERN_RETURN_IF_ERROR(check_prefix(size, n, display_name));
+  std::string header(size_t(n), '\0');
+  TERN_RETURN_IF_ERROR(input.read_at(8, header.data(), header.size(), "the header"));
+  TERN_ASSIGN_OR_RETURN(auto file, from_header(header, size - 8 - n, display_name));
+  file->input_ = std::make_unique<InputFile>(std::move(input));
+  for (TensorView& view : file->tensors_) {
+    view.source = file->input_.get();
+    view.offset += 8 + n;
+  }
   return file;
 }
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::parse(const uint8_t* bytes, size_t size,
                                                                 const std::string& display_name) {
-  const std::string& fname = display_name;
-  auto bad = [&](const std::string& msg) { return InvalidModel(fname + ": " + msg); };
-  if (size < 8) return bad("file is " + std::to_string(size) + " bytes, too short for a safetensors header");
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
-  const uint64_t avail = uint64_t(size) - 8;
-  if (n > avail)
-    return bad("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
-               " bytes)");
-  if (n > kMaxHeaderBytes) return bad("header length " + std::to_string(n) + " exceeds the 100 MiB limit");
+  if (size < 8) return too_short(size, display_name);
+  const uint64_t n = read_le64(bytes);
+  TERN_RETURN_IF_ERROR(check_prefix(size, n, display_name));
+  const std::string_view header(reinterpret_cast<const char*>(bytes + 8), size_t(n));
+  TERN_ASSIGN_OR_RETURN(auto file, from_header(header, uint64_t(size) - 8 - n, display_name));
+  const uint8_t* data = bytes + 8 + n;
+  for (TensorView& view : file->tensors_) view.data = data + view.offset;
+  return file;
+}
 
-  // Parse, noting duplicate top-level keys (nlohmann would silently keep the last one).
+// Validates the header; each view's offset is relative to the data segment, filled in by the caller.
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::from_header(std::string_view text, uint64_t data_size,
+                                                                      const std::string& fname) {
+  auto bad = [&](const std::string& msg) { return InvalidModel(fname + ": " + msg); };
   std::string duplicate;
-  std::set<std::string> seen;
-  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (event == nlohmann::json::parse_event_t::key && depth == 1 && duplicate.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!seen.insert(key).second) duplicate = key;
-    }
-    return true;
-  };
-  const char* text = reinterpret_cast<const char*>(bytes + 8);
-  nlohmann::json header = nlohmann::json::parse(text, text + n, on_event, /*allow_exceptions=*/false);
-  if (header.is_discarded()) return bad("header is not valid JSON");
+  auto parsed = parse_json(text, &duplicate);
+  if (!parsed.ok()) return bad("header is " + parsed.status().message());
+  const nlohmann::json header = std::move(parsed).value();
   if (!header.is_object()) return bad("header must be a JSON object, got " + snippet(header));
-  if (!duplicate.empty()) return bad("tensor '" + duplicate + "' appears twice in the header");
+  if (!duplicate.empty()) return bad("tensor '" + clip(duplicate) + "' appears twice in the header");
 
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->name_ = fname;
-  const uint8_t* data = bytes + 8 + n;
-  const uint64_t data_size = avail - n;
   std::vector<Span> spans;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) return bad("__metadata__ must be an object of strings, got " + snippet(*it));
       for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) return bad("__metadata__ entry '" + m.key() + "' must be a string, got " + snippet(*m));
+        if (!m->is_string())
+          return bad("__metadata__ entry '" + clip(m.key()) + "' must be a string, got " + snippet(*m));
         file->metadata_[m.key()] = m->get<std::string>();
       }
       continue;
@@ -205,7 +274,7 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::parse(const uint8_t* b
     Span span{};
     std::string err = parse_entry(it.key(), *it, data_size, view, span);
     if (!err.empty()) return bad(err);
-    view.data = data + span.begin;
+    view.offset = span.begin;
     view.file = fname;
     file->tensors_.push_back(std::move(view));
     spans.push_back(span);
@@ -218,8 +287,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::parse(const uint8_t* b
   for (const Span& s : spans) {
     if (s.begin == s.end) continue;
     if (last && s.begin < last->end)
-      return bad("tensor '" + *s.name + "': data_offsets [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
-                 "] overlap tensor '" + *last->name + "' [" + std::to_string(last->begin) + ", " +
+      return bad("tensor '" + clip(*s.name) + "': data_offsets [" + std::to_string(s.begin) + ", " +
+                 std::to_string(s.end) + "] overlap tensor '" + clip(*last->name) + "' [" + std::to_string(last->begin) + ", " +
                  std::to_string(last->end) + "]");
     if (!last || s.end > last->end) last = &s;
   }

@@ -1,8 +1,6 @@
 #include "writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +9,9 @@
 #include <type_traits>
 
 #include <flatbuffers/flatbuffers.h>
+
+#include "core/model.h"
+#include "temp_file.h"
 
 namespace tern::convert {
 namespace {
@@ -117,70 +118,6 @@ void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offset
   fb::FinishSizePrefixedModelBuffer(fbb, model);
 }
 
-// A temporary file next to the destination, removed unless commit() renames it into place.
-class TempFile {
- public:
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  Status create(const std::string& dest) {
-    std::string templ = dest + ".tmp-XXXXXX";
-    fd_ = ::mkstemp(templ.data());
-    if (fd_ < 0) return IoError(dest + ": cannot create a temporary file next to it: " + std::strerror(errno));
-    path_ = templ;
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd_, 0666 & ~mask);  // mkstemp makes 0600; a model file is as readable as any other output
-    return Status::Ok();
-  }
-  Status write(const void* data, size_t n) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return IoError(path_ + ": write failed: " + std::strerror(errno));
-      p += w;
-      n -= size_t(w);
-      written_ += uint64_t(w);
-    }
-    return Status::Ok();
-  }
-  Status pad_to(uint64_t offset) {
-    static const uint8_t zeros[kDataAlignment] = {};
-    while (written_ < offset) TERN_RETURN_IF_ERROR(write(zeros, size_t(std::min<uint64_t>(offset - written_, sizeof zeros))));
-    return Status::Ok();
-  }
-  Status commit(const std::string& dest) {
-    if (::fsync(fd_) != 0) return IoError(path_ + ": fsync failed: " + std::strerror(errno));
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      return IoError(path_ + ": close failed: " + std::strerror(errno));
-    }
-    fd_ = -1;
-    if (::rename(path_.c_str(), dest.c_str()) != 0) return IoError(dest + ": cannot rename into place: " + std::strerror(errno));
-    path_.clear();
-    sync_parent_dir(dest);
-    return Status::Ok();
-  }
-  uint64_t written() const { return written_; }
-
- private:
-  // Makes the rename durable; best effort, a failure here does not undo a complete file.
-  static void sync_parent_dir(const std::string& dest) {
-    const size_t slash = dest.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dest.substr(0, slash);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-  std::string path_;
-  int fd_ = -1;
-  uint64_t written_ = 0;
-};
-
 // "writing 34/120 tensors, 210/1024 MiB": one line per 5% of bytes for large models, only the last for small.
 class Progress {
  public:
@@ -209,6 +146,20 @@ class Progress {
   uint64_t bytes_;
   uint64_t last_step_ = 0;
 };
+
+// Runs the runtime's loader over the bytes just written: a model tern-convert writes must be one libtern loads.
+Status verify_written(const TempFile& file, const std::string& out_path) {
+  const size_t size = size_t(file.written());
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
+  if (p == MAP_FAILED)
+    return IoError("'" + out_path + "': cannot map the written file to check it: " + std::strerror(errno));
+  auto model = Model::load_buffer(p, size);
+  ::munmap(p, size);
+  if (!model.ok())
+    return Status(model.status().code(), "'" + out_path + "': the converted model fails the loader's checks (" +
+                                             model.status().message() + "); nothing was written");
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -258,7 +209,8 @@ Status write_model(const GraphBuilder& graph, const std::string& out_path, const
   }
   if (graph.tensors().empty()) TERN_RETURN_IF_ERROR(file.pad_to(data_start));
   const uint64_t file_size = file.written();
-  TERN_RETURN_IF_ERROR(file.commit(out_path));
+  if (options.verify) TERN_RETURN_IF_ERROR(verify_written(file, out_path));
+  TERN_RETURN_IF_ERROR(file.commit());
   if (stats) *stats = {file_size, fb_size, data_size};
   return Status::Ok();
 }

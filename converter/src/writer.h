@@ -1,7 +1,7 @@
 // Serialises a GraphBuilder into a .tern file (layout: schema/tern.fbs header comment):
 //   [u32 LE size S][FlatBuffer, S bytes, identifier "TERN"][zero pad to data_alignment][data segment]
-// The file appears atomically: it is written to a temporary next to the destination, fsynced and renamed,
-// so a failed conversion never leaves a partial file and never clobbers an existing one.
+// The file appears atomically: it is written to a temporary next to the destination (temp_file.h), fsynced and
+// renamed, so a failed conversion never leaves a partial file and never clobbers an existing one.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,11 @@ constexpr uint32_t kDataAlignment = 64;
 constexpr const char* kProducer = "tern-convert 0.1.0";
 
 struct WriteOptions {
-  bool quiet = false;  // no progress lines on stderr
+  bool quiet = false;   // no progress lines on stderr
+  // Run the loader's checks (tern::Model::load_buffer) on the written bytes before the rename; a failure removes the
+  // temporary and names the loader's message. convert_checkpoint() always does; tests that write invalid graphs
+  // on purpose do not.
+  bool verify = false;
 };
 
 struct WriteStats {

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tern/tern.h"
+
 namespace tern::cli {
 
 Args::Args(int argc, char** argv, const std::vector<std::string>& value_options,
@@ -134,6 +136,14 @@ bool read_ids_json(const std::string& path, std::vector<int32_t>* ids, std::stri
     ids->push_back(int32_t(v.get<int64_t>()));
   }
   return true;
+}
+
+void print_version(const char* tool) {
+  uint32_t lo = 0, hi = 0;
+  tern_format_versions(&lo, &hi);
+  std::printf("%s %d.%d.%d\n", tool, TERN_VERSION_MAJOR, TERN_VERSION_MINOR, TERN_VERSION_PATCH);
+  std::printf("library: libtern %s, reads .tern format versions %u to %u\n", tern_version(), lo, hi);
+  std::printf("build: %s\n", TERN_BUILD_SUMMARY);
 }
 
 }  // namespace tern::cli

@@ -29,6 +29,10 @@ class Args {
   std::string error_;
 };
 
+// Prints what --version shows: the tool's and the loaded library's versions, the .tern format versions the library
+// reads, and the build (type, compiler, target, TERN_NATIVE, Vulkan backend).
+void print_version(const char* tool);
+
 // Peak resident set size of this process, in bytes.
 uint64_t peak_rss_bytes();
 std::string format_bytes(uint64_t bytes);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.h"
@@ -20,7 +21,7 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   -n, --generate LIST    generation lengths (default 128; 0 for none)
   -d, --depth LIST       tokens already in the state before generating (default 0)
   -r, --repetitions N    timed runs after one warm-up (default 5)
-  -t, --threads LIST     thread counts (default 1)
+  -t, --threads LIST     thread counts (default 1; 0: every hardware thread)
   -o, --output FORMAT    md | json | csv (default md)
   --profile              time every op during the warm runs; print them sorted by time (md output)
   --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
@@ -31,6 +32,7 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
                          streams around LSH layers) as float16: half their memory, results change at ~1e-3
   --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
                          its own; a number at least the prefill length runs every op on the whole call at once)
+  --version              versions (tool, library, .tern formats) and build
   -h, --help             this text
 LIST is comma-separated, e.g. -p 512,2048 -t 1,2.
 )";
@@ -284,38 +286,51 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},
-                       {"-h", "--help", "--profile", "--f16-weights", "--f16-activations"});
+                       {"-h", "--help", "--version", "--profile", "--f16-weights", "--f16-activations"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (args.has("--version")) {
+    tern::cli::print_version("tern-bench");
     return 0;
   }
   auto opt = [&](const char* s, const char* l, const char* fallback) {
     return args.has(s) ? args.get(s) : args.get(l, fallback);
   };
+  // Errors name the flag as the user typed it (the short or the long form) and the value given.
+  auto bad = [&](const char* s, const char* l, const char* fallback, const std::string& expected) {
+    const char* typed = args.has(s) ? s : l;
+    return fail(std::string(typed) + " '" + opt(s, l, fallback) + "': expected " + expected, 2);
+  };
   std::vector<int64_t> prefill, generate, depth, threads;
   if (!args.ok()) return fail(args.error(), 2);
   if (args.positional().size() != 1) return fail(std::string("expected one model file\n") + kUsage, 2);
-  if (!parse_list(opt("-p", "--prefill", "512"), 0, &prefill)) return fail("-p: expected a list of token counts", 2);
-  if (!parse_list(opt("-n", "--generate", "128"), 0, &generate)) return fail("-n: expected a list of token counts", 2);
-  if (!parse_list(opt("-d", "--depth", "0"), 0, &depth)) return fail("-d: expected a list of token counts", 2);
-  if (!parse_list(opt("-t", "--threads", "1"), 1, &threads)) return fail("-t: expected a list of thread counts", 2);
+  if (!parse_list(opt("-p", "--prefill", "512"), 0, &prefill)) return bad("-p", "--prefill", "512", "a list of token counts");
+  if (!parse_list(opt("-n", "--generate", "128"), 0, &generate)) return bad("-n", "--generate", "128", "a list of token counts");
+  if (!parse_list(opt("-d", "--depth", "0"), 0, &depth)) return bad("-d", "--depth", "0", "a list of token counts");
+  if (!parse_list(opt("-t", "--threads", "1"), 0, &threads)) {
+    return bad("-t", "--threads", "1", "a list of thread counts (0: every hardware thread)");
+  }
+  // 0 is every hardware thread, as in the API; resolved here so that the table shows the count that ran.
+  for (int64_t& t : threads) t = t == 0 ? std::max(1u, std::thread::hardware_concurrency()) : t;
   const std::string reps_text = opt("-r", "--repetitions", "5");
   char* end = nullptr;
   long reps = std::strtol(reps_text.c_str(), &end, 10);
-  if (reps_text.empty() || *end != '\0' || reps < 1 || reps > 1000) return fail("-r: expected 1..1000", 2);
+  if (reps_text.empty() || *end != '\0' || reps < 1 || reps > 1000) return bad("-r", "--repetitions", "5", "1..1000");
   const std::string format = opt("-o", "--output", "md");
-  if (format != "md" && format != "json" && format != "csv") return fail("-o must be md, json or csv", 2);
+  if (format != "md" && format != "json" && format != "csv") return bad("-o", "--output", "md", "md, json or csv");
   const std::string backend_name = args.get("--backend", "cpu");
   tern_backend backend = backend_name == "cpu" ? TERN_BACKEND_CPU : backend_name == "auto" ? TERN_BACKEND_AUTO
                          : backend_name == "vulkan" ? TERN_BACKEND_VULKAN : tern_backend(-1);
-  if (int(backend) < 0) return fail("--backend must be cpu, auto or vulkan", 2);
+  if (int(backend) < 0) return fail("--backend '" + backend_name + "': expected cpu, auto or vulkan", 2);
   const std::string device_text = args.get("--device", "-1");
   long device = std::strtol(device_text.c_str(), &end, 10);
-  if (device_text.empty() || *end != '\0' || device < -1 || device > 1000000) return fail("--device: expected a device number from 0", 2);
+  if (device_text.empty() || *end != '\0' || device < -1 || device > 1000000) return fail("--device '" + device_text + "': expected a device number from 0", 2);
   const std::string block_text = args.get("--row-block-rows", "0");
   const long long row_block_rows = std::strtoll(block_text.c_str(), &end, 10);
   if (block_text.empty() || *end != '\0' || row_block_rows < 0 || row_block_rows > (1LL << 40)) {
-    return fail("--row-block-rows: expected a number of rows (0: each chain picks its own)", 2);
+    return fail("--row-block-rows '" + block_text + "': expected a number of rows (0: each chain picks its own)", 2);
   }
   tern_session_options base;
   tern_session_options_init(&base);

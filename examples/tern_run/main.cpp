@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,17 +24,26 @@ Runs a converted model on the CPU or on a Vulkan device. One or more of:
   --perplexity          ... and report their perplexity, streamed through the state (any vocabulary)
   --plan N[,N...]       print the planner's memory numbers for calls of N tokens
 
-Generation:
+Generation (the library's sampler and generator; README, "Generation"):
   -n, --tokens N        tokens to generate (default 200)
   --temperature T       0 for greedy decoding (default 0.7)
   --top-k K             sample among the K most likely tokens, 0 for all (default 40)
-  --seed S              random seed; the same seed gives the same text (default 1)
+  --top-p P             then keep the fewest most likely tokens holding P of the probability, 1 for all (default 1)
+  --min-p P             then keep the tokens at least P times as likely as the most likely one, 0 for all (default 0)
+  --repeat-penalty R    divide positive logits (multiply negative ones) of tokens seen recently by R, 1: off
+                        (default 1)
+  --repeat-last-n N     tokens of the history the penalty looks at, 0 for all (default 64)
+  --seed S              random seed; the same seed gives the same text on every platform (default 1)
+  --context stop|slide  when the sequence reaches the session's limit: stop, or keep the last --keep tokens,
+                        feed them again and go on (default slide). Models whose state is bounded (windows,
+                        memories, sinusoidal positions) have no such limit and never refill
+  --keep N              tokens --context slide keeps (default: half the context)
 Scoring and logits:
   --stride S            score window stride in tokens (default: half the window)
   --segment N           feed --ids, --score and --perplexity through the streaming state N tokens at a time
                         (default for streamed scoring: 128)
 Session:
-  --threads N           CPU threads (default: all hardware threads)
+  --threads N           CPU threads (default 0: every hardware thread)
   --max-tokens N        tokens the session holds (default: the model's context)
   --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context)
   --memory-budget BYTES fail at load unless the session fits in BYTES (default: no budget)
@@ -49,6 +57,7 @@ Session:
   --f16-activations     CPU: store the whole-sequence values kept between row blocks (Reformer's residual
                         streams around LSH layers) as float16: half their memory, results change at ~1e-3.
                         With --backend vulkan: an error; auto on Vulkan: float32
+  --version             versions (tool, library, .tern formats) and build
   -h, --help            this text
 )";
 
@@ -57,9 +66,10 @@ struct Options {
   bool has_prompt = false;
   bool perplexity = false;  // --ids scored through the state
   bool stream = false;      // scoring streams through the state (--segment, or a model without a context limit)
-  int64_t tokens = 200, top_k = 40, seed = 1, stride = 0, segment = 0, threads = 0, max_tokens = 0, max_batch = 0;
+  int64_t tokens = 200, stride = 0, segment = 0, threads = 0, max_tokens = 0, max_batch = 0;
   int64_t memory_budget = 0;
-  double temperature = 0.7;
+  tern_sampler_options sampler;         // --temperature, --top-k, --top-p, --min-p, --repeat-*, --seed
+  tern_generator_options generator;     // --context, --keep
   tern_backend backend = TERN_BACKEND_CPU;
   int64_t device = -1;  // vulkaninfo's numbering; -1: the best device
 };
@@ -67,24 +77,6 @@ struct Options {
 int fail(const std::string& message, int code = 1) {
   std::fprintf(stderr, "tern-run: error: %s\n", message.c_str());
   return code;
-}
-
-int32_t sample(const float* logits, int64_t vocab, double temperature, int64_t top_k, std::mt19937_64& rng) {
-  if (temperature <= 0.0) return int32_t(std::max_element(logits, logits + vocab) - logits);
-  std::vector<int32_t> order(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) order[i] = int32_t(i);
-  int64_t k = (top_k > 0 && top_k < vocab) ? top_k : vocab;
-  // Ties broken by id so that a seed always gives the same text.
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  std::vector<double> p(static_cast<size_t>(k));
-  double mx = logits[order[0]], sum = 0;
-  for (int64_t i = 0; i < k; ++i) sum += (p[i] = std::exp((logits[order[i]] - mx) / temperature));
-  double r = std::uniform_real_distribution<double>(0.0, sum)(rng);
-  for (int64_t i = 0; i < k; ++i) {
-    if ((r -= p[i]) <= 0) return order[i];
-  }
-  return order[k - 1];
 }
 
 // Prints a byte, escaping what would garble a terminal.
@@ -95,45 +87,50 @@ void print_byte(int32_t id) {
   else std::printf("\\x%02x", c);
 }
 
-int generate(tern::SessionHandle& session, const Options& opt, int64_t context) {
-  const int64_t vocab = session.vocab_size();
-  std::vector<int32_t> ids(opt.prompt.begin(), opt.prompt.end());
-  for (auto& id : ids) id = int32_t(static_cast<unsigned char>(id));
+int generate(const tern::ModelHandle& model, tern::SessionHandle& session, const Options& opt) {
+  std::vector<int32_t> ids;
+  if (auto err = tern::tokenize(model, opt.prompt, &ids)) return fail(err.message);
   if (ids.empty()) ids.push_back('\n');
-  if (int64_t(ids.size()) > context) ids.erase(ids.begin(), ids.end() - context);
-  std::vector<float> logits(ids.size() * size_t(vocab));
-  std::mt19937_64 rng(static_cast<uint64_t>(opt.seed));
+  tern::Error err;
+  tern::Sampler sampler = tern::Sampler::create(opt.sampler, &err);
+  if (err) return fail(err.message);
+  tern::Generator generator = tern::Generator::create(session, opt.generator, &err);
+  if (err) return fail(err.message);
 
   std::printf("%s", opt.prompt.c_str());
   std::fflush(stdout);
   tern::cli::Timer prompt_timer;
-  if (auto err = session.forward(ids, &logits)) return fail(err.message);
-  double prompt_s = prompt_timer.seconds();
-  std::vector<float> last(logits.end() - vocab, logits.end());
+  int64_t kept = 0;
+  if (auto e = generator.prompt(ids, &kept)) return fail(e.message);
+  const double prompt_s = prompt_timer.seconds();
+  if (kept < int64_t(ids.size())) {
+    std::fprintf(stderr, "tern-run: the prompt has %zu tokens and the context holds %lld: kept the last %lld\n",
+                 ids.size(), static_cast<long long>(tern_session_sequence_limit(session.get())),
+                 static_cast<long long>(kept));
+  }
   tern::cli::Timer gen_timer;
-  int64_t refeeds = 0;
-  for (int64_t t = 0; t < opt.tokens; ++t) {
-    int32_t next = sample(last.data(), vocab, opt.temperature, opt.top_k, rng);
+  int64_t generated = 0;
+  bool full = false;
+  for (; generated < opt.tokens; ++generated) {
+    int32_t next = -1;
+    if (auto e = generator.next(sampler, &next)) {
+      if (e.code != TERN_CONTEXT_FULL) return fail(e.message);
+      full = true;
+      break;
+    }
     print_byte(next);
     std::fflush(stdout);
-    ids.push_back(next);
-    if (session.position() >= context) {
-      // Context full: restart from the most recent half so generation can go on.
-      std::vector<int32_t> tail(ids.end() - context / 2, ids.end());
-      std::vector<float> tail_logits;
-      if (auto err = session.forward(tail, &tail_logits)) return fail(err.message);
-      std::copy(tail_logits.end() - vocab, tail_logits.end(), last.begin());
-      ++refeeds;
-      continue;
-    }
-    if (auto err = session.append(&next, 1, last.data())) return fail(err.message);
   }
-  double gen_s = gen_timer.seconds();
+  const double gen_s = gen_timer.seconds();
   std::printf("\n\n");
+  if (full) {
+    std::fprintf(stderr, "tern-run: the context is full after %lld generated tokens (--context stop)\n",
+                 static_cast<long long>(generated));
+  }
   std::printf("prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", opt.prompt.size(), prompt_s,
               double(std::max<size_t>(opt.prompt.size(), 1)) / prompt_s);
-  std::printf("generated: %lld tokens in %.3f s (%.1f tokens/s%s)\n", static_cast<long long>(opt.tokens), gen_s,
-              double(opt.tokens) / gen_s, refeeds ? ", with context refills" : "");
+  std::printf("generated: %lld tokens in %.3f s (%.1f tokens/s%s)\n", static_cast<long long>(generated), gen_s,
+              double(generated) / gen_s, generator.slides() ? ", with context refills" : "");
   return 0;
 }
 
@@ -249,21 +246,33 @@ int print_plan(tern::SessionHandle& session, const std::string& list) {
 int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature",
-                        "--top-k", "--seed", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
+                        "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--context",
+                        "--keep", "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend",
                         "--memory-budget", "--device"},
-                       {"-h", "--help", "--perplexity", "--f16-weights", "--f16-activations"});
+                       {"-h", "--help", "--version", "--perplexity", "--f16-weights", "--f16-activations"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (args.has("--version")) {
+    tern::cli::print_version("tern-run");
+    return 0;
+  }
   Options opt;
   opt.tokens = args.get_int(args.has("-n") ? "-n" : "--tokens", 200, 0, 1 << 24);
-  opt.temperature = args.get_double("--temperature", 0.7, 0.0, 100.0);
-  opt.top_k = args.get_int("--top-k", 40, 0, 1 << 30);
-  opt.seed = args.get_int("--seed", 1, 0, INT64_MAX);
+  tern_sampler_options_init(&opt.sampler);
+  opt.sampler.temperature = float(args.get_double("--temperature", 0.7, 0.0, 100.0));
+  opt.sampler.top_k = int32_t(args.get_int("--top-k", 40, 0, INT32_MAX));
+  opt.sampler.top_p = float(args.get_double("--top-p", 1.0, 1e-9, 1.0));
+  opt.sampler.min_p = float(args.get_double("--min-p", 0.0, 0.0, 1.0));
+  opt.sampler.repetition_penalty = float(args.get_double("--repeat-penalty", 1.0, 1e-6, 1e6));
+  opt.sampler.repetition_last_n = int32_t(args.get_int("--repeat-last-n", 64, 0, INT32_MAX));
+  opt.sampler.seed = uint64_t(args.get_int("--seed", 1, 0, INT64_MAX));
+  tern_generator_options_init(&opt.generator);
+  opt.generator.keep_tokens = args.get_int("--keep", 0, 1, INT64_MAX);
   opt.stride = args.get_int("--stride", 0, 1, 1 << 30);
   opt.segment = args.get_int("--segment", 0, 1, 1 << 30);
-  opt.threads = args.get_int("--threads", 0, 1, 1024);
+  opt.threads = args.get_int("--threads", 0, 0, 1024);  // 0: every hardware thread, as in the API
   opt.max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
   opt.max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
   opt.memory_budget = args.get_int("--memory-budget", 0, 1, INT64_MAX);
@@ -284,6 +293,10 @@ int main(int argc, char** argv) {
   else if (backend == "auto") opt.backend = TERN_BACKEND_AUTO;
   else if (backend == "vulkan") opt.backend = TERN_BACKEND_VULKAN;
   else return fail("--backend must be cpu, auto or vulkan, got '" + backend + "'", 2);
+  const std::string context_policy = args.get("--context", "slide");
+  if (context_policy == "stop") opt.generator.context_policy = TERN_CONTEXT_STOP;
+  else if (context_policy == "slide") opt.generator.context_policy = TERN_CONTEXT_SLIDE;
+  else return fail("--context must be stop or slide, got '" + context_policy + "'", 2);
   if (!opt.logits_path.empty() && opt.ids_path.empty()) return fail("--logits-out needs --ids", 2);
   if (!opt.has_prompt && opt.score_path.empty() && opt.ids_path.empty() && opt.plan.empty()) {
     return fail(std::string("nothing to do: give --prompt, --score, --ids or --plan\n") + kUsage, 2);
@@ -328,7 +341,7 @@ int main(int argc, char** argv) {
 
   int rc = 0;
   if (!opt.plan.empty()) rc = print_plan(session, opt.plan);
-  if (rc == 0 && opt.has_prompt) rc = generate(session, opt, context);
+  if (rc == 0 && opt.has_prompt) rc = generate(model, session, opt);
   if (rc == 0 && !opt.score_path.empty()) rc = score(session, opt, context);
   if (rc == 0 && !opt.ids_path.empty()) rc = run_ids(session, opt);
   std::printf("peak memory: %s\n", tern::cli::format_bytes(tern::cli::peak_rss_bytes()).c_str());

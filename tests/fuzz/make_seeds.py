@@ -7,6 +7,9 @@ data/convert_config/model.safetensors holds the tensors of two tiny models side 
 (V 16, d 8, 2 heads, 2 layers, every optional tensor present) and an adaptive-span one (same sizes, span 8), so
 that a fuzzed config of either model_type can convert. corpus/convert_config/ gets configs for it,
 corpus/safetensors/ small checkpoints in each float dtype, corpus/model_load/ the configs converted to .tern.
+Both text targets also get inputs nested just past the converter's limit of 64 levels (in the whole header, in
+__metadata__, in a tensor entry, in config fields), and regressions/ keeps the 100,000-level inputs that once
+overflowed the stack.
 """
 import json
 import os
@@ -111,6 +114,54 @@ CONFIGS = {
 }
 
 
+def nested(depth, inner=""):
+    return "[" * depth + inner + "]" * depth
+
+
+def nested_objects(depth, inner="1"):
+    return '{"kind":' * depth + inner + "}" * depth
+
+
+def with_field(config, field, text):
+    """config's JSON text with `field` set to the raw JSON `text` (which may not be valid JSON)."""
+    c = dict(config)
+    c.pop(field, None)
+    return ('{"%s": %s, ' % (field, text) + json.dumps(c)[1:]).encode()
+
+
+def header_only(text):
+    h = text.encode()
+    return struct.pack("<Q", len(h)) + h
+
+
+def write_deep_seeds():
+    """Nesting at and past the 64-level limit: seeds to mutate, and the stack overflows of issue 20 kept as regressions."""
+    deep = 100000  # about 200 KB of brackets: overflowed the recursive dump in the error messages
+    st = {
+        "deep_header": header_only(nested(65)),
+        "deep_metadata": header_only('{"__metadata__": {"format": %s}}' % nested(63, '"pt"')),
+        "deep_shape": header_only('{"w": {"dtype": "F32", "shape": %s, "data_offsets": [0, 4]}}' % nested(70, "1")),
+    }
+    for name, data in st.items():
+        write(os.path.join(HERE, f"corpus/safetensors/{name}.safetensors"), data)
+    write(os.path.join(HERE, "regressions/safetensors/nested-100k-header"), header_only(nested(deep)))
+    write(os.path.join(HERE, "regressions/safetensors/nested-100k-metadata"),
+          header_only('{"__metadata__": %s}' % nested(deep)))
+    write(os.path.join(HERE, "regressions/safetensors/nested-100k-shape"),
+          header_only('{"w": {"dtype": "F32", "shape": %s, "data_offsets": [0, 4]}}' % nested(deep)))
+    base = reference_config()
+    cfg = {
+        "deep_field": with_field(base, "hidden_size", nested(64, "8")),
+        "deep_attention": with_field(base, "attention", nested_objects(64, '"dense"')),
+        "deep_at_limit": with_field(base, "hidden_size", nested(62, "8")),
+    }
+    for name, data in cfg.items():
+        write(os.path.join(HERE, f"corpus/convert_config/{name}.json"), data)
+    write(os.path.join(HERE, "regressions/convert_config/nested-100k-field.json"), with_field(base, "hidden_size", nested(deep)))
+    write(os.path.join(HERE, "regressions/convert_config/nested-100k-model-type.json"),
+          with_field(base, "model_type", nested(deep, "\"x\"")))
+
+
 def write(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -132,6 +183,7 @@ def main():
     odd = {"scalar": [], "empty": [0, 4], "row": [3]}  # rank 0, zero elements
     write(os.path.join(HERE, "corpus/safetensors/odd_shapes.safetensors"),
           safetensors(odd, "F32", 3, metadata={"format": "pt"}))
+    write_deep_seeds()
     os.makedirs(os.path.join(HERE, "corpus/model_load"), exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copy(os.path.join(HERE, "data/convert_config/model.safetensors"), tmp)

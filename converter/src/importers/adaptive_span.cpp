@@ -78,7 +78,7 @@ Status check_mask_template(const Checkpoint& checkpoint, const std::string& name
     return InvalidModel(view->file + ": tensor '" + name + "' has shape " + shape_string(view->shape) + ", expected [" +
                         std::to_string(L) + "]");
   std::vector<float> t(size_t(view->numel()));
-  TERN_RETURN_IF_ERROR(to_f32(*view, t.data()));
+  TERN_RETURN_IF_ERROR(checkpoint.read_f32(*view, t.data()));
   for (int64_t l = 0; l < L; ++l) {
     if (std::fabs(double(t[size_t(l)]) - double(1 - L + l)) > 1e-3)
       return InvalidModel(view->file + ": tensor '" + name + "' is not linspace(1 - attn_span, 0, attn_span)");

@@ -1,6 +1,7 @@
 #include "importers/importers.h"
 
 #include "config.h"
+#include "json_text.h"
 
 namespace tern::convert {
 
@@ -21,7 +22,7 @@ Result<const Importer*> find_importer(const nlohmann::json& config) {
     if (type == imp.model_type) return &imp;
     known += std::string(known.empty() ? "" : ", ") + imp.model_type;
   }
-  return Unsupported("config.json: unknown model_type '" + type + "' (known: " + known + ")");
+  return Unsupported("config.json: unknown model_type '" + clip(type) + "' (known: " + known + ")");
 }
 
 }  // namespace tern::convert

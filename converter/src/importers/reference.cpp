@@ -181,11 +181,11 @@ Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBui
                                           const std::string& prefix, int64_t d, int64_t rate) {
   TERN_ASSIGN_OR_RETURN(const TensorView* view, src.require(prefix + ".weight", {d, d, rate}));
   TERN_ASSIGN_OR_RETURN(int32_t w, g.add_tensor(prefix + ".weight", fb::DType::F32, {d, rate * d},
-                                                [view, d, rate](uint8_t* dst, size_t size) -> Status {
+                                                [view, d, rate, &checkpoint](uint8_t* dst, size_t size) -> Status {
                                                   if (size != size_t(d * d * rate) * sizeof(float))
                                                     return InvalidArgument("size mismatch");
                                                   std::vector<float> raw(size_t(d * d * rate));
-                                                  TERN_RETURN_IF_ERROR(to_f32(*view, raw.data()));
+                                                  TERN_RETURN_IF_ERROR(checkpoint.read_f32(*view, raw.data()));
                                                   auto* out = reinterpret_cast<float*>(dst);
                                                   for (int64_t o = 0; o < d; ++o)
                                                     for (int64_t c = 0; c < d; ++c)

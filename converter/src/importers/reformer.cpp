@@ -207,7 +207,7 @@ Result<float> scalar(const Checkpoint& checkpoint, const std::string& name, floa
   if (!v) return expected;
   if (v->numel() != 1) return InvalidModel(v->file + ": tensor '" + name + "' must be a scalar");
   float value = 0.0f;
-  TERN_RETURN_IF_ERROR(to_f32(*v, &value));
+  TERN_RETURN_IF_ERROR(to_f32(*v, &value, /*allow_non_finite=*/true));  // compared below
   if (must_match && value != expected) {
     return Unsupported(v->file + ": tensor '" + name + "' is " + std::to_string(value) + "; HF's Reformer uses " +
                        std::to_string(expected));
@@ -382,8 +382,8 @@ Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& option
     TERN_ASSIGN_OR_RETURN(const TensorView* a, src.require("lm_head.bias", {V}));
     TERN_ASSIGN_OR_RETURN(const TensorView* b, src.require("lm_head.decoder.bias", {V}));
     std::vector<float> va(static_cast<size_t>(V)), vb(static_cast<size_t>(V));
-    TERN_RETURN_IF_ERROR(to_f32(*a, va.data()));
-    TERN_RETURN_IF_ERROR(to_f32(*b, vb.data()));
+    TERN_RETURN_IF_ERROR(checkpoint.read_f32(*a, va.data()));
+    TERN_RETURN_IF_ERROR(checkpoint.read_f32(*b, vb.data()));
     if (va != vb) return InvalidModel("'lm_head.bias' and 'lm_head.decoder.bias' differ; HF ties them to one tensor");
   }
   TERN_ASSIGN_OR_RETURN(int32_t head_b, src.add(bias ? "lm_head.bias" : "lm_head.decoder.bias", {V}));

@@ -16,9 +16,9 @@ Result<const TensorView*> TensorSource::require(const std::string& name, const s
 
 Result<int32_t> TensorSource::add(const std::string& name, const std::vector<int64_t>& shape) {
   TERN_ASSIGN_OR_RETURN(const TensorView* v, require(name, shape));
-  return graph_.add_tensor(name, fb::DType::F32, shape, [v](uint8_t* dst, size_t size) -> Status {
+  return graph_.add_tensor(name, fb::DType::F32, shape, [v, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
     if (size != size_t(v->numel()) * sizeof(float)) return InvalidArgument("destination size mismatch");
-    return to_f32(*v, reinterpret_cast<float*>(dst));
+    return ck->read_f32(*v, reinterpret_cast<float*>(dst));
   });
 }
 
@@ -30,9 +30,9 @@ Result<int32_t> TensorSource::add_reshaped(const std::string& name, const std::v
   if (numel != v->numel())
     return InvalidArgument("tensor '" + name + "': cannot store shape " + shape_string(shape) + " as " +
                            shape_string(stored_shape));
-  return graph_.add_tensor(name, fb::DType::F32, stored_shape, [v](uint8_t* dst, size_t size) -> Status {
+  return graph_.add_tensor(name, fb::DType::F32, stored_shape, [v, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
     if (size != size_t(v->numel()) * sizeof(float)) return InvalidArgument("destination size mismatch");
-    return to_f32(*v, reinterpret_cast<float*>(dst));
+    return ck->read_f32(*v, reinterpret_cast<float*>(dst));
   });
 }
 
@@ -46,13 +46,13 @@ Result<int32_t> TensorSource::add_concat(const std::string& name, const std::vec
   }
   std::vector<int64_t> shape = part_shape;
   shape[0] *= int64_t(parts.size());
-  return graph_.add_tensor(name, fb::DType::F32, shape, [views](uint8_t* dst, size_t size) -> Status {
+  return graph_.add_tensor(name, fb::DType::F32, shape, [views, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
     auto* out = reinterpret_cast<float*>(dst);
     size_t need = 0;
     for (const TensorView* v : views) need += size_t(v->numel());
     if (size != need * sizeof(float)) return InvalidArgument("destination size mismatch");
     for (const TensorView* v : views) {
-      TERN_RETURN_IF_ERROR(to_f32(*v, out));
+      TERN_RETURN_IF_ERROR(ck->read_f32(*v, out));
       out += v->numel();
     }
     return Status::Ok();

@@ -1,12 +1,38 @@
 /* libtern C API. Opaque handles, status codes, nothing throws or aborts.
  *
- * Thread safety: a tern_model is read-only after load and may be shared by
- * sessions on any threads. A tern_session is used by one thread at a time. */
+ * Conventions for every function below, unless its comment says otherwise:
+ * - Ownership: a handle returned through an `out` pointer belongs to the caller, who frees it with the matching
+ *   *_free function (NULL is accepted there and does nothing). On failure *out is set to NULL. The library never
+ *   keeps a pointer to caller memory after a call returns, except where a comment says so (tern_model_load_buffer).
+ *   Strings the library returns are owned by it and live as long as the object they came from.
+ * - Threads: a tern_model is read-only after load and may be shared by sessions on any threads. A tern_session is
+ *   used by one thread at a time (calls on different sessions may run concurrently). Functions without a handle
+ *   (tern_version, tern_status_string, tern_last_error, ...) may be called from any thread.
+ * - Errors: a call returns TERN_OK or a status saying why not, with a message: calls on a session set the
+ *   session's (tern_session_last_error), the others the calling thread's (tern_last_error). A NULL pointer where
+ *   one is required gives TERN_INVALID_ARGUMENT. A failed call changes nothing the caller can observe unless its
+ *   comment says so.
+ * - Units: token counts and positions are tokens; sizes are bytes; times are nanoseconds.
+ * - Options structs start with `size_t struct_size`, filled in by their *_init function, which is how the library
+ *   knows which fields a caller built against an older header has: those fields it does not have take their
+ *   defaults. Always call *_init before setting fields (README, "ABI and versions"). */
 #ifndef TERN_TERN_H
 #define TERN_TERN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* TERN_API marks every function of the C API: the shared library is built with hidden visibility and exports these
+ * alone (with a linker version script, runtime/tern.map.in), so a declaration without it is missing from
+ * libtern.so (tests/abi/ checks that every function declared here is exported, and nothing else). Empty for
+ * compilers without GCC's visibility attribute; an app may define it before including this header. */
+#ifndef TERN_API
+#if defined(__GNUC__) || defined(__clang__)
+#define TERN_API __attribute__((visibility("default")))
+#else
+#define TERN_API
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,10 +46,10 @@ extern "C" {
 #define TERN_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
-const char* tern_version(void);
+TERN_API const char* tern_version(void);
 /* The .tern format versions (tern_model_info.format_version) this library reads: tern_model_load rejects a file
  * outside [*min_version, *max_version] with TERN_INVALID_MODEL. Either pointer may be NULL. Any thread. */
-void tern_format_versions(uint32_t* min_version, uint32_t* max_version);
+TERN_API void tern_format_versions(uint32_t* min_version, uint32_t* max_version);
 
 typedef struct tern_model tern_model;
 typedef struct tern_session tern_session;
@@ -38,7 +64,10 @@ typedef enum {
   TERN_IO_ERROR = 6,
   /* An error inside the library, not in the model, the arguments or the device: a bug to report, with the
    * message from tern_last_error / tern_session_last_error. */
-  TERN_INTERNAL_ERROR = 7
+  TERN_INTERNAL_ERROR = 7,
+  /* A generator under TERN_CONTEXT_STOP (tern_generator_options) has filled the session's sequence: the next token
+   * cannot be fed. Not a failure of the library: start again with tern_generator_prompt, or use TERN_CONTEXT_SLIDE. */
+  TERN_CONTEXT_FULL = 8
 } tern_status;
 
 typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;
@@ -72,6 +101,9 @@ typedef enum { TERN_ACTIVATION_STORAGE_F32 = 0, TERN_ACTIVATION_STORAGE_F16 = 1 
  * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
  * why; a CPU implementation of Vulkan (Mesa's lavapipe) does not count, the CPU path is faster on the same cores. */
 typedef struct {
+  size_t struct_size;   /* sizeof(tern_session_options), set by tern_session_options_init: 0 (a struct that was
+                         * never initialised) or a size larger than this library's (a newer header) is rejected
+                         * with TERN_INVALID_ARGUMENT */
   tern_backend backend; /* TERN_BACKEND_CPU by default */
   int threads;          /* 0: one per hardware thread */
   int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context */
@@ -122,66 +154,264 @@ typedef struct {
   uint32_t format_version;
 } tern_model_info;
 
-void tern_session_options_init(tern_session_options* options);
+/* Fills *options with the defaults (every field as documented above) and sets struct_size. NULL does nothing. */
+TERN_API void tern_session_options_init(tern_session_options* options);
 
-const char* tern_status_string(tern_status status);
-/* Message of the last failed call on this thread (model load, session create). */
-const char* tern_last_error(void);
+/* A short English name for a status ("invalid argument"). A static string; unknown values give "unknown status". */
+TERN_API const char* tern_status_string(tern_status status);
+/* Message of the last failed call on this thread that has no session to hold it (tern_model_load*,
+ * tern_model_get_info, tern_session_create, calls given a NULL session). "" when there was none. Owned by the
+ * library, valid until the next failing call on this thread. */
+TERN_API const char* tern_last_error(void);
 
-tern_status tern_model_load(const char* path, tern_model** out);
-/* Loads from memory the caller keeps alive and unchanged until tern_model_free. */
-tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
-tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
-void tern_model_free(tern_model* model);
+/* Log messages: notices the library has for the user that are not errors (e.g. TERN_BACKEND_AUTO falling back to
+ * the CPU, and why) and Vulkan validation reports (with TERN_VULKAN_VALIDATION=1). By default they are written to
+ * stderr, one line each, prefixed "tern: "; a callback replaces that. */
+typedef enum { TERN_LOG_ERROR = 0, TERN_LOG_WARNING = 1, TERN_LOG_INFO = 2 } tern_log_level;
+/* message: one line, no trailing newline, valid only during the call. Called on the thread of the library call
+ * that logs (several threads may call it at once when sessions run concurrently); it must not call back into the
+ * library. */
+typedef void (*tern_log_callback)(tern_log_level level, const char* message, void* user_data);
+/* Sets the process-wide log callback and the user_data passed to it; callback NULL restores the default (stderr).
+ * To silence the library, pass a callback that does nothing. Set it before creating sessions: a call that logs
+ * concurrently with this one sees the old or the new callback. */
+TERN_API void tern_set_log_callback(tern_log_callback callback, void* user_data);
 
-tern_status tern_session_create(const tern_model* model, const tern_session_options* options,
-                                tern_session** out);
-void tern_session_free(tern_session* session);
+/* Maps the .tern file at path read-only (the file must not change while the model lives) and checks all of it:
+ * FlatBuffers verification, format version (tern_format_versions), every tensor's bounds and alignment, every
+ * op's inputs, attributes and weights. *out: free with tern_model_free. Errors: TERN_IO_ERROR (cannot open or
+ * map, naming the path), TERN_INVALID_MODEL (the first check that failed), TERN_OUT_OF_MEMORY. */
+TERN_API tern_status tern_model_load(const char* path, tern_model** out);
+/* As tern_model_load, from size bytes at data, which must be 64-byte aligned (TERN_INVALID_ARGUMENT otherwise:
+ * tensors are read in place, at the 64-byte offsets the file gives them). No copy is made: the caller keeps the
+ * buffer alive and unchanged until tern_model_free. */
+TERN_API tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
+/* Fills *out. Its strings live as long as the model. */
+TERN_API tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
+/* Frees the model. Every session created from it must have been freed first. */
+TERN_API void tern_model_free(tern_model* model);
 
-/* Planner numbers for a call of n tokens, without running. */
-tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out);
+/* Creates a session: plans every buffer for max_batch tokens per call and max_tokens of state, allocates it all
+ * (no allocation happens in later calls) and prepares the backend. options NULL: the defaults. The model must
+ * outlive the session. *out: free with tern_session_free. Errors: TERN_INVALID_ARGUMENT (an option out of range,
+ * naming the field), TERN_UNSUPPORTED (the backend cannot run an op of the model, naming it; an option the backend
+ * does not have), TERN_OUT_OF_MEMORY (the plan exceeds memory_budget_bytes or physical memory, with the planner's
+ * numbers), TERN_DEVICE_ERROR (Vulkan). */
+TERN_API tern_status tern_session_create(const tern_model* model, const tern_session_options* options,
+                                         tern_session** out);
+/* Frees the session and everything it allocated. NULL does nothing. */
+TERN_API void tern_session_free(tern_session* session);
+
+/* Planner numbers for a call of n_tokens (1..2^31) tokens, without running or allocating. */
+TERN_API tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out);
 
 /* What the session has allocated: arena (for max_batch tokens), state (for max_tokens) and packed weights.
  * n_tokens is max_batch; dense_attention_bytes is for max_tokens. Constant for the session's life. */
-tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
+TERN_API tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out);
 
-tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out);
+/* Where the session runs. The strings live as long as the session. */
+TERN_API tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out);
 
 /* Per-op timing: off by default. On the CPU every op's run is timed with a steady clock; on Vulkan each op's
  * dispatches are timed on the device with timestamp queries (devices without timestamps report zeros). */
 typedef struct {
-  const char* name;  /* the op's name in the model, e.g. "layers.0.attn" */
-  const char* kind;  /* the op code, e.g. "ATTENTION" */
+  const char* name;  /* the op's name in the model, e.g. "layers.0.attn" (lives as long as the model) */
+  const char* kind;  /* the op code, e.g. "ATTENTION" (a static string) */
   int64_t calls;
   uint64_t total_ns;
 } tern_op_profile;
-tern_status tern_session_set_profiling(tern_session* session, int enabled); /* also clears the counters */
-/* Copies up to capacity entries (one per op, in graph order) and sets *count to the number of ops. */
-tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity, size_t* count);
+/* Turns per-op timing on (enabled != 0) or off, and clears the counters. */
+TERN_API tern_status tern_session_set_profiling(tern_session* session, int enabled);
+/* Copies up to capacity entries (one per op, in graph order) to out (NULL when capacity is 0) and sets *count to
+ * the number of ops, so a first call with capacity 0 sizes the array. */
+TERN_API tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity,
+                                              size_t* count);
 
-/* Resets the state, then runs ids[0..n) as one sequence. logits: [n, vocab]. */
-tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
-/* Continues the sequence held in the state. logits: [n, vocab], may be NULL. */
-tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
-/* Forgets every token seen. */
-tern_status tern_session_reset(tern_session* session);
+/* Resets the state, then runs ids[0..n) as one sequence (1 <= n <= max_batch; each id in [0, vocab_size)).
+ * logits: [n, vocab_size] floats, written row by row (row i: the next-token logits after ids[0..i]). Errors:
+ * TERN_INVALID_ARGUMENT (n, an id out of range, NULL logits), TERN_DEVICE_ERROR. On error the state is reset. */
+TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+/* Continues the sequence held in the state with ids[0..n) (1 <= n <= max_batch, position + n <= max_tokens).
+ * logits: [n, vocab_size], or NULL when only the state should advance. Errors as tern_session_forward, and
+ * TERN_UNSUPPORTED when position > 0 and the model has an op that runs whole sequences only (naming it). A call
+ * rejected for n, max_batch or max_tokens leaves the state as it was; one that fails while running (an id out of
+ * range, a device error) or is unsupported resets it: a half-applied call would leave some caches ahead of
+ * others. */
+TERN_API tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+/* Forgets every token seen: position 0, caches and memories cleared. */
+TERN_API tern_status tern_session_reset(tern_session* session);
 /* Saves the streaming state (every op's KV cache, ring or memory, and the position) so that an app can pause a long
  * stream and resume it later, in this session or in a new one of the same model and options. With buf NULL, sets
  * *size to the bytes needed; otherwise writes them to buf (of *size bytes, TERN_INVALID_ARGUMENT if too small) and
  * sets *size to the bytes written. The blob carries the model's fingerprint, its sizes and a checksum. */
-tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size);
+TERN_API tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size);
 /* Replaces the state with one saved by tern_session_save_state, on either backend: the CPU and Vulkan backends save
  * the same bytes, so a state saved on one continues on the other. A blob from another model, from a session whose
  * state has other sizes (e.g. another max_tokens for dense attention), truncated, corrupt or in a layout this
  * runtime does not read is rejected with TERN_INVALID_ARGUMENT and a message, and the session is left as it was
  * (every check runs before anything changes; only a device error while copying, TERN_DEVICE_ERROR, can leave a
- * Vulkan session's state undefined, to be reset). */
-tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size);
-/* Tokens held in the state now. */
-int64_t tern_session_position(const tern_session* session);
-int64_t tern_session_vocab_size(const tern_session* session);
-/* Message of the last failed call on this session. */
-const char* tern_session_last_error(const tern_session* session);
+ * Vulkan session's state undefined, to be reset). buf is not kept. */
+TERN_API tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size);
+/* Tokens held in the state now (0 after create, reset or a failed forward). NULL session: 0. */
+TERN_API int64_t tern_session_position(const tern_session* session);
+/* The model's vocabulary size: the width of a logits row. NULL session: 0. */
+TERN_API int64_t tern_session_vocab_size(const tern_session* session);
+/* Message of the last failed call on this session ("" when none failed), owned by the session and valid until its
+ * next failing call or tern_session_free. NULL session: "null session". */
+TERN_API const char* tern_session_last_error(const tern_session* session);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Generation: sampling, a generator that feeds a session token by token, and text for byte-level vocabularies.
+ *
+ * Options structs of this section begin with `size_t struct_size`, which their *_init function sets to the struct's
+ * size in the tern.h the app was built with. The library reads the fields that fit in struct_size and gives the
+ * others their defaults, so an app built against an older tern.h keeps working; struct_size 0 (an uninitialised
+ * struct) or larger than the library's struct (a newer tern.h than the library) is TERN_INVALID_ARGUMENT. A NULL
+ * options pointer means every default. Fields are only ever appended.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/* Tokens the sequence in a session can hold: every tern_session_append past it fails, naming the limit.
+ * It is the session's max_tokens when some op limits it: a state that grows with every token (dense, strided and
+ * fixed attention; a sliding or chunked window, or an adaptive span, wider than max_tokens), or positions read from a
+ * table (learned or axial position embeddings, whose rows the session binds up to max_tokens). Where every op's state
+ * is bounded and no op limits positions (sliding or chunked windows within max_tokens, adaptive span, Transformer-XL
+ * and compressive memories, sinusoidal or relative positions), the session continues past max_tokens, with the state
+ * it allocated for max_tokens, up to 2^31 tokens: that number is returned. 0 for a NULL session. Constant for the
+ * session's life; thread rules as every session call. */
+TERN_API int64_t tern_session_sequence_limit(const tern_session* session);
+
+/* --- Sampler: logits -> one token id ---------------------------------------------------------------------------
+ * The steps, always in this order:
+ *   1. repetition penalty: each distinct id among the last repetition_last_n tokens of the history has its logit
+ *      divided by repetition_penalty when it is positive and multiplied by it otherwise (CTRL; Hugging Face's
+ *      RepetitionPenaltyLogitsProcessor); every other logit is left as it is.
+ *   2. temperature 0 is greedy decoding: the largest logit after step 1, the lowest id among equal ones. Steps 3-7
+ *      do not run and the random state does not advance.
+ *   3. top-k: the top_k largest logits stay, ties to the lower id.
+ *   4. temperature: p_i = exp((logit_i - max) / temperature) over the tokens left (double precision).
+ *   5. top-p (nucleus): taking tokens by p descending (ties to the lower id), the fewest whose p sum to at least
+ *      top_p of the mass left stay; at least one.
+ *   6. min-p: the tokens with p_i >= min_p * (the largest p_i) stay.
+ *   7. draw: u in [0, 1) from the top 53 bits of the sampler's xoshiro256** generator (seeded through splitmix64),
+ *      and the first token left, in increasing id, whose running sum of p exceeds u times the sum of p left.
+ * The PRNG and the arithmetic are the library's own, so a seed gives the same tokens on every platform, compiler
+ * and thread count (for the same logits). */
+typedef struct tern_sampler tern_sampler;
+
+typedef struct {
+  size_t struct_size;       /* sizeof(tern_sampler_options), set by tern_sampler_options_init */
+  float temperature;        /* >= 0; 0: greedy (argmax). Default 1 */
+  int32_t top_k;            /* >= 0; 0: off (every token). Default 0 */
+  float top_p;              /* in (0, 1]; 1: off. Default 1 */
+  float min_p;              /* in [0, 1]; 0: off. Default 0 */
+  float repetition_penalty; /* > 0; 1: off; > 1 discourages repeats. Default 1 */
+  int32_t repetition_last_n;/* >= 0: the penalty looks at the last N tokens of the history; 0: at all of it.
+                             * Default 64 */
+  uint64_t seed;            /* the PRNG's seed; any value. Default 0 */
+} tern_sampler_options;
+
+/* Sets every field to its default (above) and struct_size to sizeof(tern_sampler_options). NULL: nothing. */
+TERN_API void tern_sampler_options_init(tern_sampler_options* options);
+/* Creates a sampler with a copy of the options (NULL: the defaults). A field out of range (NaN, a negative
+ * temperature, top_p outside (0, 1], ...) is TERN_INVALID_ARGUMENT with a message naming the field
+ * (tern_last_error). *out is set to NULL on failure. Free with tern_sampler_free. */
+TERN_API tern_status tern_sampler_create(const tern_sampler_options* options, tern_sampler** out);
+/* NULL: nothing. */
+TERN_API void tern_sampler_free(tern_sampler* sampler);
+/* Picks one token from logits [vocab] (float32, e.g. one row of tern_session_forward's output) and writes it to
+ * *token. history [n_history] holds the tokens so far (oldest first) for the repetition penalty; it may be NULL when
+ * n_history is 0. Neither array is kept. Errors (TERN_INVALID_ARGUMENT, message in tern_last_error, *token left
+ * alone): NULL sampler, logits or token; vocab outside [1, 2^31); a NaN or +inf logit; every logit -inf; a history id
+ * outside [0, vocab). The first call for a vocab size allocates the sampler's scratch (about 17 bytes a token);
+ * later calls allocate nothing. A sampler is used by one thread at a time; samplers are independent of each other. */
+TERN_API tern_status tern_sampler_sample(tern_sampler* sampler, const float* logits, int64_t vocab, const int32_t* history,
+                                int64_t n_history, int32_t* token);
+/* Restarts the sampler's random sequence from `seed`, as tern_sampler_create with that seed did. TERN_INVALID_ARGUMENT
+ * for a NULL sampler. */
+TERN_API tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed);
+
+/* --- Generator: a sequence grown token by token in a session ---------------------------------------------------
+ * A generator borrows a session (which must outlive it) and owns the sequence in it: the prompt, then one sampled
+ * token per tern_generator_next. While a generator is bound, feed the session only through it (a session whose
+ * position it does not expect fails the next call with TERN_INVALID_ARGUMENT); tern_generator_prompt starts over.
+ *
+ * A token that tern_generator_next returns is fed to the session at the start of the next call (tern_generator_next
+ * or tern_generator_append), so no logits are computed for the last token of a generation that the caller stops.
+ *
+ * When the sequence reaches tern_session_sequence_limit (the session's max_tokens for models with dense attention or
+ * learned positions, such as examples/models/kjv-byte) the context policy decides:
+ *   TERN_CONTEXT_STOP   the call that would feed past the limit returns TERN_CONTEXT_FULL and changes nothing; the
+ *                       generator stays full until the next tern_generator_prompt.
+ *   TERN_CONTEXT_SLIDE  the session is reset and the last keep_tokens tokens of the history are fed again (prefill),
+ *                       then generation goes on: the next logits are those of a fresh session fed those tokens.
+ * Models whose state is bounded (sliding or chunked windows, adaptive span, Transformer-XL or compressive memory,
+ * with sinusoidal or relative positions) reach no such limit below 2^31 tokens: they continue without a prefill.
+ *
+ * Threads: a generator, its session and the sampler passed to it are used by one thread at a time; generators on
+ * different sessions run on any threads at once. */
+typedef struct tern_generator tern_generator;
+
+typedef enum { TERN_CONTEXT_STOP = 0, TERN_CONTEXT_SLIDE = 1 } tern_context_policy;
+
+typedef struct {
+  size_t struct_size;                 /* sizeof(tern_generator_options), set by tern_generator_options_init */
+  tern_context_policy context_policy; /* TERN_CONTEXT_SLIDE by default */
+  int64_t keep_tokens;                /* SLIDE: tokens kept when the sequence is full, in [0, the sequence limit);
+                                       * 0 (default): half the sequence limit */
+} tern_generator_options;
+
+/* Sets the defaults above and struct_size. NULL: nothing. */
+TERN_API void tern_generator_options_init(tern_generator_options* options);
+/* Binds a new generator to `session` (borrowed: the session must outlive the generator; one generator per session at
+ * a time). Options NULL: the defaults. Errors (tern_last_error): NULL session or out, bad struct_size, an unknown
+ * policy, keep_tokens negative or not below tern_session_sequence_limit (TERN_INVALID_ARGUMENT). Allocates the
+ * generator's logits row [vocab]. Free with tern_generator_free. */
+TERN_API tern_status tern_generator_create(tern_session* session, const tern_generator_options* options, tern_generator** out);
+/* Frees the generator; the session and its state are left as they are. NULL: nothing. */
+TERN_API void tern_generator_free(tern_generator* generator);
+/* Resets the session and feeds it the prompt ids [n] (n >= 1), computing the logits the first token is sampled from.
+ * A prompt longer than the sequence limit keeps its last tern_session_sequence_limit tokens; *kept (may be NULL)
+ * says how many tokens were fed. The whole prompt goes into the history. Errors: those of tern_session_append (ids
+ * outside the vocabulary, ...), with the message in tern_generator_last_error; the generator then holds no sequence. */
+TERN_API tern_status tern_generator_prompt(tern_generator* generator, const int32_t* ids, int64_t n, int64_t* kept);
+/* Feeds ids [n] (n >= 1) after the sequence, e.g. a user's turn; the context policy applies (SLIDE keeps the last
+ * max(keep_tokens, n) tokens, at most the limit; STOP returns TERN_CONTEXT_FULL and feeds nothing when they do not
+ * fit). Needs a prompt first. */
+TERN_API tern_status tern_generator_append(tern_generator* generator, const int32_t* ids, int64_t n);
+/* Feeds the token the previous call returned (if any, under the context policy), then samples the next one with
+ * `sampler` from the current logits, the repetition penalty looking at the generator's history, and writes it to
+ * *token (and to the history). Errors: no prompt yet, a session changed behind the generator's back, NULL arguments
+ * (TERN_INVALID_ARGUMENT); TERN_CONTEXT_FULL under STOP; any error of the session's append. On any error *token is
+ * -1 and nothing was sampled. Messages: tern_generator_last_error. */
+TERN_API tern_status tern_generator_next(tern_generator* generator, tern_sampler* sampler, int32_t* token);
+/* The logits [vocab] the next token will be sampled from: after tern_generator_prompt or _append, those of the last
+ * token fed; after tern_generator_next, those the returned token was drawn from (the token itself is fed lazily).
+ * *vocab (may be NULL) gets the row's length. Owned by the generator, valid until its next call; NULL before a
+ * prompt. */
+TERN_API const float* tern_generator_logits(const tern_generator* generator, int64_t* vocab);
+/* The history: every id of the last prompt (all of it, also a part that did not fit), then every id appended or
+ * generated since, oldest first. *n gets its length. Owned by the generator, valid until its next call. */
+TERN_API const int32_t* tern_generator_history(const tern_generator* generator, int64_t* n);
+/* How many times TERN_CONTEXT_SLIDE has refilled the session since the last prompt. */
+TERN_API int64_t tern_generator_slides(const tern_generator* generator);
+/* Message of the last failed call on this generator ("" if none). Owned by the generator. */
+TERN_API const char* tern_generator_last_error(const tern_generator* generator);
+
+/* --- Text <-> token ids -------------------------------------------------------------------------------------------
+ * Byte-level vocabularies (tern_model_info.vocab_is_bytes) only for now: token b is the byte b, ids >= 256 are special
+ * tokens with no text. A model with another vocabulary gets TERN_UNSUPPORTED naming its kind; the signatures stay when
+ * tokenizers for other vocabularies are added. Any thread (the model is read-only). */
+
+/* Writes the ids of text [len bytes, any bytes, not NUL-terminated] to ids [capacity] and sets *n to the number of
+ * ids the text needs (for bytes, len). Size query: ids NULL and capacity 0 set *n and return TERN_OK. capacity below
+ * *n: TERN_INVALID_ARGUMENT after *n is set, nothing written. A byte outside the model's vocabulary (a byte vocabulary
+ * smaller than 256) is TERN_INVALID_ARGUMENT naming its offset. Messages: tern_last_error. */
+TERN_API tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
+                          int64_t* n);
+/* Writes the text of token id to buf [capacity] (not NUL-terminated) and sets *len to its length in bytes: 1 for a
+ * byte, 0 for a special token (id >= 256). Size query: buf NULL and capacity 0. capacity below *len:
+ * TERN_INVALID_ARGUMENT after *len is set. An id outside [0, vocab_size): TERN_INVALID_ARGUMENT. */
+TERN_API tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len);
 
 #ifdef __cplusplus
 }

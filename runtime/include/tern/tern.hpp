@@ -1,4 +1,5 @@
 // Thin C++ wrapper over the C API: RAII handles, errors as tern::Error values (no exceptions).
+// Needs C++11 (std::shared_ptr, explicit operator bool); the suite compiles it with -std=c++11 -pedantic.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,10 @@
 namespace tern {
 
 struct Error {
-  tern_status code = TERN_OK;
+  // Constructors rather than default member initialisers keep Error{code, message} valid C++11.
+  Error() : code(TERN_OK) {}
+  Error(tern_status c, const std::string& m) : code(c), message(m) {}
+  tern_status code;
   std::string message;
   explicit operator bool() const { return code != TERN_OK; }  // true when there is an error
 };
@@ -82,5 +86,128 @@ class SessionHandle {
   Error check(tern_status st) const { return Error{st, st == TERN_OK ? "" : tern_session_last_error(get())}; }
   std::shared_ptr<tern_session> session_;
 };
+
+// ---- Generation (tern.h, "Generation") ----
+
+// A sampler (tern_sampler_*): logits -> one token id. Move-only; the C handle is freed with the object.
+class Sampler {
+ public:
+  Sampler() {}
+  static Sampler create(const tern_sampler_options& options, Error* error) {
+    tern_sampler* s = nullptr;
+    tern_status st = tern_sampler_create(&options, &s);
+    if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
+    return Sampler(s);
+  }
+  // Every default (temperature 1, no truncation, no penalty, seed 0).
+  static Sampler create(Error* error) {
+    tern_sampler_options o;
+    tern_sampler_options_init(&o);
+    return create(o, error);
+  }
+  Sampler(Sampler&& other) : sampler_(other.sampler_) { other.sampler_ = nullptr; }
+  Sampler& operator=(Sampler&& other) {
+    std::swap(sampler_, other.sampler_);
+    return *this;
+  }
+  ~Sampler() { tern_sampler_free(sampler_); }
+  bool valid() const { return sampler_ != nullptr; }
+  tern_sampler* get() const { return sampler_; }
+
+  // One token from logits [vocab]; history feeds the repetition penalty.
+  Error sample(const float* logits, int64_t vocab, const std::vector<int32_t>& history, int32_t* token) {
+    tern_status st = tern_sampler_sample(sampler_, logits, vocab, history.empty() ? nullptr : history.data(),
+                                         int64_t(history.size()), token);
+    return Error{st, st == TERN_OK ? "" : tern_last_error()};
+  }
+  Error set_seed(uint64_t seed) {
+    tern_status st = tern_sampler_set_seed(sampler_, seed);
+    return Error{st, st == TERN_OK ? "" : tern_last_error()};
+  }
+
+ private:
+  explicit Sampler(tern_sampler* s) : sampler_(s) {}
+  Sampler(const Sampler&);             // not copyable
+  Sampler& operator=(const Sampler&);  // (C++11: declared, never defined)
+  tern_sampler* sampler_ = nullptr;
+};
+
+// A generator (tern_generator_*) on a session, which it keeps alive (it holds a SessionHandle). Move-only.
+class Generator {
+ public:
+  static Generator create(const SessionHandle& session, const tern_generator_options& options, Error* error) {
+    tern_generator* g = nullptr;
+    tern_status st = tern_generator_create(session.get(), &options, &g);
+    if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
+    return Generator(session, g);
+  }
+  static Generator create(const SessionHandle& session, Error* error) {
+    tern_generator_options o;
+    tern_generator_options_init(&o);
+    return create(session, o, error);
+  }
+  Generator(Generator&& other) : session_(other.session_), generator_(other.generator_) { other.generator_ = nullptr; }
+  Generator& operator=(Generator&& other) {
+    std::swap(session_, other.session_);
+    std::swap(generator_, other.generator_);
+    return *this;
+  }
+  ~Generator() { tern_generator_free(generator_); }
+  bool valid() const { return generator_ != nullptr; }
+  tern_generator* get() const { return generator_; }
+
+  // Resets the session and feeds the prompt; *kept (may be null) gets the tokens that fit.
+  Error prompt(const std::vector<int32_t>& ids, int64_t* kept) {
+    return check(tern_generator_prompt(generator_, ids.empty() ? nullptr : ids.data(), int64_t(ids.size()), kept));
+  }
+  Error append(const std::vector<int32_t>& ids) {
+    return check(tern_generator_append(generator_, ids.empty() ? nullptr : ids.data(), int64_t(ids.size())));
+  }
+  // The next token; Error code TERN_CONTEXT_FULL under TERN_CONTEXT_STOP once the sequence is full.
+  Error next(Sampler& sampler, int32_t* token) { return check(tern_generator_next(generator_, sampler.get(), token)); }
+  // The logits the next token is drawn from (a copy), empty before a prompt.
+  std::vector<float> logits() const {
+    int64_t vocab = 0;
+    const float* l = tern_generator_logits(generator_, &vocab);
+    return l ? std::vector<float>(l, l + vocab) : std::vector<float>();
+  }
+  std::vector<int32_t> history() const {
+    int64_t n = 0;
+    const int32_t* h = tern_generator_history(generator_, &n);
+    return h ? std::vector<int32_t>(h, h + n) : std::vector<int32_t>();
+  }
+  int64_t slides() const { return tern_generator_slides(generator_); }
+
+ private:
+  Generator(const SessionHandle& session, tern_generator* g) : session_(session), generator_(g) {}
+  Generator(const Generator&);             // not copyable
+  Generator& operator=(const Generator&);
+  Error check(tern_status st) const { return Error{st, st == TERN_OK ? "" : tern_generator_last_error(generator_)}; }
+  SessionHandle session_;  // declared first: destroyed after the generator
+  tern_generator* generator_ = nullptr;
+};
+
+// Text -> ids (byte-level vocabularies; TERN_UNSUPPORTED for others).
+inline Error tokenize(const ModelHandle& model, const std::string& text, std::vector<int32_t>* ids) {
+  int64_t n = 0;
+  tern_status st = tern_tokenize(model.get(), text.data(), text.size(), nullptr, 0, &n);
+  if (st == TERN_OK) {
+    ids->resize(size_t(n));
+    st = tern_tokenize(model.get(), text.data(), text.size(), ids->empty() ? nullptr : ids->data(), n, &n);
+  }
+  return Error{st, st == TERN_OK ? "" : tern_last_error()};
+}
+
+// Token id -> its text (a byte; "" for a special token).
+inline Error token_to_text(const ModelHandle& model, int32_t id, std::string* text) {
+  size_t len = 0;
+  tern_status st = tern_token_to_text(model.get(), id, nullptr, 0, &len);
+  if (st == TERN_OK) {
+    std::vector<char> buf(len > 0 ? len : 1);
+    st = tern_token_to_text(model.get(), id, buf.data(), buf.size(), &len);
+    if (st == TERN_OK) text->assign(buf.data(), len);
+  }
+  return Error{st, st == TERN_OK ? "" : tern_last_error()};
+}
 
 }  // namespace tern

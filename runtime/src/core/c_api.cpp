@@ -2,8 +2,10 @@
 #include <new>
 #include <string>
 
+#include "core/c_api_internal.h"
 #include "core/model.h"
 #include "core/session.h"
+#include "core/sized_options.h"
 #include "ops/op.h"
 #include "tern/tern.h"
 
@@ -48,8 +50,8 @@ void tern_format_versions(uint32_t* min_version, uint32_t* max_version) {
 }
 
 void tern_session_options_init(tern_session_options* options) {
-  if (options) *options = tern_session_options{TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0, TERN_WEIGHT_STORAGE_F32,
-                                                TERN_ACTIVATION_STORAGE_F32};
+  if (options) *options = tern_session_options{sizeof(tern_session_options), TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0,
+                                                TERN_WEIGHT_STORAGE_F32, TERN_ACTIVATION_STORAGE_F32};
 }
 
 const char* tern_status_string(tern_status status) {
@@ -62,6 +64,7 @@ const char* tern_status_string(tern_status status) {
     case TERN_DEVICE_ERROR: return "device error";
     case TERN_IO_ERROR: return "i/o error";
     case TERN_INTERNAL_ERROR: return "internal error";
+    case TERN_CONTEXT_FULL: return "context full";
   }
   return "unknown status";
 }
@@ -114,10 +117,12 @@ void tern_model_free(tern_model* model) { delete model; }
 tern_status tern_session_create(const tern_model* model, const tern_session_options* options, tern_session** out) {
   if (!model || !out) return fail(tern::InvalidArgument("tern_session_create: null argument"));
   *out = nullptr;
-  tern_session_options defaults;
-  tern_session_options_init(&defaults);
+  tern_session_options resolved;
+  tern_session_options_init(&resolved);
+  const tern::Status read = tern::read_sized_options(options, "tern_session_options", &resolved);
+  if (!read.ok()) return fail(read);
   try {
-    auto session = tern::Session::create(*model->model, options ? *options : defaults);
+    auto session = tern::Session::create(*model->model, resolved);
     if (!session.ok()) return fail(session.status());
     *out = new tern_session{std::move(session).value(), ""};
     return TERN_OK;
@@ -209,3 +214,12 @@ const char* tern_session_last_error(const tern_session* session) {
 }
 
 }  // extern "C"
+
+namespace tern::capi {
+
+const Model& model_of(const tern_model* model) { return *model->model; }
+Session& session_of(tern_session* session) { return *session->session; }
+const Session& session_of(const tern_session* session) { return *session->session; }
+tern_status fail(const Status& st) { return ::fail(st); }
+
+}  // namespace tern::capi

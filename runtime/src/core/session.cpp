@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "core/log.h"
 #include "ops/attention_kinds.h"
 #include "ops/op.h"
 
@@ -126,17 +126,17 @@ Status Session::build(const tern_session_options& options) {
     const std::string ignored = backend_->ignored_options();
     const std::string where = backend_->where();
     if (!passed_over.empty() || !ignored.empty()) {
-      std::fprintf(stderr, "tern: backend auto: running on %s%s%s\n", where.c_str(),
-                   passed_over.empty() ? "" : (" (" + passed_over + ")").c_str(),
-                   ignored.empty() ? "" : ("; " + ignored).c_str());
+      log(TERN_LOG_INFO, "backend auto: running on " + where + (passed_over.empty() ? "" : " (" + passed_over + ")") +
+                             (ignored.empty() ? "" : "; " + ignored));
     }
   }
   profile_.assign(model_.nodes().size(), {0, 0});
+  sequence_limit_ = kMaxSequence;
   for (const Node& node : model_.nodes()) {
-    if (find_op(node.code)->streaming(node) == Streaming::kWholeSequence) {
-      whole_sequence_node_ = node.index;
-      break;
-    }
+    const Streaming streaming = find_op(node.code)->streaming(node);
+    if (streaming == Streaming::kWholeSequence && whole_sequence_node_ < 0) whole_sequence_node_ = node.index;
+    if (streaming != Streaming::kRowWise && streaming != Streaming::kAppends) splits_calls_ = false;
+    sequence_limit_ = std::min(sequence_limit_, max_sequence(node, max_tokens_));
   }
   return Status::Ok();
 }
@@ -159,7 +159,12 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
     return InvalidArgument(std::to_string(n) + " tokens in one call exceed the session's max_batch of " +
                            std::to_string(max_batch_));
   }
-  if (position_ + n > max_tokens_) {
+  if (position_ + n > sequence_limit_) {
+    if (sequence_limit_ > max_tokens_) {
+      return InvalidArgument("the session holds " + std::to_string(position_) + " tokens; " + std::to_string(n) +
+                             " more exceed the " + std::to_string(sequence_limit_) +
+                             " positions a sequence can reach (reset it)");
+    }
     return InvalidArgument("the session holds " + std::to_string(position_) + " tokens; " + std::to_string(n) +
                            " more exceed its max_tokens of " + std::to_string(max_tokens_) + " (reset it, or create it with a larger max_tokens)");
   }

@@ -34,6 +34,16 @@ class Session {
 
   int64_t position() const { return position_; }
   int64_t max_tokens() const { return max_tokens_; }
+  // Tokens a sequence can hold (tern_session_sequence_limit): max_tokens where an op's state grows with the
+  // sequence or its positions come from a table, otherwise kMaxSequence (the session continues past max_tokens in
+  // the state it has).
+  int64_t sequence_limit() const { return sequence_limit_; }
+  // Whether a call may be split into consecutive appends with the same results (every op kRowWise or kAppends):
+  // not with a Transformer-XL or compressive memory, which moves once per call.
+  bool splits_calls() const { return splits_calls_; }
+  // The most positions a sequence of a session without a limit of its own may reach (positions are uint32 on the
+  // device, and rings index int32 positions).
+  static constexpr int64_t kMaxSequence = int64_t(1) << 31;
   int64_t max_batch() const { return max_batch_; }
   int threads() const { return threads_; }
   const Model& model() const { return model_; }
@@ -52,6 +62,8 @@ class Session {
   int64_t max_tokens_ = 0;
   int64_t max_batch_ = 0;
   int64_t position_ = 0;
+  int64_t sequence_limit_ = 0;
+  bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
   int whole_sequence_node_ = -1;  // the first op that runs whole sequences only (LSH, routing), or -1
   bool profiling_ = false;

@@ -142,9 +142,10 @@ Status Session::load_state(const void* buf, size_t size) {
     return InvalidArgument("the session state was saved from a different model (its fingerprint does not match this " +
                            model_.architecture() + " model's)");
   }
-  if (position < 0 || position > max_tokens_) {
-    return InvalidArgument("the session state holds " + std::to_string(position) + " tokens; this session's max_tokens is " +
-                           std::to_string(max_tokens_));
+  if (position < 0 || position > sequence_limit_) {
+    return InvalidArgument("the session state holds " + std::to_string(position) + " tokens; this session's " +
+                           (sequence_limit_ > max_tokens_ ? "sequence limit is " + std::to_string(sequence_limit_)
+                                                          : "max_tokens is " + std::to_string(max_tokens_)));
   }
   // The ops, their layouts and sizes must be this session's.
   const uint8_t* const states = in + kHeaderBytes + size_t(entries) * kEntryBytes;

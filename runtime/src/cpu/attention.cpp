@@ -9,6 +9,7 @@
 #include "cpu/kernels.h"
 #include "cpu/kv_store.h"
 #include "cpu/parallel.h"
+#include "ops/op.h"
 
 namespace tern::cpu {
 namespace {
@@ -163,7 +164,7 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall& call, f
 class AttentionKernel : public CpuKernel {
  public:
   AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg)
-      : node_(node), pattern_(pattern), capacity_(cfg.max_tokens), threads_(cfg.threads),
+      : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
         store_(pattern, node.fb_op->params_as_AttentionParams()->heads(),
                node.fb_op->params_as_AttentionParams()->head_dim(), cfg.max_tokens) {
     const auto* p = node.fb_op->params_as_AttentionParams();

@@ -16,6 +16,7 @@
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "ops/adaptive_span.h"
+#include "ops/op.h"
 
 namespace tern::cpu {
 namespace {
@@ -179,7 +180,8 @@ class AdaptiveSpanKernel : public CpuKernel {
  public:
   AdaptiveSpanKernel(const Node& node, const AdaptiveSpan& span, const KernelConfig& cfg,
                      const std::vector<int64_t>& capacity)
-      : node_(node), span_(span), capacity_(cfg.max_tokens), threads_(cfg.threads), store_(capacity, span.head_dim) {
+      : node_(node), span_(span), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
+        store_(capacity, span.head_dim) {
     const int dh = span.head_dim;
     const int64_t L = span.max_span;
     // key_pe [dh, L] -> rows by distance: pe_[(d-1)*dh + c] = key_pe[c, L - d].

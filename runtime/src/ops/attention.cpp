@@ -36,6 +36,7 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
 uint64_t state_bytes(const Node& node, int64_t n) { return attention_kind(node).state_bytes(node, n); }
 uint64_t dense_bytes(const Node& node, int64_t n) { return attention_kind(node).dense_bytes(node, n); }
 Streaming streaming(const Node& node) { return attention_kind(node).streaming; }
+int64_t sequence_limit(const Node& node, int64_t max_tokens) { return attention_kind(node).max_sequence(node, max_tokens); }
 
 }  // namespace
 
@@ -71,6 +72,6 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
 }
 
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
-                                   validate, state_bytes, dense_bytes, streaming};
+                                   validate, state_bytes, dense_bytes, streaming, sequence_limit};
 
 }  // namespace tern

@@ -59,6 +59,19 @@ uint64_t windowed_state_bytes(const Node& node, int64_t n) {
   return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(pattern.value().state_keys(n));
 }
 
+// Dense and strided keep every key, fixed every block's summaries: max_tokens. Sliding and chunked windows keep a
+// ring of the keys later queries reach, complete when it fits in max_tokens.
+int64_t windowed_max_sequence(const Node& node, int64_t max_tokens) {
+  const AttentionPattern pattern = AttentionPattern::from(*node.fb_op->params_as_AttentionParams(), "").value();
+  if (pattern.keeps_all_keys() || pattern.kind == PatternKind::kFixed) return max_tokens;
+  return pattern.ring_keys() <= max_tokens ? kNoSequenceLimit : max_tokens;
+}
+
+// The memory kinds keep a fixed number of rows whatever the sequence.
+int64_t unlimited(const Node&, int64_t) { return kNoSequenceLimit; }
+// LSH and routing run whole sequences only: a sequence is what one call holds.
+int64_t call_limited(const Node&, int64_t max_tokens) { return max_tokens; }
+
 Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& values) {
   if (node.weights.size() > 2) return InvalidModel(node.label() + ": kind AdaptiveSpan takes at most 2 weights");
   TERN_RETURN_IF_ERROR(AdaptiveSpan::from(node).status());
@@ -69,6 +82,15 @@ Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& va
 uint64_t adaptive_span_state_bytes(const Node& node, int64_t n) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   return 2ull * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(AdaptiveSpan::from(node).value().state_keys(n));
+}
+
+// Each head keeps the keys its span reaches: complete when every head's reach fits in max_tokens.
+int64_t adaptive_span_max_sequence(const Node& node, int64_t max_tokens) {
+  const AdaptiveSpan span = AdaptiveSpan::from(node).value();
+  for (int64_t reach : span.reach) {
+    if (reach > max_tokens) return max_tokens;
+  }
+  return kNoSequenceLimit;
 }
 
 // Transformer-XL (ops/relative_xl.h): reads the layer input h [n, d].
@@ -122,25 +144,25 @@ using fb::AttentionKind;
 // move it differently. Lsh and Routing need the whole sequence.
 constexpr AttentionKindDef kKinds[] = {
     {AttentionKind::Dense, "Dense", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
-     nullptr, nullptr},
+     windowed_max_sequence, nullptr, nullptr},
     {AttentionKind::SlidingWindow, "SlidingWindow", validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, nullptr, nullptr},
+     Streaming::kAppends, windowed_max_sequence, nullptr, nullptr},
     {AttentionKind::ChunkedLocal, "ChunkedLocal", validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, nullptr, nullptr},
+     Streaming::kAppends, windowed_max_sequence, nullptr, nullptr},
     {AttentionKind::Strided, "Strided", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
-     nullptr, nullptr},
+     windowed_max_sequence, nullptr, nullptr},
     {AttentionKind::Fixed, "Fixed", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
-     nullptr, nullptr},
+     windowed_max_sequence, nullptr, nullptr},
     {AttentionKind::AdaptiveSpan, "AdaptiveSpan", validate_adaptive_span, adaptive_span_state_bytes, call_scores_bytes,
-     Streaming::kAppends, nullptr, nullptr},
+     Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr},
     {AttentionKind::RelativeXL, "RelativeXL", validate_relative_xl, relative_xl_state_bytes, relative_xl_dense_bytes,
-     Streaming::kWholeCall, nullptr, nullptr},
-    {AttentionKind::Lsh, "Lsh", validate_lsh, no_state, call_scores_bytes, Streaming::kWholeSequence,
+     Streaming::kWholeCall, unlimited, nullptr, nullptr},
+    {AttentionKind::Lsh, "Lsh", validate_lsh, no_state, call_scores_bytes, Streaming::kWholeSequence, call_limited,
      "LSH attention buckets and sorts the whole sequence at once", "models with LSH layers"},
     {AttentionKind::Compressive, "Compressive", validate_compressive, compressive_state_bytes, compressive_dense_bytes,
-     Streaming::kWholeCall, nullptr, nullptr},
+     Streaming::kWholeCall, unlimited, nullptr, nullptr},
     {AttentionKind::Routing, "Routing", validate_routing, no_state, call_scores_bytes, Streaming::kWholeSequence,
-     "routing attention clusters the whole sequence at once", "models with routing layers"},
+     call_limited, "routing attention clusters the whole sequence at once", "models with routing layers"},
 };
 static_assert(covers_every_attention_kind(kKinds), "one row per attention kind of the schema, in schema order");
 

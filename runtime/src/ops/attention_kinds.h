@@ -29,6 +29,10 @@ struct AttentionKindDef {
   // Bytes of one call's n x keys score matrix in a dense implementation.
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
   Streaming streaming;
+  // OpDef::max_sequence: max_tokens where the state grows with the sequence (every key, every block's summaries) or
+  // where what later queries reach is wider than the state a session of max_tokens holds; kNoSequenceLimit where
+  // the state is complete and bounded (a window's ring, a span, a memory).
+  int64_t (*max_sequence)(const Node& node, int64_t max_tokens);
   // kWholeSequence only: why a call cannot continue a sequence ("LSH attention buckets and sorts the whole
   // sequence at once"), and what the models it appears in are called ("models with LSH layers").
   const char* whole_sequence_why;

@@ -43,7 +43,16 @@ struct OpDef {
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
   // The node's streaming class (of a validated node).
   Streaming (*streaming)(const Node& node);
+  // The most tokens a sequence may hold through the node in a session whose state was sized for max_tokens: that
+  // number where its state grows with the sequence or its positions come from a table bound up to max_tokens;
+  // kNoSequenceLimit where it runs any length in the state it has. Null: no limit (stateless and position-free).
+  int64_t (*max_sequence)(const Node& node, int64_t max_tokens);
 };
+
+// max_sequence of a node that runs sequences of any length in bounded state.
+constexpr int64_t kNoSequenceLimit = INT64_MAX;
+// The tokens a node allows in a session sized for max_tokens (OpDef::max_sequence, or kNoSequenceLimit without one).
+int64_t max_sequence(const Node& node, int64_t max_tokens);
 
 // The op's facts; null for a code this runtime does not know.
 const OpDef* find_op(fb::OpCode code);

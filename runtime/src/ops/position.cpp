@@ -42,6 +42,12 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   return InvalidModel(node.label() + ": unknown position kind " + std::to_string(int(p->kind())));
 }
 
+// Learned and axial positions read a table whose rows a session binds up to max_tokens; sinusoidal ones are computed
+// for any position.
+int64_t position_limit(const Node& node, int64_t max_tokens) {
+  return node.fb_op->params_as_PositionParams()->kind() == fb::PositionKind::SINUSOIDAL ? kNoSequenceLimit : max_tokens;
+}
+
 }  // namespace
 
 void ref::position(fb::PositionKind kind, const float* table, int64_t d, int64_t pos0, int64_t n, const float* x,
@@ -74,6 +80,6 @@ void ref::axial_position(const float* rows, int64_t d0, const float* cols, int64
 }
 
 extern const OpDef kPositionOp = {fb::OpCode::POSITION, "POSITION", 1, 0, 2, fb::OpParams::PositionParams,
-                                  validate, nullptr, nullptr, streams<Streaming::kRowWise>};
+                                  validate, nullptr, nullptr, streams<Streaming::kRowWise>, position_limit};
 
 }  // namespace tern

@@ -28,6 +28,11 @@ const OpDef* find_op(fb::OpCode code) {
   return kOps[i];
 }
 
+int64_t max_sequence(const Node& node, int64_t max_tokens) {
+  const OpDef* def = find_op(node.code);
+  return def && def->max_sequence ? def->max_sequence(node, max_tokens) : kNoSequenceLimit;
+}
+
 Status expect_width(const Node& node, const std::vector<ValueInfo>& values, bool output, int i, int64_t width) {
   int v = output ? node.outputs[i] : node.inputs[i];
   if (values[v].width != width) {

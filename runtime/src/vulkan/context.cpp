@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "core/log.h"
 
 namespace tern::vk {
 namespace {
@@ -18,9 +19,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverity
                                                      VkDebugUtilsMessageTypeFlagsEXT,
                                                      const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   g_validation_messages.fetch_add(1);
-  std::fprintf(stderr, "tern: Vulkan validation (%s): %s\n",
-               severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
-               data && data->pMessage ? data->pMessage : "");
+  tern::log(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? TERN_LOG_ERROR : TERN_LOG_WARNING,
+            std::string("Vulkan validation: ") + (data && data->pMessage ? data->pMessage : ""));
   return VK_FALSE;
 }
 

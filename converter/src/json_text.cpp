@@ -1,0 +1,148 @@
+#include "json_text.h"
+
+#include <unordered_set>
+
+namespace tern::convert {
+namespace {
+
+using nlohmann::json;
+
+// nlohmann's own DOM builder behind a depth limit. Not the callback parser: its end_object() scans the whole parent
+// object for discarded members, which made a header of n tensors parse in O(n^2) (200k tensors: minutes).
+class BoundedDomParser {
+ public:
+  BoundedDomParser(json& root, std::string* duplicate_key) : dom_(root, /*allow_exceptions=*/false), duplicate_(duplicate_key) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
+  bool end_object() { --depth_; return dom_.end_object(); }
+  bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
+  bool end_array() { --depth_; return dom_.end_array(); }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) {
+      ++top_keys_seen_;
+      if (duplicate_ && duplicate_->empty() && !top_keys_.insert(k).second) *duplicate_ = k;
+    }
+    return dom_.key(k);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& /*token*/, const Exception& /*ex*/) {
+    syntax_error_at_ = position;
+    return false;
+  }
+
+  bool too_deep() const { return too_deep_; }
+  size_t top_keys_seen() const { return top_keys_seen_; }
+  std::size_t syntax_error_at() const { return syntax_error_at_; }
+
+ private:
+  bool enter() {
+    if (++depth_ > kMaxJsonDepth) too_deep_ = true;
+    return !too_deep_;
+  }
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::string* duplicate_;
+  std::unordered_set<std::string> top_keys_;
+  size_t top_keys_seen_ = 0;
+  int depth_ = 0;
+  bool too_deep_ = false;
+  std::size_t syntax_error_at_ = 0;
+};
+
+// Appends the compact JSON form of `v` to `out`, stopping once `out` holds more than `limit` characters.
+void append_snippet(const json& v, std::string& out, size_t limit, int depth) {
+  if (out.size() > limit) return;
+  if (depth > kMaxJsonDepth) {
+    out += "...";
+    return;
+  }
+  auto append_string = [&](const std::string& s) {
+    // Only the part that can still show; the escapes nlohmann writes keep the snippet valid JSON text.
+    const size_t room = limit - out.size() + 1;
+    out += json(s.size() > room ? s.substr(0, room) : s).dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  switch (v.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = v.begin(); it != v.end() && out.size() <= limit; ++it) {
+        if (!first) out += ',';
+        first = false;
+        append_string(it.key());
+        out += ':';
+        append_snippet(*it, out, limit, depth + 1);
+      }
+      out += '}';
+      return;
+    }
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (auto it = v.begin(); it != v.end() && out.size() <= limit; ++it) {
+        if (!first) out += ',';
+        first = false;
+        append_snippet(*it, out, limit, depth + 1);
+      }
+      out += ']';
+      return;
+    }
+    case json::value_t::string:
+      append_string(v.get_ref<const std::string&>());
+      return;
+    case json::value_t::binary:
+      out += "<binary>";
+      return;
+    default:  // null, boolean, numbers, discarded: short
+      out += v.dump();
+      return;
+  }
+}
+
+// The longest prefix of s[0, n) that ends on a UTF-8 character boundary.
+size_t utf8_prefix(std::string_view s, size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+Result<nlohmann::json> parse_json(std::string_view text, std::string* duplicate_key) {
+  if (duplicate_key) duplicate_key->clear();
+  json root;
+  BoundedDomParser sax(root, nullptr);
+  const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &sax, json::input_format_t::json,
+                                  /*strict=*/true, /*ignore_comments=*/false);
+  if (sax.too_deep())
+    return InvalidModel("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels of arrays and objects");
+  if (!ok) return InvalidModel("not valid JSON (syntax error at byte " + std::to_string(sax.syntax_error_at()) + ")");
+  // Fewer members than keys means a key came twice; only then parse again, noting keys, to name it.
+  if (duplicate_key && root.is_object() && root.size() != sax.top_keys_seen()) {
+    json again;
+    BoundedDomParser named(again, duplicate_key);
+    (void)json::sax_parse(text.data(), text.data() + text.size(), &named, json::input_format_t::json, true, false);
+  }
+  return root;
+}
+
+std::string json_snippet(const nlohmann::json& value, size_t max_chars) {
+  if (max_chars < 4) max_chars = 4;
+  std::string s;
+  append_snippet(value, s, max_chars, 0);
+  if (s.size() <= max_chars) return s;
+  return s.substr(0, utf8_prefix(s, max_chars - 3)) + "...";
+}
+
+std::string clip(std::string_view s, size_t max_chars) {
+  if (max_chars < 4) max_chars = 4;
+  if (s.size() <= max_chars) return std::string(s);
+  return std::string(s.substr(0, utf8_prefix(s, max_chars - 3))) + "...";
+}
+
+}  // namespace tern::convert

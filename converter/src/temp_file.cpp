@@ -1,0 +1,177 @@
+#include "temp_file.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace tern::convert {
+namespace {
+
+constexpr const char kSuffix[] = ".tmp-XXXXXX";
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// The temporaries a signal handler must remove. A slot is claimed and filled by ordinary code, then armed; the
+// handler reads armed slots only, with async-signal-safe calls (unlink, raise).
+struct Slot {
+  std::atomic<bool> claimed{false};
+  volatile sig_atomic_t armed = 0;
+  char path[PATH_MAX];
+};
+constexpr int kSlots = 16;
+Slot g_slots[kSlots];
+
+extern "C" void remove_temporaries_and_die(int sig) {
+  for (Slot& s : g_slots)
+    if (s.armed) ::unlink(s.path);
+  // SA_RESETHAND restored the default action on entry; the signal, blocked while this handler runs, is delivered
+  // again on return and ends the process as it would have without the handler (exit status, core dump).
+  ::raise(sig);
+}
+
+// Blocks the cleanup signals for the scope, so that a temporary cannot be created and then missed by the handler.
+class SignalBlock {
+ public:
+  SignalBlock() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~SignalBlock() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+int arm(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    bool expected = false;
+    if (!g_slots[i].claimed.compare_exchange_strong(expected, true)) continue;
+    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    g_slots[i].armed = 1;
+    return i;
+  }
+  return -1;  // more temporaries at once than slots: still removed on every error path, not on a signal
+}
+
+void disarm(int slot) {
+  if (slot < 0) return;
+  g_slots[slot].armed = 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_slots[slot].claimed.store(false);
+}
+
+// The longest prefix of s[0, n) that ends on a UTF-8 character boundary.
+size_t utf8_prefix(const std::string& s, size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+void remove_temporaries_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = remove_temporaries_and_die;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : kCleanupSignals) sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : kCleanupSignals) {
+    struct sigaction old {};
+    // A signal the caller's parent set to be ignored (nohup, a shell's background job) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  ::signal(SIGXFSZ, SIG_IGN);
+}
+
+std::string temp_template(const std::string& dest) {
+  const size_t slash = dest.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : dest.substr(0, slash + 1);
+  std::string name = slash == std::string::npos ? dest : dest.substr(slash + 1);
+  const size_t room = NAME_MAX - (sizeof kSuffix - 1);
+  if (name.size() > room) name.resize(utf8_prefix(name, room));
+  return dir + name + kSuffix;
+}
+
+TempFile::~TempFile() { remove(); }
+
+void TempFile::remove() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!path_.empty()) ::unlink(path_.c_str());
+  path_.clear();
+  disarm(slot_);
+  slot_ = -1;
+}
+
+Status TempFile::create(const std::string& dest) {
+  dest_ = dest;
+  std::string templ = temp_template(dest);
+  {
+    SignalBlock block;
+    fd_ = ::mkstemp(templ.data());
+    if (fd_ < 0) return IoError("'" + dest + "': cannot create a temporary file next to it: " + std::strerror(errno));
+    path_ = templ;
+    slot_ = arm(path_);
+  }
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);  // mkstemp makes 0600; a model file is as readable as any other output
+  return Status::Ok();
+}
+
+Status TempFile::write(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const std::string why = w < 0 ? std::strerror(errno) : "nothing written";
+      return IoError("'" + dest_ + "': write failed after " + std::to_string(written_) + " bytes: " + why);
+    }
+    p += w;
+    n -= size_t(w);
+    written_ += uint64_t(w);
+  }
+  return Status::Ok();
+}
+
+Status TempFile::pad_to(uint64_t offset) {
+  static const uint8_t zeros[64] = {};
+  while (written_ < offset)
+    TERN_RETURN_IF_ERROR(write(zeros, size_t(std::min<uint64_t>(offset - written_, sizeof zeros))));
+  return Status::Ok();
+}
+
+Status TempFile::commit() {
+  if (::fsync(fd_) != 0) return IoError("'" + dest_ + "': fsync failed: " + std::strerror(errno));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return IoError("'" + dest_ + "': close failed: " + std::strerror(errno));
+  if (::rename(path_.c_str(), dest_.c_str()) != 0)
+    return IoError("'" + dest_ + "': cannot rename the finished file into place: " + std::strerror(errno));
+  path_.clear();
+  disarm(slot_);
+  slot_ = -1;
+  // Makes the rename durable; best effort, a failure here does not undo a complete file.
+  const size_t slash = dest_.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dest_.substr(0, slash);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tern::convert

@@ -1,0 +1,52 @@
+// The temporary file a .tern is written into before it is renamed into place, and what guarantees that no
+// `*.tmp-*` file outlives a failed or interrupted conversion: the destructor removes it on every error path, and
+// in a program that calls remove_temporaries_on_signals() a signal handler removes it on SIGINT, SIGTERM, SIGHUP
+// and SIGQUIT before the process dies of the signal. (SIGKILL cannot be caught: nothing can clean up after it.)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace tern::convert {
+
+// For programs (tern-convert), not libraries, which leave signals to their host: installs the handlers above and
+// ignores SIGXFSZ, so that a write past `ulimit -f` fails with EFBIG, is reported and cleaned up, instead of the
+// signal killing the process and leaving the temporary behind.
+void remove_temporaries_on_signals();
+
+// "<dir>/<name>.tmp-XXXXXX" for `dest` "<dir>/<name>", with <name> cut (on a UTF-8 boundary) so that the temporary's
+// own name fits NAME_MAX however long the destination's is.
+std::string temp_template(const std::string& dest);
+
+// A temporary next to the destination, removed unless commit() renames it into place. Messages name `dest`, the
+// path the user gave, not the temporary.
+class TempFile {
+ public:
+  TempFile() = default;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile();
+
+  Status create(const std::string& dest);
+  Status write(const void* data, size_t n);
+  Status pad_to(uint64_t offset);  // zeros up to `offset` bytes in all
+  // fsync, close and rename onto the destination; the parent directory is fsynced too (best effort).
+  Status commit();
+
+  int fd() const { return fd_; }
+  uint64_t written() const { return written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void remove();
+  std::string dest_;
+  std::string path_;
+  int fd_ = -1;
+  int slot_ = -1;  // in the signal handler's table, or -1
+  uint64_t written_ = 0;
+};
+
+}  // namespace tern::convert

@@ -1,0 +1,138 @@
+#include "core/generator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace tern {
+
+Generator::Generator(Session& session, const tern_generator_options& options)
+    : session_(&session), options_(options), limit_(session.sequence_limit()) {
+  keep_ = options.keep_tokens > 0 ? options.keep_tokens : std::max<int64_t>(1, limit_ / 2);
+  logits_.assign(size_t(session.model().vocab_size()), 0.0f);
+}
+
+Result<Generator> Generator::create(Session& session, const tern_generator_options& options) {
+  int policy = 0;  // a C caller may pass a number outside the enum
+  static_assert(sizeof policy == sizeof options.context_policy, "an int-sized enum");
+  std::memcpy(&policy, &options.context_policy, sizeof policy);
+  if (policy != TERN_CONTEXT_STOP && policy != TERN_CONTEXT_SLIDE) {
+    return InvalidArgument("tern_generator_options.context_policy must be TERN_CONTEXT_STOP (0) or TERN_CONTEXT_SLIDE (1), got " +
+                           std::to_string(policy));
+  }
+  const int64_t limit = session.sequence_limit();
+  if (options.keep_tokens < 0 || options.keep_tokens >= limit) {
+    return InvalidArgument("tern_generator_options.keep_tokens must be in [0, " + std::to_string(limit) +
+                           ") (0: half; the session's sequence limit is " + std::to_string(limit) + "), got " +
+                           std::to_string(options.keep_tokens));
+  }
+  if (session.model().vocab_size() < 1) return InvalidArgument("the model has no vocabulary to generate from");
+  return Generator(session, options);
+}
+
+Status Generator::check_session() const {
+  if (session_->position() == fed_position_) return Status::Ok();
+  return InvalidArgument("the session holds " + std::to_string(session_->position()) + " tokens where its generator fed " +
+                         std::to_string(fed_position_) +
+                         ": while a generator is bound, feed the session only through it (or start again with "
+                         "tern_generator_prompt)");
+}
+
+void Generator::forget() {
+  has_logits_ = false;
+  pending_ = false;
+  session_->reset();
+  fed_position_ = 0;
+}
+
+Status Generator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
+  if (ids == nullptr || n < 1) return InvalidArgument("tern_generator_prompt: the prompt needs at least one token id");
+  history_.assign(ids, ids + n);
+  slides_ = 0;
+  pending_ = false;
+  const int64_t fed = std::min(n, limit_);
+  Status st = refill(fed);
+  if (!st.ok()) {
+    forget();
+    return st;
+  }
+  if (kept) *kept = fed;
+  return Status::Ok();
+}
+
+Status Generator::append(const int32_t* ids, int64_t n) {
+  if (ids == nullptr || n < 1) return InvalidArgument("tern_generator_append: needs at least one token id");
+  if (!has_logits_) return InvalidArgument("tern_generator_append: no sequence yet: call tern_generator_prompt first");
+  TERN_RETURN_IF_ERROR(check_session());
+  const int64_t add = n + (pending_ ? 1 : 0);
+  if (session_->position() + add > limit_ && options_.context_policy == TERN_CONTEXT_STOP) {
+    return Status(TERN_CONTEXT_FULL, "the sequence holds " + std::to_string(session_->position()) + " tokens; " +
+                                         std::to_string(add) + " more do not fit in the session's sequence limit of " +
+                                         std::to_string(limit_) + " (TERN_CONTEXT_STOP)");
+  }
+  history_.insert(history_.end(), ids, ids + n);
+  pending_ = false;
+  return feed_tail(add);
+}
+
+Result<int32_t> Generator::next(Sampler& sampler) {
+  if (!has_logits_) return InvalidArgument("tern_generator_next: no sequence yet: call tern_generator_prompt first");
+  TERN_RETURN_IF_ERROR(check_session());
+  if (pending_) {
+    TERN_RETURN_IF_ERROR(feed_tail(1));
+    pending_ = false;
+  }
+  TERN_ASSIGN_OR_RETURN(const int32_t token, sampler.sample(logits_.data(), vocab(), history_.data(), int64_t(history_.size())));
+  history_.push_back(token);
+  pending_ = true;
+  return token;
+}
+
+Status Generator::feed_tail(int64_t n) {
+  Status st;
+  if (session_->position() + n <= limit_) {
+    st = run(history_.data() + history_.size() - size_t(n), n);
+  } else if (options_.context_policy == TERN_CONTEXT_STOP) {
+    return Status(TERN_CONTEXT_FULL, "the sequence is full: the session holds " + std::to_string(session_->position()) +
+                                         " tokens, its sequence limit (tern_session_sequence_limit); TERN_CONTEXT_STOP "
+                                         "feeds no more (start again with tern_generator_prompt)");
+  } else {
+    st = refill(std::min(limit_, std::max(keep_, n)));
+    ++slides_;
+  }
+  if (!st.ok()) forget();
+  return st;
+}
+
+Status Generator::refill(int64_t n) {
+  session_->reset();
+  fed_position_ = 0;
+  return run(history_.data() + history_.size() - size_t(n), n);
+}
+
+Status Generator::run(const int32_t* ids, int64_t n) {
+  has_logits_ = false;
+  const int64_t batch = session_->max_batch(), vocab = int64_t(logits_.size());
+  for (int64_t done = 0; done < n;) {
+    const int64_t len = std::min(batch, n - done);
+    const int32_t* part = ids + done;
+    done += len;
+    if (done < n) {
+      TERN_RETURN_IF_ERROR(session_->append(part, len, nullptr));  // no logits before the last token's
+    } else if (session_->splits_calls()) {
+      // The same rows as one call: only the last token's logits are computed.
+      if (len > 1) TERN_RETURN_IF_ERROR(session_->append(part, len - 1, nullptr));
+      TERN_RETURN_IF_ERROR(session_->append(part + len - 1, 1, logits_.data()));
+    } else {
+      // A memory that moves once per call: the call stays whole.
+      call_logits_.resize(size_t(len * vocab));
+      TERN_RETURN_IF_ERROR(session_->append(part, len, call_logits_.data()));
+      std::copy(call_logits_.end() - vocab, call_logits_.end(), logits_.begin());
+    }
+  }
+  fed_position_ = session_->position();
+  has_logits_ = true;
+  return Status::Ok();
+}
+
+}  // namespace tern

@@ -1,0 +1,57 @@
+// A sequence grown token by token in a borrowed Session (tern_generator_*): the prompt, then one sampled token per
+// next(), fed lazily at the start of the following call, with the context policy applied where the sequence reaches
+// the session's sequence limit (core/session.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/sampler.h"
+#include "core/session.h"
+
+namespace tern {
+
+class Generator {
+ public:
+  // Checks the options against the session (keep_tokens below its sequence limit).
+  static Result<Generator> create(Session& session, const tern_generator_options& options);
+
+  // Resets the session and feeds the last min(n, limit) prompt ids; *kept gets that count.
+  Status prompt(const int32_t* ids, int64_t n, int64_t* kept);
+  // Feeds ids after the sequence (the pending token first), under the context policy.
+  Status append(const int32_t* ids, int64_t n);
+  // Feeds the pending token, then samples the next one from the logits.
+  Result<int32_t> next(Sampler& sampler);
+
+  // [vocab], or null before a prompt.
+  const float* logits() const { return has_logits_ ? logits_.data() : nullptr; }
+  int64_t vocab() const { return int64_t(logits_.size()); }
+  const std::vector<int32_t>& history() const { return history_; }
+  int64_t slides() const { return slides_; }
+
+ private:
+  Generator(Session& session, const tern_generator_options& options);
+  // The session still holds what this generator fed it.
+  Status check_session() const;
+  // Feeds the last n history tokens after the session's sequence, or applies the policy when they do not fit.
+  Status feed_tail(int64_t n);
+  // Resets the session and feeds the last n history tokens, with the last one's logits.
+  Status refill(int64_t n);
+  // Appends ids [n] to the session in calls of at most max_batch, the last token's logits into logits_.
+  Status run(const int32_t* ids, int64_t n);
+  void forget();  // after a failed call: no sequence, as the session after a failed append
+
+  Session* session_;
+  tern_generator_options options_;
+  int64_t limit_ = 0;                // the session's sequence limit
+  int64_t keep_ = 0;                 // SLIDE: tokens kept
+  std::vector<float> logits_;        // [vocab], the logits the next token is sampled from
+  std::vector<float> call_logits_;   // [rows, vocab]: a prefill's last call on a model that cannot split calls
+  std::vector<int32_t> history_;
+  bool has_logits_ = false;
+  bool pending_ = false;             // history_.back() was returned by next() and is not fed yet
+  int64_t fed_position_ = 0;         // the session's position after this generator's last call
+  int64_t slides_ = 0;
+};
+
+}  // namespace tern
