@@ -4,7 +4,8 @@
 # `tern-run --ids --logits-out` at 1 and 2 threads (models without a context limit fed their evaluation segment per
 # call), and the .npy files are compared byte for byte.
 #   tools/check_identical.sh OLD_BUILD_DIR NEW_BUILD_DIR     e.g. /tmp/main-before/build build
-# Prints one line per model and thread count; exits 1 if anything differs.
+# Prints one line per model and thread count (for logits that differ, the largest difference: max |new - old| over
+# max |old|, and max |new - old| itself); exits 1 if anything differs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 2 ] || { echo "usage: $0 OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 2; }
@@ -25,6 +26,29 @@ kjv_ids="$work/kjv-ids.json"
 # The segment a model without a context limit is evaluated in (Transformer-XL tgt_len, compressive segment_length).
 segment_of() {
   /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c.get("tgt_len") or c.get("segment_length") or 0)' "$1/config.json"
+}
+
+# max |b - a| / max |a| and max |b - a| of two float32 .npy files of the same shape.
+npy_diff() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import ast, struct, sys
+from array import array
+def load(path):
+    data = open(path, "rb").read()
+    assert data[:6] == b"\x93NUMPY", path
+    major = data[6]
+    hlen, start = (struct.unpack("<H", data[8:10])[0], 10) if major == 1 else (struct.unpack("<I", data[8:12])[0], 12)
+    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
+    assert header["descr"] == "<f4" and not header["fortran_order"], (path, header)
+    values = array("f")
+    values.frombytes(data[start + hlen:])
+    return values
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert len(a) == len(b), "shapes differ"
+diff = max(abs(x - y) for x, y in zip(a, b))
+scale = max(abs(x) for x in a)
+print(f"{diff / scale:.1e} of max |logit| ({diff:.2e})")
+PY
 }
 
 status=0
@@ -59,7 +83,7 @@ for dir in tests/goldens/*/ examples/models/kjv-byte/; do
     if cmp -s "$work/$name.$threads.old.npy" "$work/$name.$threads.new.npy"; then
       result=identical
     else
-      result=DIFFERENT
+      result="DIFFERENT: $(npy_diff "$work/$name.$threads.old.npy" "$work/$name.$threads.new.npy")"
       status=1
     fi
     printf '%-34s %-8s %-7s %12s  %s\n' "$name" "$threads" "$segment" "$bytes" "$result"

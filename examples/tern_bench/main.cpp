@@ -171,7 +171,7 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
                   t.f16_weights ? "float16 storage for LINEAR weights and EMBEDDING tables (--f16-weights)" : "float32",
                   tern::cli::format_bytes(t.plan.packed_weight_bytes).c_str());
     } else {
-      std::printf("backend: cpu\n");
+      std::printf("backend: cpu, %s\n", t.driver.c_str());  // "kernels: avx512": the CPU kernels' instruction set
       if (t.f16_activations) std::printf("activations: float16 storage between row blocks (--f16-activations)\n");
     }
     break;
@@ -221,6 +221,24 @@ void print_profile(const std::vector<Test>& tests) {
   }
 }
 
+// A string as the inside of a JSON string literal.
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
   else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage\n");
@@ -236,13 +254,14 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
     }
     double med = percentile(t.ms, 0.5);
     const char* fmt = json
-        ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
+        ? "%s  {\"test\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"driver\": \"%s\", \"threads\": %d, \"n_tokens\": %lld, \"median_ms\": %.4f, "
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
           "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\", "
           "\"activation_storage\": \"%s\"}"
-        : "%s%s,%s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s";
-    std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), t.device.c_str(), t.threads, (long long)t.n_tokens, med,
+        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s";
+    std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), json_escape(t.device).c_str(),
+                json_escape(t.driver).c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
                 double(t.n_tokens) / (med / 1e3), (unsigned long long)t.peak_rss,
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,

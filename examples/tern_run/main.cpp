@@ -55,7 +55,8 @@ int run_all(Options& opt) {
     std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s, weights: %s\n", where.device_name,
                  where.device_type, where.driver, f16_weights ? "float16 storage" : "float32");
   } else {
-    std::fprintf(stderr, "backend: cpu%s\n", f16_activations ? ", activations between row blocks: float16" : "");
+    std::fprintf(stderr, "backend: cpu, %s%s\n", where.driver,
+                 f16_activations ? ", activations between row blocks: float16" : "");
   }
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
   const double load_s = load_timer.seconds();

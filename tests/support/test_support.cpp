@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -10,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "cpu/isa.h"
 #ifdef TERN_HAVE_VULKAN
 #include "convert.h"
 #include "vulkan/context.h"
@@ -26,6 +28,13 @@ std::string scratch_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
+}
+
+bool cpu_kernels_as_asked(std::string* why) {
+  const char* asked = std::getenv("TERN_CPU_ISA");
+  if (asked == nullptr || *asked == '\0' || std::string(tern::cpu::isa().name) == asked) return true;
+  *why = "TERN_CPU_ISA=" + std::string(asked) + " but the CPU " + tern::cpu::isa_description();
+  return false;
 }
 
 double relative_error(const float* a, const float* ref, size_t n) {

@@ -36,6 +36,11 @@ const char* backend_name(tern_backend backend);
 // Vulkan.
 double backend_tolerance(tern_backend backend, double cpu_tolerance);
 
+// Under TERN_CPU_ISA (the ctest entries that run the CPU cases once per kernel variant, tests/CMakeLists.txt):
+// whether the CPU kernels in use are the variant it names; *why says what runs instead when not (this CPU lacks it).
+// True without TERN_CPU_ISA.
+bool cpu_kernels_as_asked(std::string* why);
+
 // Exit status of a test run that skipped part of itself (no Vulkan device) and had no failure.
 constexpr int kSkipExitCode = 77;
 // Records that this run skipped something; tests/main.cpp then exits with kSkipExitCode unless a test failed.

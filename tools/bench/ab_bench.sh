@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Old and new tern-bench alternated on one model, for A/B numbers on a shared, noisy machine: ROUNDS rounds, each
 # running the old build's tern-bench and then the new one's with the same arguments, and per test the median over
-# rounds of each build's warm median, with new / old.
+# rounds of each build's warm median, with new / old; and the fastest warm run of each build over all rounds, with
+# new / old (load from other jobs only ever adds time, so on a busy machine the fastest runs compare the code).
 #   tools/bench/ab_bench.sh OLD_BUILD_DIR NEW_BUILD_DIR MODEL.tern [ROUNDS] -- [tern-bench options]
 #   e.g. tools/bench/ab_bench.sh /tmp/old/build build out/kjv-byte.tern 3 -- -p 256 -n 128 -d 0,128 -t 1,2
 set -euo pipefail
@@ -32,13 +33,15 @@ def load(b):
         rows = json.loads(text) if text.lstrip().startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
         for t in rows:
             if "median_ms" in t:
-                runs.setdefault((t["test"], t["threads"]), []).append(t["median_ms"])
+                runs.setdefault((t["test"], t["threads"]), []).append((t["median_ms"], t["min_ms"]))
     return runs
 old, new = load("old"), load("new")
-print(f"| test | threads | old ms | new ms | new / old |  ({rounds} rounds alternated, median of the warm medians)")
-print("|---|---:|---:|---:|---:|")
+print(f"| test | threads | old ms | new ms | new / old | old min ms | new min ms | new / old (min) |"
+      f"  ({rounds} rounds alternated: median of the warm medians; fastest warm run)")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for key in old:
     if key not in new: continue
-    o, n = statistics.median(old[key]), statistics.median(new[key])
-    print(f"| {key[0]} | {key[1]} | {o:.2f} | {n:.2f} | {n / o:.3f} |")
+    o, n = statistics.median(r[0] for r in old[key]), statistics.median(r[0] for r in new[key])
+    om, nm = min(r[1] for r in old[key]), min(r[1] for r in new[key])
+    print(f"| {key[0]} | {key[1]} | {o:.2f} | {n:.2f} | {n / o:.3f} | {om:.2f} | {nm:.2f} | {nm / om:.3f} |")
 PY

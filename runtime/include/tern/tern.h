@@ -125,7 +125,10 @@ typedef struct {
   tern_backend backend;     /* TERN_BACKEND_CPU or TERN_BACKEND_VULKAN, never AUTO */
   const char* device_name;  /* "CPU", or the Vulkan device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)" */
   const char* device_type;  /* "CPU", or discrete GPU | integrated GPU | virtual GPU | CPU | other */
-  const char* driver;       /* "" on the CPU, or the Vulkan driver's name and version */
+  const char* driver;       /* the Vulkan driver's name and version; on the CPU, the instruction set of Tern's own
+                             * kernels, picked at run time: "kernels: baseline", "kernels: avx2" or "kernels: avx512"
+                             * on x86-64 ("kernels: native" in a TERN_NATIVE build), followed by a note in parentheses
+                             * where the environment variable TERN_CPU_ISA asked for one this CPU lacks */
 } tern_backend_info;
 
 /* What a session needs, from the planner, before any run. */

@@ -18,7 +18,7 @@ namespace tern {
 
 struct DeviceInfo {
   std::string name;    // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string driver;  // e.g. "llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)"
+  std::string driver;  // e.g. "llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)"; on the CPU, e.g. "kernels: avx512"
   std::string type;    // discrete GPU | integrated GPU | virtual GPU | CPU | other
 };
 
@@ -41,7 +41,8 @@ class Backend {
 
   virtual const char* name() const = 0;  // "CPU", "Vulkan"
   virtual tern_backend id() const = 0;
-  // What it runs on: {"CPU", "", "CPU"} on the CPU, the Vulkan device's name, driver and type.
+  // What it runs on: {"CPU", "kernels: <ISA>", "CPU"} on the CPU (the variant of its kernels, cpu/isa.h), the
+  // Vulkan device's name, driver and type.
   virtual const DeviceInfo& device() const = 0;
   // For messages: "the CPU", or the device's name.
   virtual std::string where() const { return device().name; }

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "cpu/fast_math.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/kv_store.h"
 #include "cpu/parallel.h"
@@ -15,7 +15,7 @@ namespace tern::cpu {
 namespace {
 
 constexpr int64_t kQueryBlock = 16;
-constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kKeyBlock = kAttentionKeyBlock;  // keys per transposed block (cpu/isa/table.h)
 
 // Per-slot scratch layout, in floats.
 struct Tile {
@@ -55,26 +55,6 @@ struct KeySource {
   }
 };
 
-// Online-softmax update of one query row with `count` scores s[] for the keys whose values are values[].
-void accumulate_row(const float* s, const float* const* values, int64_t count, int dh, float* m, float* l, float* acc) {
-  float block_max = -INFINITY;
-  for (int64_t k = 0; k < count; ++k) block_max = std::max(block_max, s[k]);
-  const float m_new = std::max(*m, block_max);
-  const float correction = *m == -INFINITY ? 0.0f : exp_approx(*m - m_new);  // 0 on a row's first keys
-  if (correction != 1.0f) {
-    for (int c = 0; c < dh; ++c) acc[c] *= correction;
-  }
-  float p[kKeyBlock];  // count <= kKeyBlock; exponentials first, so that loop vectorises
-  float sum = 0.0f;
-  for (int64_t k = 0; k < count; ++k) sum += (p[k] = exp_approx(s[k] - m_new));
-  for (int64_t k = 0; k < count; ++k) {
-    const float* v = values[k];
-    for (int c = 0; c < dh; ++c) acc[c] += p[k] * v[c];
-  }
-  *l = *l * correction + sum;
-  *m = m_new;
-}
-
 struct AttentionCall {
   const AttentionPattern* pattern;
   KeySource src;
@@ -83,6 +63,7 @@ struct AttentionCall {
   int heads, dh;
   float scale;
   float* out;  // [n, heads*dh]
+  const IsaKernels* kernels;  // the score and softmax loops (cpu/isa.h)
 };
 
 // One head, query rows [r0, r1) of the call.
@@ -105,14 +86,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     int64_t width = 0;
     auto flush = [&] {
       for (int64_t r = 0; r < rows; ++r) {
-        float scores[kKeyBlock] = {};
-        const float* q = t.q + r * dh;
-        for (int c = 0; c < dh; ++c) {
-          const float qc = q[c];
-          const float* ktc = t.kt + c * kKeyBlock;
-          for (int64_t k = 0; k < kKeyBlock; ++k) scores[k] += qc * ktc[k];
-        }
-        accumulate_row(scores, vp, width, dh, &t.m[r], &t.l[r], t.acc + r * dh);
+        a.kernels->attend_key_block(t.q + r * dh, t.kt, vp, 0, width, dh, &t.m[r], &t.l[r], t.acc + r * dh);
       }
       width = 0;
     };
@@ -132,8 +106,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
       const int64_t i = pos0 + r0 + r;
       int64_t count = 0;
       auto flush = [&] {
-        for (int64_t k = 0; k < count; ++k) t.s[k] = dot(t.q + r * dh, kp[k], dh);
-        accumulate_row(t.s, vp, count, dh, &t.m[r], &t.l[r], t.acc + r * dh);
+        a.kernels->attend_keys(t.q + r * dh, kp, vp, count, dh, t.s, &t.m[r], &t.l[r], t.acc + r * dh);
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {
@@ -164,14 +137,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
       const int64_t lo = std::max(j0, a.pattern->local_lo(h, i)) - j0, hi = std::min(j1, i + 1) - j0;
       if (lo >= hi) continue;
       // Scores of the whole block at once (vectorised across keys); the row uses [lo, hi).
-      const float* q = t.q + r * dh;
-      float scores[kKeyBlock] = {};  // local, so the compiler keeps it in registers
-      for (int c = 0; c < dh; ++c) {
-        const float qc = q[c];
-        const float* ktc = t.kt + c * kKeyBlock;
-        for (int64_t k = 0; k < kKeyBlock; ++k) scores[k] += qc * ktc[k];
-      }
-      accumulate_row(scores + lo, vp + lo, hi - lo, dh, &t.m[r], &t.l[r], t.acc + r * dh);
+      a.kernels->attend_key_block(t.q + r * dh, t.kt, vp, lo, hi, dh, &t.m[r], &t.l[r], t.acc + r * dh);
     }
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
@@ -215,7 +181,7 @@ class AttentionKernel : public CpuKernel {
     const float* qkv = ctx.in(node_, 0);  // [n, 3*H*dh]
     const int64_t inner = int64_t(heads_) * head_dim_;
     AttentionCall call{&pattern_, KeySource{qkv, inner, ctx.pos0, &store_}, qkv, 3 * inner, ctx.n, heads_, head_dim_,
-                       scale_, ctx.out(node_, 0)};
+                       scale_, ctx.out(node_, 0), &isa()};
     run_attention(ctx.pool, ctx.threads, call, ctx.scratch);
     store_.append(qkv, ctx.pos0, ctx.n);
     return Status::Ok();
@@ -245,7 +211,8 @@ int64_t attention_scratch_floats(int head_dim, int threads) { return tile_floats
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
   KvStore empty(*args.pattern, args.heads, args.head_dim, 0);
   AttentionCall call{args.pattern, KeySource{args.qkv, int64_t(args.heads) * args.head_dim, 0, &empty}, args.qkv,
-                     3 * int64_t(args.heads) * args.head_dim, args.n, args.heads, args.head_dim, args.scale, args.out};
+                     3 * int64_t(args.heads) * args.head_dim, args.n, args.heads, args.head_dim, args.scale, args.out,
+                     &isa()};
   run_attention(pool, threads, call, args.scratch);
 }
 

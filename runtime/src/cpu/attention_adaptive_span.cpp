@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "ops/adaptive_span.h"
@@ -108,6 +109,7 @@ struct SpanCall {
   const std::vector<int64_t>* mask_offset = nullptr; // [heads]
   const SpanStore* store = nullptr;
   float* out = nullptr;  // [n, heads*dh]
+  const IsaKernels* kernels = nullptr;  // the score and softmax loops (cpu/isa.h)
 
   // Key and value rows of head h at position j: this call's qkv, the ring, or null (a zero vector) before position 0.
   const float* key(int h, int64_t j) const {
@@ -119,54 +121,6 @@ struct SpanCall {
     return j >= pos0 ? qkv + (j - pos0) * 3 * inner + 2 * inner + int64_t(h) * dh : store->value(h, j);
   }
 };
-
-// q · (k + p), or q · p for a zero key (k null), with eight partial sums so that the loop vectorises.
-inline float score(const float* q, const float* k, const float* p, int dh) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  float sum = 0.0f;
-  int c = 0;
-  if (k) {
-    for (; c + 8 <= dh; c += 8)
-      for (int l = 0; l < 8; ++l) part[l] += q[c + l] * (k[c + l] + p[c + l]);
-    for (; c < dh; ++c) sum += q[c] * (k[c] + p[c]);
-  } else {
-    for (; c + 8 <= dh; c += 8)
-      for (int l = 0; l < 8; ++l) part[l] += q[c + l] * p[c + l];
-    for (; c < dh; ++c) sum += q[c] * p[c];
-  }
-  for (float x : part) sum += x;
-  return sum;
-}
-
-// Online update of one query row with `count` keys in ascending position, the first at distance d0 (the others at
-// d0-1, d0-2, ...). mask[d-1] = m(d). A null key or value is a zero vector.
-void update_row(const float* q, int dh, const float* const* keys, const float* const* values, int64_t count, int64_t d0,
-                const float* pe, const float* mask, float* s, float* mx, float* sum, float* sum_m, float* acc) {
-  float block_max = -INFINITY;
-  for (int64_t t = 0; t < count; ++t) {
-    s[t] = score(q, keys[t], pe + (d0 - t - 1) * dh, dh);
-    block_max = std::max(block_max, s[t]);
-  }
-  const float m_new = std::max(*mx, block_max);
-  const float correction = std::exp(*mx - m_new);  // 0 on a row's first keys (mx = -inf)
-  if (correction != 1.0f) {
-    for (int c = 0; c < dh; ++c) acc[c] *= correction;
-  }
-  float add = 0.0f, add_m = 0.0f;
-  for (int64_t t = 0; t < count; ++t) {
-    const float e = std::exp(s[t] - m_new);
-    const float em = e * mask[d0 - t - 1];
-    add += e;
-    add_m += em;
-    const float* v = values[t];
-    if (v && em != 0.0f) {
-      for (int c = 0; c < dh; ++c) acc[c] += em * v[c];
-    }
-  }
-  *sum = *sum * correction + add;
-  *sum_m = *sum_m * correction + add_m;
-  *mx = m_new;
-}
 
 // One head, query rows [r0, r1) of the call.
 void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& t) {
@@ -195,8 +149,9 @@ void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& 
       const int64_t i = i0 + r;
       const int64_t lo = std::max(j0, i - reach), hi = std::min(j1, i);
       if (lo >= hi) continue;
-      update_row(t.q + r * dh, dh, kp + (lo - j0), vp + (lo - j0), hi - lo, i - lo, a.pe, mask, t.s, &t.mx[r],
-                 &t.sum[r], &t.sum_m[r], t.acc + r * dh);
+      // Online update with the keys [lo, hi), the first at distance i - lo.
+      a.kernels->span_update_row(t.q + r * dh, dh, kp + (lo - j0), vp + (lo - j0), hi - lo, i - lo, a.pe, mask, t.s,
+                                 &t.mx[r], &t.sum[r], &t.sum_m[r], t.acc + r * dh);
     }
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
@@ -261,6 +216,7 @@ class AdaptiveSpanKernel : public CpuKernel {
     call.mask_offset = &mask_offset_;
     call.store = &store_;
     call.out = ctx.out(node_, 0);
+    call.kernels = &isa();
     run_span_attention(ctx.pool, ctx.threads, call, ctx.scratch);
     store_.append(qkv, inner, ctx.pos0, ctx.n);
     return Status::Ok();

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/fast_math.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/xnn_linear.h"
@@ -27,8 +27,8 @@ constexpr int64_t kKeyBlock = 64;
 int64_t tile_floats(int dh) { return 2 * kQueryBlock * dh + kKeyBlock + 2 * kQueryBlock; }
 
 // One head, query rows [r0, r1): row r sees keys [0, P + r] of kv [P + n, 2*inner].
-void attend_block(const float* kv, const float* q, int64_t P, int64_t inner, int dh, int h, float scale, int64_t r0,
-                  int64_t r1, float* tile, float* out) {
+void attend_block(const IsaKernels& kernels, const float* kv, const float* q, int64_t P, int64_t inner, int dh, int h,
+                  float scale, int64_t r0, int64_t r1, float* tile, float* out) {
   float* tq = tile;                          // [kQueryBlock, dh]
   float* acc = tq + kQueryBlock * dh;        // [kQueryBlock, dh]
   float* s = acc + kQueryBlock * dh;         // [kKeyBlock]
@@ -47,26 +47,8 @@ void attend_block(const float* kv, const float* q, int64_t P, int64_t inner, int
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t hi = std::min(j1, P + r0 + r + 1);
       if (j0 >= hi) continue;
-      float block_max = -INFINITY;
-      for (int64_t j = j0; j < hi; ++j) {
-        s[j - j0] = dot(tq + r * dh, kv + j * 2 * inner + int64_t(h) * dh, dh);
-        block_max = std::max(block_max, s[j - j0]);
-      }
-      const float m_new = std::max(mx[r], block_max);
-      const float correction = std::exp(mx[r] - m_new);
-      float* a = acc + r * dh;
-      if (correction != 1.0f) {
-        for (int c = 0; c < dh; ++c) a[c] *= correction;
-      }
-      float sum = 0.0f;
-      for (int64_t j = j0; j < hi; ++j) {
-        const float e = std::exp(s[j - j0] - m_new);
-        sum += e;
-        const float* v = kv + j * 2 * inner + inner + int64_t(h) * dh;
-        for (int c = 0; c < dh; ++c) a[c] += e * v[c];
-      }
-      l[r] = l[r] * correction + sum;
-      mx[r] = m_new;
+      kernels.strided_update_row(tq + r * dh, dh, kv + j0 * 2 * inner + int64_t(h) * dh, 2 * inner, inner, hi - j0, s,
+                                 &mx[r], &l[r], acc + r * dh);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -108,6 +90,7 @@ class CompressiveKernel : public CpuKernel {
     TERN_RETURN_IF_ERROR(q_.run(ctx.pool, a, n, q, node_.label()));
     float* out = ctx.out(node_, 0);
     const int64_t q_blocks = (n + kQueryBlock - 1) / kQueryBlock, items = q_blocks * H;
+    const IsaKernels& kernels = isa();
     const int slots = int(std::min<int64_t>(threads_, items));
     std::atomic<int64_t> next{0};
     parallel_for(ctx.pool, size_t(slots), 1, [&](size_t b, size_t e) {
@@ -115,7 +98,7 @@ class CompressiveKernel : public CpuKernel {
         float* tile = tiles + int64_t(slot) * tile_floats(c_.head_dim);
         for (int64_t item; (item = next.fetch_add(1)) < items;) {
           const int64_t qb = q_blocks - 1 - item / H;
-          attend_block(kv, q, P, inner, c_.head_dim, int(item % H), c_.scale, qb * kQueryBlock,
+          attend_block(kernels, kv, q, P, inner, c_.head_dim, int(item % H), c_.scale, qb * kQueryBlock,
                        std::min(n, (qb + 1) * kQueryBlock), tile, out);
         }
       }

@@ -19,7 +19,7 @@
 #include <optional>
 #include <vector>
 
-#include "cpu/fast_math.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/lsh_folded_layer.h"
@@ -29,8 +29,7 @@ namespace tern::cpu {
 namespace {
 
 constexpr int64_t kQueryBlock = 32;  // queries per work item on the unchunked path
-constexpr int64_t kKeys = 64;        // keys per register block of scores
-constexpr int64_t kDims = 64;        // value columns per register block
+constexpr int64_t kKeys = kLshKeyBlock;  // keys per register block of scores (cpu/isa/table.h)
 
 // Keys a tile holds: the window, rounded up to whole register blocks.
 int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kKeys * kKeys; }
@@ -67,11 +66,6 @@ struct Tile {
   float* row;       // [dh], one query's output for one round
 };
 
-// A query's softmax over its scores: m = max score, lse = log(sum exp(s - m)) + m, both float32.
-struct RowSoftmax {
-  float m, lse;
-};
-
 class LshKernel : public CpuKernel {
  public:
   LshKernel(const Node& node, const LshAttention& spec, const KernelConfig& cfg,
@@ -104,6 +98,7 @@ class LshKernel : public CpuKernel {
     }
     n_ = ctx.n;
     n_pad_ = lay.n_pad;
+    k_ = &isa();
     slots_ = std::min(std::max(ctx.threads, 1), std::max(threads_, 1));  // the tiles the scratch holds
     if (!folded_) {
       qkv_ = ctx.in(node_, 0);  // [n, 2*inner]: every head's qk, then every head's v
@@ -165,7 +160,7 @@ class LshKernel : public CpuKernel {
       Tile t = tile(slot);
       for (int64_t j = item * 64; j < std::min(n, (item + 1) * 64); ++j) {
         const float* x = qk(h, j);
-        const float ms = dot(x, x, dh) / float(dh);
+        const float ms = k_->dot(x, x, dh) / float(dh);
         key_norm_[j] = 1.0f / std::sqrt(ms + a_.key_norm_eps);
         if (chunked) {
           for (int64_t rnd = 0; rnd < nh; ++rnd) bucket_[rnd * n + j] = int32_t(a_.bucket(h, rnd, x, t.rotated));
@@ -289,58 +284,12 @@ class LshKernel : public CpuKernel {
   // Query position i's masked scores against the tile's `count` keys, left in t.s as exp(s - m) (0 where masked);
   // returns m and lse = log(sum exp(s - m)) + m.
   RowSoftmax softmax_row(int h, int64_t i, const Tile& t, int64_t count) const {
-    const int dh = a_.head_dim;
-    const int64_t W = tile_width();
-    const float* q = qk(h, i);
-    float* s = t.s;
-    // Scores in blocks of kKeys keys, accumulated in registers (columns past `count` hold stale finite values).
-    for (int64_t w0 = 0; w0 < count; w0 += kKeys) {
-      float acc[kKeys] = {};
-      for (int c = 0; c < dh; ++c) {
-        const float qc = q[c];
-        const float* ktc = t.kt + c * W + w0;
-        for (int64_t k = 0; k < kKeys; ++k) acc[k] += qc * ktc[k];
-      }
-      std::copy(acc, acc + std::min(kKeys, count - w0), s + w0);
-    }
-    float m = -INFINITY;
-    for (int64_t w = 0; w < count; ++w) {
-      const int64_t j = t.wpos[w];
-      if (j > i) {
-        s[w] = -INFINITY;  // the future: HF's -1e9, which never takes mass
-      } else if (j == i) {
-        s[w] = a_.self_mask_value;
-      }
-      m = std::max(m, s[w]);
-    }
-    float l = 0.0f;
-    for (int64_t w = 0; w < count; ++w) {
-      s[w] = s[w] == -INFINITY ? 0.0f : std::exp(s[w] - m);
-      l += s[w];
-    }
-    return {m, std::log(l) + m};  // torch.logsumexp: log(sum(exp(x - max))) + max, in float32
+    return k_->lsh_softmax_row(qk(h, i), t.kt, tile_width(), t.wpos, count, a_.head_dim, i, a_.self_mask_value, t.s);
   }
 
-  // out [dh] = sum_w t.s[w] * scale * v(t.wpos[w]) over the tile's `count` keys, in blocks of kDims columns held
-  // in registers.
+  // out [dh] = sum_w t.s[w] * scale * v(t.wpos[w]) over the tile's `count` keys.
   void weigh_values(int h, const Tile& t, int64_t count, float scale, float* out) const {
-    const int dh = a_.head_dim;
-    const float* s = t.s;
-    for (int c0 = 0; c0 < dh; c0 += int(kDims)) {
-      float acc[kDims] = {};
-      const int width = std::min(int(kDims), dh - c0);
-      for (int64_t w = 0; w < count; ++w) {
-        if (s[w] == 0.0f) continue;
-        const float p = s[w] * scale;
-        const float* v = value(h, t.wpos[w]) + c0;
-        if (width == int(kDims)) {
-          for (int64_t k = 0; k < kDims; ++k) acc[k] += p * v[k];
-        } else {
-          for (int k = 0; k < width; ++k) acc[k] += p * v[k];
-        }
-      }
-      std::copy(acc, acc + width, out + c0);
-    }
+    k_->lsh_weigh_values(t.s, t.wpos, count, scale, value(h, 0), row_stride_, a_.head_dim, out);
   }
 
   const Node& node_;
@@ -356,6 +305,7 @@ class LshKernel : public CpuKernel {
   int64_t out_stride_ = 0, out_head_stride_ = 0;
   int64_t n_ = 0, n_pad_ = 0;
   int slots_ = 1;
+  const IsaKernels* k_ = nullptr;  // the score and softmax loops (cpu/isa.h)
   float* key_norm_ = nullptr;   // [n], rsqrt(mean(qk_j^2) + eps) of this head
   int32_t* bucket_ = nullptr;   // [hashes, n]
   int32_t* order_ = nullptr;    // [hashes * n_pad], positions along the sorted axis (>= n: pad)

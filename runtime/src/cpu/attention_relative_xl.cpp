@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/xnn_linear.h"
@@ -45,18 +46,6 @@ Tile tile_at(float* base, int dh) {
   return t;
 }
 
-// q · (k + r) with eight partial sums, so that the loop vectorises.
-inline float dot2(const float* q, const float* k, const float* r, int dh) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int c = 0;
-  for (; c + 8 <= dh; c += 8)
-    for (int l = 0; l < 8; ++l) part[l] += q[c + l] * (k[c + l] + r[c + l]);
-  float sum = 0.0f;
-  for (; c < dh; ++c) sum += q[c] * (k[c] + r[c]);
-  for (float p : part) sum += p;
-  return sum;
-}
-
 // What one call's attention reads.
 struct XlCall {
   const RelativeXL* xl;
@@ -67,6 +56,7 @@ struct XlCall {
   const float* vr;   // [P, H]: scale * r_r_bias . r(p)
   int64_t n;
   float* out;        // [n, inner]
+  const IsaKernels* kernels;  // the score and softmax loops (cpu/isa.h)
 };
 
 void attend_block(const XlCall& a, int h, int64_t r0, int64_t r1, const Tile& t) {
@@ -88,30 +78,11 @@ void attend_block(const XlCall& a, int h, int64_t r0, int64_t r1, const Tile& t)
       const int64_t i = r0 + r;
       const int64_t lo = std::max(j0, x.first_key(i)), hi = std::min(j1, M + i + 1);
       if (lo >= hi) continue;
-      const float* q = t.q + r * dh;
-      float block_max = -INFINITY;
-      for (int64_t j = lo; j < hi; ++j) {
-        const int64_t p = x.position(M + i - j);
-        const float s = dot2(q, a.kv + j * 2 * inner + int64_t(h) * dh, a.r + p * inner + int64_t(h) * dh, dh) +
-                        a.uk[j * H + h] + a.vr[p * H + h];
-        t.s[j - lo] = s;
-        block_max = std::max(block_max, s);
-      }
-      const float m_new = std::max(t.mx[r], block_max);
-      const float correction = std::exp(t.mx[r] - m_new);  // 0 on a row's first keys (mx = -inf)
-      float* acc = t.acc + r * dh;
-      if (correction != 1.0f) {
-        for (int c = 0; c < dh; ++c) acc[c] *= correction;
-      }
-      float sum = 0.0f;
-      for (int64_t j = lo; j < hi; ++j) {
-        const float e = std::exp(t.s[j - lo] - m_new);
-        sum += e;
-        const float* v = a.kv + j * 2 * inner + inner + int64_t(h) * dh;
-        for (int c = 0; c < dh; ++c) acc[c] += e * v[c];
-      }
-      t.l[r] = t.l[r] * correction + sum;
-      t.mx[r] = m_new;
+      int64_t pos[kKeyBlock];  // the relative position each key reads
+      for (int64_t j = lo; j < hi; ++j) pos[j - lo] = x.position(M + i - j);
+      a.kernels->xl_update_row(t.q + r * dh, dh, a.kv + lo * 2 * inner + int64_t(h) * dh, 2 * inner, inner,
+                               a.r + int64_t(h) * dh, inner, a.uk + lo * H + h, H, a.vr + h, H, pos, hi - lo, t.s,
+                               &t.mx[r], &t.l[r], t.acc + r * dh);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -174,7 +145,7 @@ class RelativeXLKernel : public CpuKernel {
           s.uk[int64_t(j) * H + hd] = acc * xl_.scale;
         }
     });
-    XlCall call{&xl_, s.kv, s.q, s.uk, r_.data(), vr_.data(), n, ctx.out(node_, 0)};
+    XlCall call{&xl_, s.kv, s.q, s.uk, r_.data(), vr_.data(), n, ctx.out(node_, 0), &isa()};
     const int64_t q_blocks = (n + kQueryBlock - 1) / kQueryBlock;
     const int64_t items = q_blocks * H;
     const int slots = int(std::min<int64_t>(threads_, items));

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <memory>
 
-#include "cpu/fast_math.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "ops/routing.h"
@@ -69,6 +69,7 @@ class RoutingKernel : public CpuKernel {
     qkv_ = ctx.in(node_, 0);
     out_ = ctx.out(node_, 0);
     slots_ = std::min(std::max(ctx.threads, 1), std::max(threads_, 1));  // the tiles the scratch holds
+    k_ = &isa();
     for (int h = 0; h < a_.local_heads; ++h) run_local_head(ctx, h);
     for (int h = a_.local_heads; h < a_.heads; ++h) run_routing_head(ctx, h);
     return Status::Ok();
@@ -109,26 +110,7 @@ class RoutingKernel : public CpuKernel {
 
   // Softmax of query q over the first `visible` keys of the tile, into o [dh]; zeros when none is visible.
   void attend(const Tile& t, const float* q, int64_t visible, float* o) const {
-    const int dh = a_.head_dim;
-    const int64_t K = lay_.tile_keys;
-    std::fill(o, o + dh, 0.0f);
-    if (visible == 0) return;
-    std::fill(t.s, t.s + visible, 0.0f);
-    for (int c = 0; c < dh; ++c) {  // scores across keys, so the inner loop vectorises
-      const float qc = q[c] * a_.scale;
-      const float* row = t.kt + c * K;
-      for (int64_t b = 0; b < visible; ++b) t.s[b] += qc * row[b];
-    }
-    float m = t.s[0];
-    for (int64_t b = 1; b < visible; ++b) m = std::max(m, t.s[b]);
-    float sum = 0.0f;
-    for (int64_t b = 0; b < visible; ++b) sum += (t.s[b] = exp_approx(t.s[b] - m));
-    const float inv = 1.0f / sum;
-    for (int64_t b = 0; b < visible; ++b) {
-      const float p = t.s[b] * inv;
-      const float* v = t.values + b * dh;
-      for (int c = 0; c < dh; ++c) o[c] += p * v[c];
-    }
+    k_->routing_attend(t.kt, lay_.tile_keys, t.values, a_.head_dim, q, a_.scale, visible, t.s, o);
   }
 
   void run_local_head(const RunContext& ctx, int h) {
@@ -199,6 +181,7 @@ class RoutingKernel : public CpuKernel {
   const float* qkv_ = nullptr;  // [n, 3*inner]
   float* out_ = nullptr;        // [n, inner]
   int slots_ = 1;
+  const IsaKernels* k_ = nullptr;  // the score and softmax loops (cpu/isa.h)
   float* qn_ = nullptr;            // [n, dh], normalised queries of the head
   float* kn_ = nullptr;            // [n, dh], normalised keys
   float* counts_ = nullptr;        // [n], clusters each query joined

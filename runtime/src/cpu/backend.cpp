@@ -7,6 +7,7 @@
 
 #include "cpu/arena.h"
 #include "cpu/half_rows.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/lsh_fold.h"
 #include "cpu/op_table.h"
@@ -269,7 +270,8 @@ Status CpuBackend::run_chain(int c, const RunContext& ctx, const std::vector<boo
 }
 
 const DeviceInfo& CpuBackend::device() const {
-  static const DeviceInfo kCpu{"CPU", "", "CPU"};
+  // The driver field says which variant of the kernels' hot loops runs (cpu/isa.h), e.g. "kernels: avx512".
+  static const DeviceInfo kCpu{"CPU", isa_description(), "CPU"};
   return kCpu;
 }
 

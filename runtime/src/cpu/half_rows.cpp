@@ -1,8 +1,6 @@
 #include "cpu/half_rows.h"
 
-#include <algorithm>
-
-#include "core/half.h"
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 
 namespace tern::cpu {
@@ -13,22 +11,23 @@ constexpr size_t kTile = 1 << 14;  // elements per work item
 }  // namespace
 
 void halves_to_floats(pthreadpool_t pool, const uint16_t* in, int64_t count, float* out) {
-  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) { tern::halves_to_floats(in, out, b, e); });
+  const IsaKernels& k = isa();
+  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) {
+    k.halves_to_floats(in + b, int64_t(e - b), out + b);
+  });
 }
 
 void floats_to_halves(pthreadpool_t pool, const float* in, int64_t count, uint16_t* out) {
-  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) { tern::floats_to_halves(in, out, b, e); });
+  const IsaKernels& k = isa();
+  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) {
+    k.floats_to_halves(in + b, int64_t(e - b), out + b);
+  });
 }
 
 void add_into_halves(pthreadpool_t pool, uint16_t* x, const float* y, int64_t count) {
+  const IsaKernels& k = isa();
   parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) {
-    float sum[256];
-    for (size_t s = b; s < e; s += 256) {
-      const size_t len = std::min<size_t>(256, e - s);
-      tern::halves_to_floats(x + s, sum, 0, len);
-      for (size_t i = 0; i < len; ++i) sum[i] += y[s + i];
-      tern::floats_to_halves(sum, x + s, 0, len);
-    }
+    k.add_into_halves(x + b, y + b, int64_t(e - b));
   });
 }
 

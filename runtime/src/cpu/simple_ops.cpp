@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/fast_math.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 
@@ -54,20 +54,20 @@ class PositionKernel : public CpuKernel {
     const float* x = ctx.in(node_, 0);
     float* out = ctx.out(node_, 0);
     const float* table = learned_ ? node_.weights[0]->f32() : nullptr;
+    const IsaKernels& kernels = isa();
     parallel_for(ctx.pool, size_t(ctx.n), kRowTile, [&](size_t b, size_t e) {
+      if (learned_) {  // rows b..e of x and of the table from position pos0 + b: one contiguous sum
+        kernels.add(x + b * d_, table + (ctx.pos0 + int64_t(b)) * d_, int64_t(e - b) * d_, out + b * d_);
+        return;
+      }
       for (size_t i = b; i < e; ++i) {
         const int64_t p = ctx.pos0 + int64_t(i);
         const float* xi = x + i * d_;
         float* oi = out + i * d_;
-        if (learned_) {
-          const float* pe = table + p * d_;
-          for (int64_t j = 0; j < d_; ++j) oi[j] = xi[j] + pe[j];
-        } else {
-          for (int64_t k = 0; k < d_ / 2; ++k) {
-            double angle = double(p) * inv_freq_[k];
-            oi[2 * k] = xi[2 * k] + float(std::sin(angle));
-            oi[2 * k + 1] = xi[2 * k + 1] + float(std::cos(angle));
-          }
+        for (int64_t k = 0; k < d_ / 2; ++k) {
+          double angle = double(p) * inv_freq_[k];
+          oi[2 * k] = xi[2 * k] + float(std::sin(angle));
+          oi[2 * k + 1] = xi[2 * k + 1] + float(std::cos(angle));
         }
       }
     });
@@ -143,63 +143,29 @@ int64_t out_width(const Node& node, const Model& model) { return model.values()[
 
 void layer_norm(pthreadpool_t pool, const float* x, int64_t n, int64_t d, const float* gamma, const float* beta,
                 float eps, float* out) {
+  const IsaKernels& k = isa();
   parallel_for(pool, size_t(n), kRowTile, [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) {
-      const float* row = x + i * d;
-      float* o = out + i * d;
-      // Two passes in float with 8 partial sums: vectorises, and matches a double reference to ~1e-7.
-      float part[8] = {0};
-      int64_t j = 0;
-      for (; j + 8 <= d; j += 8)
-        for (int l = 0; l < 8; ++l) part[l] += row[j + l];
-      float sum = 0;
-      for (; j < d; ++j) sum += row[j];
-      for (float p : part) sum += p;
-      const float mean = sum / float(d);
-      float vpart[8] = {0};
-      j = 0;
-      for (; j + 8 <= d; j += 8)
-        for (int l = 0; l < 8; ++l) vpart[l] += (row[j + l] - mean) * (row[j + l] - mean);
-      float var = 0;
-      for (; j < d; ++j) var += (row[j] - mean) * (row[j] - mean);
-      for (float p : vpart) var += p;
-      const float inv = 1.0f / std::sqrt(var / float(d) + eps);
-      if (beta) {
-        for (j = 0; j < d; ++j) o[j] = (row[j] - mean) * inv * gamma[j] + beta[j];
-      } else {
-        for (j = 0; j < d; ++j) o[j] = (row[j] - mean) * inv * gamma[j];
-      }
-    }
+    k.layer_norm(x + b * d, int64_t(e - b), d, gamma, beta, eps, out + b * d);
   });
 }
 
 void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out) {
   constexpr size_t kTile = 4096;
-  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) {
-    switch (kind) {
-      case fb::ActivationKind::RELU:
-        for (size_t i = b; i < e; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
-      case fb::ActivationKind::GELU_ERF:
-        for (size_t i = b; i < e; ++i) out[i] = 0.5f * x[i] * (1.0f + erf_approx(x[i] * float(M_SQRT1_2)));
-        break;
-      case fb::ActivationKind::GELU_TANH: {
-        const float c = float(std::sqrt(2.0 / M_PI));
-        for (size_t i = b; i < e; ++i) {
-          float v = x[i];
-          out[i] = 0.5f * v * (1.0f + tanh_approx(c * (v + 0.044715f * v * v * v)));
-        }
-        break;
-      }
-    }
-  });
+  const IsaKernels& k = isa();
+  void (*fn)(const float*, int64_t, float*) = nullptr;
+  switch (kind) {
+    case fb::ActivationKind::RELU: fn = k.relu; break;
+    case fb::ActivationKind::GELU_ERF: fn = k.gelu_erf; break;
+    case fb::ActivationKind::GELU_TANH: fn = k.gelu_tanh; break;
+  }
+  if (fn == nullptr) return;  // the loader admits no other kind
+  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) { fn(x + b, int64_t(e - b), out + b); });
 }
 
 void add(pthreadpool_t pool, const float* a, const float* b, int64_t count, float* out) {
   constexpr size_t kTile = 8192;
-  parallel_for(pool, size_t(count), kTile, [&](size_t s, size_t e) {
-    for (size_t i = s; i < e; ++i) out[i] = a[i] + b[i];
-  });
+  const IsaKernels& k = isa();
+  parallel_for(pool, size_t(count), kTile, [&](size_t s, size_t e) { k.add(a + s, b + s, int64_t(e - s), out + s); });
 }
 
 void log_softmax(pthreadpool_t pool, const float* x, int64_t n, int64_t d, float* out) {

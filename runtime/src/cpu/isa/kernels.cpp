@@ -1,0 +1,56 @@
+// One instruction-set variant of the CPU kernels' hot loops (cpu/isa/table.h). cmake/CpuIsa.cmake compiles this
+// file once per variant, with the variant's flags (e.g. -march=x86-64-v3) and TERN_ISA_NAMESPACE = isa_<name>;
+// auto-vectorisation under those flags does the rest.
+//
+// The one-definition rule is what keeps a wider variant's code off a narrower path: an inline function or template
+// instantiation emitted here as a weak symbol outside this variant's namespace could be the copy the linker keeps
+// for every caller, on every CPU. So everything here lives in an anonymous namespace inside tern::cpu::isa_<name>,
+// the included loops (*.inc) use builtins and their own helpers instead of std::, and the headers included here
+// bring only types, C functions and always-inline intrinsics. The only external symbol is the variant's table;
+// tests/isa/check_isa_symbols.cmake checks each variant's object for any other.
+#include <cmath>
+#include <cstdint>
+
+#include "cpu/isa/table.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#if !defined(TERN_ISA_NAMESPACE) || !defined(TERN_ISA_NAME)
+#error "compile through cmake/CpuIsa.cmake: TERN_ISA_NAMESPACE and TERN_ISA_NAME name the variant"
+#endif
+
+namespace tern::cpu::TERN_ISA_NAMESPACE {
+namespace {
+
+#include "core/half_bits.inc"
+#include "cpu/isa/fast_math.inc"
+#include "cpu/isa/rows.inc"
+#include "cpu/isa/attention.inc"
+
+}  // namespace
+
+extern const IsaKernels kKernels;
+const IsaKernels kKernels = {
+    TERN_ISA_NAME,
+    layer_norm,
+    relu,
+    gelu_erf,
+    gelu_tanh,
+    add,
+    halves_to_floats,
+    floats_to_halves,
+    add_into_halves,
+    dot,
+    attend_key_block,
+    attend_keys,
+    lsh_softmax_row,
+    lsh_weigh_values,
+    routing_attend,
+    span_update_row,
+    xl_update_row,
+    strided_update_row,
+};
+
+}  // namespace tern::cpu::TERN_ISA_NAMESPACE

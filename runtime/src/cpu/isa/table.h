@@ -1,0 +1,86 @@
+// The CPU kernels' hot loops as one table of function pointers. cpu/isa/kernels.cpp is compiled once per
+// instruction-set variant (cmake/CpuIsa.cmake), each defining tern::cpu::isa_<name>::kKernels; cpu/isa.h picks one
+// at run time. The kernels (cpu/*.cpp) keep everything else: threads, patterns, gathering keys, state.
+//
+// Every function is a leaf over plain pointers: no callbacks, no std:: types, so that nothing a variant compiles
+// (an inline function, a template instantiation) is shared with code of another variant.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::cpu {
+
+// Keys in one transposed key block of the windowed attention kernel (cpu/attention.cpp).
+constexpr int64_t kAttentionKeyBlock = 64;
+// Keys per register block of LSH scores: a window of keys (cpu/attention_lsh.cpp) is a whole number of them.
+constexpr int64_t kLshKeyBlock = 64;
+
+// A query row's softmax over its masked scores (LSH attention): max score and log-sum-exp, both float32.
+struct RowSoftmax {
+  float m, lse;
+};
+
+struct IsaKernels {
+  const char* name;  // "baseline", "avx2", "avx512" (x86-64), "native" (TERN_NATIVE builds)
+
+  // Row-wise ops (cpu/simple_ops.cpp). x, out [rows, d].
+  void (*layer_norm)(const float* x, int64_t rows, int64_t d, const float* gamma, const float* beta_or_null,
+                     float eps, float* out);
+  void (*relu)(const float* x, int64_t count, float* out);
+  void (*gelu_erf)(const float* x, int64_t count, float* out);
+  void (*gelu_tanh)(const float* x, int64_t count, float* out);
+  void (*add)(const float* a, const float* b, int64_t count, float* out);
+
+  // float16 activations (cpu/half_rows.cpp), rounded to nearest even as core/half.h.
+  void (*halves_to_floats)(const uint16_t* in, int64_t count, float* out);
+  void (*floats_to_halves)(const float* in, int64_t count, uint16_t* out);
+  void (*add_into_halves)(uint16_t* x, const float* y, int64_t count);  // x += y, rounded once per element
+
+  // q · k over dh floats, with eight partial sums.
+  float (*dot)(const float* q, const float* k, int dh);
+
+  // Windowed attention (cpu/attention.cpp), one query row q [dh] (scaled) with its online softmax: running max m,
+  // sum l and output acc [dh].
+  // Against one transposed key block kt [dh, kAttentionKeyBlock], scores of the whole block, of which keys
+  // [lo, hi) count; values[k] is key k's value row.
+  void (*attend_key_block)(const float* q, const float* kt, const float* const* values, int64_t lo, int64_t hi,
+                           int dh, float* m, float* l, float* acc);
+  // Against `count` keys given by their rows (count <= kAttentionKeyBlock); s [count] is scratch.
+  void (*attend_keys)(const float* q, const float* const* keys, const float* const* values, int64_t count, int dh,
+                      float* s, float* m, float* l, float* acc);
+
+  // LSH attention (cpu/attention_lsh.cpp). Query position i against the first `count` columns of a window of keys
+  // kt [dh, W] at positions wpos[]: masked scores (later positions never seen, itself scored self_mask) left in
+  // s [count] as exp(s - m), 0 where masked.
+  RowSoftmax (*lsh_softmax_row)(const float* q, const float* kt, int64_t W, const int32_t* wpos, int64_t count, int dh,
+                                int64_t i, float self_mask, float* s);
+  // out [dh] = sum_w s[w] * scale * values[wpos[w] * stride ..] over the `count` keys.
+  void (*lsh_weigh_values)(const float* s, const int32_t* wpos, int64_t count, float scale, const float* values,
+                           int64_t stride, int dh, float* out);
+
+  // Routing attention (cpu/attention_routing.cpp): softmax of q * scale over the first `visible` keys of a tile,
+  // keys kt [dh, K] transposed and values [*, dh] as rows, into o [dh] (zeros when none is visible); s is scratch.
+  void (*routing_attend)(const float* kt, int64_t K, const float* values, int dh, const float* q, float scale,
+                         int64_t visible, float* s, float* o);
+
+  // Adaptive span (cpu/attention_adaptive_span.cpp): online update of one query row with `count` keys in ascending
+  // position, the first at distance d0 (the others at d0-1, d0-2, ...), scores q · (k + pe[d - 1]); mask[d-1] = m(d);
+  // a null key or value is a zero vector; running max mx, sums sum and sum_m, output acc [dh]; s scratch.
+  void (*span_update_row)(const float* q, int dh, const float* const* keys, const float* const* values, int64_t count,
+                          int64_t d0, const float* pe, const float* mask, float* s, float* mx, float* sum,
+                          float* sum_m, float* acc);
+
+  // Transformer-XL (cpu/attention_relative_xl.cpp): online update of one query row with `count` keys; key t's row
+  // k = kv + t * kv_stride, value k + v_offset, relative position p = pos[t], score
+  // q · (k + r[p * r_stride ..]) + uk[t * uk_stride] + vr[p * vr_stride].
+  void (*xl_update_row)(const float* q, int dh, const float* kv, int64_t kv_stride, int64_t v_offset, const float* r,
+                        int64_t r_stride, const float* uk, int64_t uk_stride, const float* vr, int64_t vr_stride,
+                        const int64_t* pos, int64_t count, float* s, float* mx, float* l, float* acc);
+
+  // Compressive attention (cpu/attention_compressive.cpp): online update of one query row with `count` keys; key t's
+  // row k = kv + t * kv_stride, value k + v_offset, score q · k.
+  void (*strided_update_row)(const float* q, int dh, const float* kv, int64_t kv_stride, int64_t v_offset,
+                             int64_t count, float* s, float* mx, float* l, float* acc);
+};
+
+}  // namespace tern::cpu
