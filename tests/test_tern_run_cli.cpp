@@ -213,6 +213,12 @@ TEST_CASE("tern-run: the option grid is checked against the model before any wor
   expect_error(run(with_model({"--prompt", "A", "--max-tokens", "1"})), 1, "--context slide needs a context of at least 2 tokens");
   expect_error(run(with_model({"--prompt", "A", "--keep", "1024"})), 1, "--keep 1024 must be less than the context of 1024 tokens");
   expect_error(run(with_model({"--score", text, "--max-batch", "100"})), 1, "--max-batch 100 is less than --score's window of 300 tokens");
+  // The library's session options come back as the flags that set them.
+  expect_error(run(with_model({"--prompt", "A", "--max-tokens", "100000"})), 1, "--max-tokens 100000 exceeds the model's");
+  expect_error(run(with_model({"--prompt", "A", "--max-batch", "64", "--memory-budget", "1000"})), 1,
+               "for --max-batch 64 + state");
+  expect_error(run(with_model({"--prompt", "A", "--memory-budget", "1000"})), 1, "more than --memory-budget 1000 bytes");
+  expect_error(run(with_model({"--prompt", "A", "--f16-weights"})), 1, "--f16-weights is a Vulkan option");
   std::string many = "[0";
   for (int i = 0; i < 1100; ++i) many += ",1";
   expect_error(run(with_model({"--ids", scratch_file("many.json", many + "]")})), 1,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 
@@ -144,6 +145,45 @@ bool check_against_session(const Options& opt, const tern_model_info& info, cons
     }
   }
   return opt.ids_path.empty() || check_ids(opt, session, limit, error);
+}
+
+namespace {
+
+// Replaces every whole-word occurrence of `from` in *text with `to`.
+void replace_word(std::string* text, const std::string& from, const std::string& to) {
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text->find(from); at != std::string::npos; at = text->find(from, at)) {
+    const size_t end = at + from.size();
+    if ((at > 0 && is_word((*text)[at - 1])) || (end < text->size() && is_word((*text)[end]))) {
+      at = end;
+      continue;
+    }
+    text->replace(at, from.size(), to);
+    at += to.size();
+  }
+}
+
+}  // namespace
+
+std::string session_error_with_flags(const Options& opt, std::string message) {
+  // What set each field: the flag when it was typed, otherwise what tern-run sized it from.
+  const std::string max_tokens = opt.max_tokens > 0 ? "--max-tokens" : "a session of";
+  const std::string max_batch = opt.max_batch > 0 ? "--max-batch" : opt.stream ? "--segment" : "calls of up to";
+  replace_word(&message, "max_tokens", max_tokens);
+  replace_word(&message, "max_batch", max_batch);
+  replace_word(&message, "weight_storage F16", "--f16-weights");
+  replace_word(&message, "activation_storage F16", "--f16-activations");
+  replace_word(&message, "use weight_storage F32", "leave out --f16-weights");
+  replace_word(&message, "activation_storage F32", "leave out --f16-activations");
+  replace_word(&message, "weight_storage F32", "leave out --f16-weights");
+  replace_word(&message, "use backend CPU", "use --backend cpu");
+  replace_word(&message, "use backend Vulkan", "use --backend vulkan");
+  replace_word(&message, "its memory budget of", "--memory-budget");
+  if (opt.stream && opt.max_tokens == 0 && message.find("a session of") != std::string::npos)
+    message += " (--segment streams the whole input through one session; without it --score runs in windows of the "
+               "model's context)";
+  if (message.rfind("cannot start a thread pool", 0) == 0) message = "--threads " + str(opt.threads) + ": " + message;
+  return message;
 }
 
 }  // namespace tern::run

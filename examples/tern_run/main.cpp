@@ -42,9 +42,7 @@ int run_all(Options& opt) {
   so.weight_storage = opt.f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
   so.activation_storage = opt.f16_activations ? TERN_ACTIVATION_STORAGE_F16 : TERN_ACTIVATION_STORAGE_F32;
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
-  if (err && err.message.rfind("cannot start a thread pool", 0) == 0)
-    return fail("--threads " + std::to_string(so.threads) + ": " + err.message);
-  if (err) return fail(err.message);
+  if (err) return fail(session_error_with_flags(opt, err.message));
   std::string error;
   if (!check_against_session(opt, info, session, &error)) return fail(error);
   const tern_backend_info where = session.backend();

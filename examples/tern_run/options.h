@@ -47,6 +47,10 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code);
 bool check_against_session(const Options& opt, const tern_model_info& info, const SessionHandle& session,
                            std::string* error);
 
+// A session-creation error from the library with its option fields (max_tokens, weight_storage, ...) named as
+// the flags that set them (--max-tokens, --f16-weights, ...), or as what tern-run sized them from.
+std::string session_error_with_flags(const Options& opt, std::string message);
+
 // Prints "tern-run: error: MESSAGE" on one line (newlines in MESSAGE become spaces) and returns code.
 int fail(const std::string& message, int code = 1);
 
