@@ -74,7 +74,45 @@ void expect_rejected(const std::string& bytes, const std::string& name, const st
   CHECK_THAT(r.message, Catch::Contains(words));
 }
 
+// The valid model with `copies` extra copies of tensor 0, every tensor's name one shared string of `name_bytes`:
+// a small file whose names would expand to copies x name_bytes when copied out.
+std::string with_shared_names(size_t copies, size_t name_bytes) {
+  const std::string& src = valid_model_bytes();
+  uint32_t fb_size;
+  std::memcpy(&fb_size, src.data(), 4);
+  std::unique_ptr<fb::ModelT> m(fb::GetSizePrefixedModel(src.data())->UnPack());
+  const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto name = fbb.CreateSharedString(std::string(name_bytes, 's'));
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  for (size_t i = 0; i < m->tensors.size() + copies; ++i) {
+    const fb::TensorT& t = *m->tensors[i < m->tensors.size() ? i : 0];
+    tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, fbb.CreateVector(t.shape), t.offset, t.size));
+  }
+  std::vector<flatbuffers::Offset<fb::Value>> values;
+  for (const auto& v : m->values) values.push_back(fb::Value::Pack(fbb, v.get()));
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (const auto& op : m->ops) ops.push_back(fb::Op::Pack(fbb, op.get()));
+  const auto root = fb::CreateModel(fbb, m->format_version, fb::Metadata::Pack(fbb, m->metadata.get()), m->data_alignment,
+                                    m->data_size, fbb.CreateVector(tensors), fbb.CreateVector(values),
+                                    fbb.CreateVector(ops), fbb.CreateVector(m->inputs), fbb.CreateVector(m->outputs));
+  fb::FinishSizePrefixedModelBuffer(fbb, root);
+  std::string out(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  out.resize((out.size() + 63) / 64 * 64, '\0');
+  out.append(src, data_start, std::string::npos);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("loader: names shared by many entries cannot expand a small file", "[loader]") {
+  // A few entries sharing a short name load (the names fit in the graph's bytes).
+  CHECK(load_bytes(with_shared_names(2, 8), "shared_short").status == TERN_OK);
+  // 6000 entries sharing one 1000-byte name: 6 MB of names from a graph of a few hundred KB.
+  const std::string amplified = with_shared_names(6000, 1000);
+  INFO("graph of " << amplified.size() << " bytes");
+  expect_rejected(amplified, "shared_long", "add up to more bytes than the graph holds");
+}
 
 TEST_CASE("loader: the unmodified model loads and rebuilding keeps it valid", "[loader]") {
   CHECK(load_bytes(valid_model_bytes(), "valid").status == TERN_OK);
@@ -182,6 +220,8 @@ TEST_CASE("loader: hostile graphs are rejected with a message naming the problem
            if (op->code == fb::OpCode::ATTENTION) op->params.AsAttentionParams()->heads = 1 << 30;
        },
        "heads"},
+      {"tensor name too long", [](fb::ModelT& m) { m.tensors[0]->name.assign(1025, 'n'); }, "name of 1025 bytes is longer than the 1024"},
+      {"op name too long", [](fb::ModelT& m) { m.ops[1]->name.assign(4096, 'n'); }, "op 1: name of 4096 bytes"},
       {"layer norm eps", [](fb::ModelT& m) {
          for (auto& op : m.ops)
            if (op->code == fb::OpCode::LAYER_NORM) op->params.AsLayerNormParams()->eps = -1.0f;

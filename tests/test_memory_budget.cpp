@@ -115,6 +115,38 @@ TEST_CASE("memory budget: a dense state too large fails before anything is alloc
   tern_model_free(model);
 }
 
+TEST_CASE("memory budget: Transformer-XL's position tables count before they are computed", "[budget][transfo_xl]") {
+  // transfo_xl_plain: 3 layers, mem_len 20, d 32, 2 heads of 12. A call of max_batch tokens reads distances
+  // 0 .. 20 + max_batch - 1; per distance and layer the kernel keeps r(p) [24] and v.r(p) [2] and computes pe(p) [32].
+  tern_model* model = load_golden("transfo_xl_plain");
+  const uint64_t rss_before = peak_rss_bytes();
+  const int64_t max_tokens = int64_t(1) << 26;  // no context limit: max_batch follows max_tokens
+  const uint64_t tables = 3ull * uint64_t(20 + max_tokens) * (24 + 2 + 32) * sizeof(float);
+  Created budgeted = create(model, max_tokens, uint64_t(1) << 30);
+  INFO(budgeted.message);
+  CHECK(budgeted.status == TERN_OUT_OF_MEMORY);
+  CHECK_THAT(budgeted.message, Catch::Contains("tables computed at creation " + std::to_string(tables)));
+  CHECK_THAT(budgeted.message, Catch::Contains("for max_batch " + std::to_string(max_tokens)));
+  // Without a budget, 2^31 tokens per call: terabytes of tables, more than any machine here.
+  Created absurd = create(model, int64_t(1) << 31, 0);
+  INFO(absurd.message);
+  CHECK(absurd.status == TERN_OUT_OF_MEMORY);
+  CHECK_THAT(absurd.message, Catch::Contains("tables computed at creation"));
+  CHECK(peak_rss_bytes() < rss_before + (uint64_t(32) << 20));
+  // A streaming session of as many tokens in calls of 16 needs tables for 16-token calls only, and fits.
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = 1;
+  so.max_tokens = max_tokens;
+  so.max_batch = 16;
+  so.memory_budget_bytes = uint64_t(64) << 20;
+  tern_session* s = nullptr;
+  INFO(tern_last_error());
+  CHECK(tern_session_create(model, &so, &s) == TERN_OK);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
 TEST_CASE("memory budget: a sliding-window session of a million tokens fits a small budget and runs", "[budget]") {
   tern_model* model = load_golden("sliding_w64");
   Created s = create(model, 1'000'000, uint64_t(16) << 20);

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <utility>
 
 #include "cli.h"
 #include "convert.h"
@@ -286,5 +288,32 @@ TEST_CASE("session state: the Transformer-XL blob holds the memory and no more",
   CHECK(early == memory + 48 + 2 * 16);                // header and one entry per layer
   tern_session_free(s);
   tern_model_free(model);
+  if (backend == TERN_BACKEND_VULKAN) CHECK(tern::test::vulkan_validation_messages() == 0);
+}
+
+// The checksum guards against accidents, not forgery: a blob resealed around a NaN or an infinity in any kind of
+// state (keys, values, rings, memories) is rejected by the value check, and the session is left where it was.
+TEST_CASE("session state: a forged blob with a NaN or an infinity is rejected, whatever the state", "[session][state]") {
+  TERN_EACH_BACKEND(backend);
+  for (const Case& c : kCases) {
+    INFO(c.golden);
+    tern_model* model = convert_golden(c.golden);
+    const std::vector<int32_t> ids = golden_ids(c.golden);
+    tern_session* s = make_session(backend, model, 4 * c.segment, c.segment);
+    run(s, ids, 0, 2 * c.segment, c.segment);
+    const std::vector<uint8_t> blob = save(s);
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = -std::numeric_limits<float>::infinity();
+    for (const auto& [value, words] : {std::pair{nan, "holds NaN"}, std::pair{inf, "holds an infinity"}}) {
+      std::vector<uint8_t> bad = blob;
+      std::memcpy(bad.data() + bad.size() - sizeof(float), &value, sizeof value);  // the last op's last row
+      reseal(&bad);
+      CHECK(tern_session_load_state(s, bad.data(), bad.size()) == TERN_INVALID_ARGUMENT);
+      CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains(words));
+      CHECK(tern_session_position(s) == 2 * c.segment);
+    }
+    CHECK(tern_session_load_state(s, blob.data(), blob.size()) == TERN_OK);
+    tern_session_free(s);
+    tern_model_free(model);
+  }
   if (backend == TERN_BACKEND_VULKAN) CHECK(tern::test::vulkan_validation_messages() == 0);
 }

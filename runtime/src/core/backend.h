@@ -67,7 +67,9 @@ class Backend {
   // between backends.
   virtual bool has_state(int node) const = 0;
   virtual uint64_t saved_state_bytes(int node, int64_t position) const = 0;
-  // TERN_INVALID_ARGUMENT where saved bytes cannot be this node's state at `position` (before anything is loaded).
+  // TERN_INVALID_ARGUMENT where saved bytes cannot be this node's state at `position` (before anything is loaded):
+  // counts that are not a sequence of `position` tokens, or a key, value or memory row that is not finite (a forged
+  // blob's checksum can be matched; a NaN loaded would turn every later logit into NaN).
   virtual Status check_state(int node, int64_t position, const uint8_t* in) const = 0;
   virtual Status save_state(int node, int64_t position, uint8_t* out) const = 0;  // saved_state_bytes of them
   // An error here leaves this op's state undefined (the session's other ops and position are unchanged).
@@ -94,5 +96,8 @@ const BackendEntry& vulkan_backend();
 // one, the machine's memory. `packed` false: before the weights are packed, the total is a lower bound.
 Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, const Model& model, int64_t max_tokens,
                   int64_t max_batch);
+
+// TERN_INVALID_ARGUMENT naming `where` when the `bytes` of saved state at `floats` (float32s) hold a NaN or infinity.
+Status check_saved_floats(const std::string& where, const uint8_t* floats, uint64_t bytes);
 
 }  // namespace tern

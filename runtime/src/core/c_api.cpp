@@ -27,6 +27,8 @@ tern_status fail(const tern::Status& st) {
   return st.code();
 }
 
+using tern::capi::guarded;
+
 tern_status record(tern_session* s, const tern::Status& st) {
   if (!st.ok()) s->last_error = st.message();
   return st.code();
@@ -74,27 +76,23 @@ const char* tern_last_error(void) { return g_last_error.c_str(); }
 tern_status tern_model_load(const char* path, tern_model** out) {
   if (!path || !out) return fail(tern::InvalidArgument("tern_model_load: null argument"));
   *out = nullptr;
-  try {
+  return guarded("while loading the model", [&] {
     auto model = tern::Model::load_file(path);
     if (!model.ok()) return fail(model.status());
     *out = new tern_model{std::move(model).value()};
     return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return fail(tern::OutOfMemory("out of memory while loading the model"));
-  }
+  });
 }
 
 tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out) {
   if (!data || !out) return fail(tern::InvalidArgument("tern_model_load_buffer: null argument"));
   *out = nullptr;
-  try {
+  return guarded("while loading the model", [&] {
     auto model = tern::Model::load_buffer(data, size);
     if (!model.ok()) return fail(model.status());
     *out = new tern_model{std::move(model).value()};
     return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return fail(tern::OutOfMemory("out of memory while loading the model"));
-  }
+  });
 }
 
 tern_status tern_model_get_info(const tern_model* model, tern_model_info* out) {
@@ -121,14 +119,12 @@ tern_status tern_session_create(const tern_model* model, const tern_session_opti
   tern_session_options_init(&resolved);
   const tern::Status read = tern::read_sized_options(options, "tern_session_options", &resolved);
   if (!read.ok()) return fail(read);
-  try {
+  return guarded("while creating the session", [&] {
     auto session = tern::Session::create(*model->model, resolved);
     if (!session.ok()) return fail(session.status());
     *out = new tern_session{std::move(session).value(), ""};
     return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return fail(tern::OutOfMemory("out of memory while creating the session"));
-  }
+  });
 }
 
 void tern_session_free(tern_session* session) { delete session; }
@@ -136,8 +132,10 @@ void tern_session_free(tern_session* session) { delete session; }
 tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out) {
   if (!session || !out) return fail(tern::InvalidArgument("tern_session_plan: null argument"));
   if (n_tokens < 1 || n_tokens > (int64_t(1) << 31)) return fail(tern::InvalidArgument("n_tokens out of range"));
-  *out = session->session->plan(n_tokens);
-  return TERN_OK;
+  return guarded("while planning", [&] {
+    *out = session->session->plan(n_tokens);
+    return TERN_OK;
+  });
 }
 
 tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out) {
@@ -164,7 +162,7 @@ tern_status tern_session_get_profile(const tern_session* session, tern_op_profil
   const auto& nodes = session->session->model().nodes();
   const auto& profile = session->session->profile();
   *count = nodes.size();
-  for (size_t i = 0; i < nodes.size() && i < capacity; ++i) {
+  for (size_t i = 0; i < nodes.size() && i < capacity; ++i) {  // pointers into the model: nothing allocates
     out[i] = tern_op_profile{nodes[i].name.c_str(), tern::find_op(nodes[i].code)->name, profile[i].first, profile[i].second};
   }
   return TERN_OK;
@@ -173,12 +171,14 @@ tern_status tern_session_get_profile(const tern_session* session, tern_op_profil
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
   if (!session) return fail(tern::InvalidArgument("tern_session_forward: null session"));
   if (!logits) return record(session, tern::InvalidArgument("tern_session_forward: logits is null"));
-  return record(session, session->session->forward(ids, n, logits));
+  return guarded("in tern_session_forward", [&] { return record(session, session->session->forward(ids, n, logits)); },
+                 [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
   if (!session) return fail(tern::InvalidArgument("tern_session_append: null session"));
-  return record(session, session->session->append(ids, n, logits));
+  return guarded("in tern_session_append", [&] { return record(session, session->session->append(ids, n, logits)); },
+                 [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_reset(tern_session* session) {
@@ -189,18 +189,22 @@ tern_status tern_session_reset(tern_session* session) {
 
 tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size) {
   if (!session || !size) return fail(tern::InvalidArgument("tern_session_save_state: null argument"));
-  auto saved = session->session->save_state(buf, *size);
-  if (!saved.ok()) {
-    const_cast<tern_session*>(session)->last_error = saved.status().message();  // the session's message slot
-    return saved.status().code();
-  }
-  *size = saved.value();
-  return TERN_OK;
+  tern_session* slot = const_cast<tern_session*>(session);  // the session's message slot
+  return guarded(
+      "while saving the session state",
+      [&] {
+        auto saved = session->session->save_state(buf, *size);
+        if (!saved.ok()) return record(slot, saved.status());
+        *size = saved.value();
+        return TERN_OK;
+      },
+      [&](const tern::Status& st) { return record(slot, st); });
 }
 
 tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size) {
   if (!session) return fail(tern::InvalidArgument("tern_session_load_state: null session"));
-  return record(session, session->session->load_state(buf, size));
+  return guarded("while loading the session state", [&] { return record(session, session->session->load_state(buf, size)); },
+                 [&](const tern::Status& st) { return record(session, st); });
 }
 
 int64_t tern_session_position(const tern_session* session) { return session ? session->session->position() : 0; }

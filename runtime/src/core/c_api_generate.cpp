@@ -20,10 +20,16 @@ struct tern_generator {
 namespace {
 
 using tern::capi::fail;
+using tern::capi::guarded;
 
 tern_status record(tern_generator* g, const tern::Status& st) {
   if (!st.ok()) g->last_error = st.message();
   return st.code();
+}
+
+// guarded's report for a generator's calls: the generator's message slot.
+auto recorder(tern_generator* g) {
+  return [g](const tern::Status& st) { return record(g, st); };
 }
 
 // The model's byte vocabulary size, or the status for a model without one.
@@ -62,14 +68,12 @@ tern_status tern_sampler_create(const tern_sampler_options* options, tern_sample
   *out = nullptr;
   tern_sampler_options o = tern::default_sampler_options();
   if (tern::Status st = tern::read_sized_options(options, "tern_sampler_options", &o); !st.ok()) return fail(st);
-  try {
+  return guarded("while creating a sampler", [&] {
     auto sampler = tern::Sampler::create(o);
     if (!sampler.ok()) return fail(sampler.status());
     *out = new tern_sampler{std::move(sampler).value()};
     return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return fail(tern::OutOfMemory("out of memory while creating a sampler"));
-  }
+  });
 }
 
 void tern_sampler_free(tern_sampler* sampler) { delete sampler; }
@@ -77,14 +81,12 @@ void tern_sampler_free(tern_sampler* sampler) { delete sampler; }
 tern_status tern_sampler_sample(tern_sampler* sampler, const float* logits, int64_t vocab, const int32_t* history,
                                 int64_t n_history, int32_t* token) {
   if (!sampler || !token) return fail(tern::InvalidArgument("tern_sampler_sample: null sampler or token"));
-  try {
+  return guarded("for the sampler's scratch", [&] {
     auto t = sampler->sampler.sample(logits, vocab, history, n_history);
     if (!t.ok()) return fail(t.status());
     *token = t.value();
     return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return fail(tern::OutOfMemory("out of memory for the sampler's scratch of " + std::to_string(vocab) + " tokens"));
-  }
+  });
 }
 
 tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed) {
@@ -103,34 +105,26 @@ tern_status tern_generator_create(tern_session* session, const tern_generator_op
   tern_generator_options o;
   tern_generator_options_init(&o);
   if (tern::Status st = tern::read_sized_options(options, "tern_generator_options", &o); !st.ok()) return fail(st);
-  try {
+  return guarded("while creating a generator", [&] {
     auto generator = tern::Generator::create(tern::capi::session_of(session), o);
     if (!generator.ok()) return fail(generator.status());
     *out = new tern_generator{std::move(generator).value(), ""};
     return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return fail(tern::OutOfMemory("out of memory while creating a generator"));
-  }
+  });
 }
 
 void tern_generator_free(tern_generator* generator) { delete generator; }
 
 tern_status tern_generator_prompt(tern_generator* generator, const int32_t* ids, int64_t n, int64_t* kept) {
   if (!generator) return fail(tern::InvalidArgument("tern_generator_prompt: null generator"));
-  try {
-    return record(generator, generator->generator.prompt(ids, n, kept));
-  } catch (const std::bad_alloc&) {
-    return record(generator, tern::OutOfMemory("out of memory for a prompt of " + std::to_string(n) + " tokens"));
-  }
+  return guarded("for the prompt", [&] { return record(generator, generator->generator.prompt(ids, n, kept)); },
+                 recorder(generator));
 }
 
 tern_status tern_generator_append(tern_generator* generator, const int32_t* ids, int64_t n) {
   if (!generator) return fail(tern::InvalidArgument("tern_generator_append: null generator"));
-  try {
-    return record(generator, generator->generator.append(ids, n));
-  } catch (const std::bad_alloc&) {
-    return record(generator, tern::OutOfMemory("out of memory for the history"));
-  }
+  return guarded("for the history", [&] { return record(generator, generator->generator.append(ids, n)); },
+                 recorder(generator));
 }
 
 tern_status tern_generator_next(tern_generator* generator, tern_sampler* sampler, int32_t* token) {
@@ -140,14 +134,15 @@ tern_status tern_generator_next(tern_generator* generator, tern_sampler* sampler
     return record(generator, tern::InvalidArgument("tern_generator_next: null sampler or token"));
   }
   *token = -1;
-  try {
-    auto t = generator->generator.next(sampler->sampler);
-    if (!t.ok()) return record(generator, t.status());
-    *token = t.value();
-    return TERN_OK;
-  } catch (const std::bad_alloc&) {
-    return record(generator, tern::OutOfMemory("out of memory for the history"));
-  }
+  return guarded(
+      "for the history",
+      [&] {
+        auto t = generator->generator.next(sampler->sampler);
+        if (!t.ok()) return record(generator, t.status());
+        *token = t.value();
+        return TERN_OK;
+      },
+      recorder(generator));
 }
 
 const float* tern_generator_logits(const tern_generator* generator, int64_t* vocab) {

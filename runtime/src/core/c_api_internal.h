@@ -2,6 +2,11 @@
 // thread's last-error slot.
 #pragma once
 
+#include <exception>
+#include <new>
+#include <string>
+#include <utility>
+
 #include "core/model.h"
 #include "core/session.h"
 #include "core/status.h"
@@ -14,5 +19,41 @@ Session& session_of(tern_session* session);
 const Session& session_of(const tern_session* session);
 // Sets the thread's message (tern_last_error) to st's and returns its code.
 tern_status fail(const Status& st);
+
+// Runs an entry point's body and turns any exception escaping it into a status, so that nothing unwinds through the
+// C ABI: std::bad_alloc is TERN_OUT_OF_MEMORY "out of memory <what>", anything else TERN_INTERNAL_ERROR. `report`
+// records the status in the caller's message slot (fail: the thread's; an object's own otherwise); when even that
+// allocation fails, the code is returned without a message.
+template <typename Body, typename Report>
+tern_status guarded(const char* what, Body&& body, Report&& report) noexcept {
+  Status st = Status::Ok();
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    try {
+      st = OutOfMemory(std::string("out of memory ") + what);
+    } catch (...) {
+      return TERN_OUT_OF_MEMORY;
+    }
+  } catch (const std::exception& e) {
+    try {
+      st = InternalError(std::string("internal error ") + what + ": " + e.what());
+    } catch (...) {
+      return TERN_INTERNAL_ERROR;
+    }
+  } catch (...) {
+    return TERN_INTERNAL_ERROR;
+  }
+  try {
+    return report(st);
+  } catch (...) {
+    return st.code();
+  }
+}
+
+template <typename Body>
+tern_status guarded(const char* what, Body&& body) noexcept {
+  return guarded(what, std::forward<Body>(body), [](const Status& st) { return fail(st); });
+}
 
 }  // namespace tern::capi

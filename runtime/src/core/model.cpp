@@ -11,8 +11,6 @@ namespace {
 
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
-std::string quoted(const flatbuffers::String* s) { return s ? "'" + s->str() + "'" : "(unnamed)"; }
-
 }  // namespace
 
 size_t dtype_size(fb::DType dtype) {
@@ -101,6 +99,7 @@ Result<std::unique_ptr<Model>> Model::verify(std::unique_ptr<MappedFile> file) {
 
   std::unique_ptr<Model> model(new Model());
   model->root_ = fb::GetSizePrefixedModel(bytes);
+  model->name_bytes_left_ = fb_size;
   const fb::Model& root = *model->root_;
   if (root.format_version() < kMinFormatVersion || root.format_version() > kMaxFormatVersion) {
     const std::string reads = kMinFormatVersion == kMaxFormatVersion
@@ -127,6 +126,24 @@ Result<std::unique_ptr<Model>> Model::verify(std::unique_ptr<MappedFile> file) {
   return model;
 }
 
+Status Model::take_name(const flatbuffers::String* name, const std::string& what, std::string fallback, std::string* out) {
+  if (name == nullptr) {
+    *out = std::move(fallback);
+    return Status::Ok();
+  }
+  if (name->size() > kMaxNameBytes) {
+    return InvalidModel(what + ": name of " + std::to_string(name->size()) + " bytes is longer than the " +
+                        std::to_string(kMaxNameBytes) + " allowed");
+  }
+  if (name->size() > name_bytes_left_) {
+    return InvalidModel(what + ": the names of tensors, values and ops add up to more bytes than the graph holds "
+                        "(entries share one string?)");
+  }
+  name_bytes_left_ -= name->size();
+  *out = name->str();
+  return Status::Ok();
+}
+
 Status Model::check_tensors(const uint8_t* data_base, uint64_t data_size, uint32_t alignment) {
   auto* list = root_->tensors();
   size_t count = list ? list->size() : 0;
@@ -134,8 +151,8 @@ Status Model::check_tensors(const uint8_t* data_base, uint64_t data_size, uint32
   for (size_t i = 0; i < count; ++i) {
     const fb::Tensor* t = list->Get(i);
     TensorInfo& info = tensors_[i];
-    std::string where = "tensor " + std::to_string(i) + " " + quoted(t->name());
-    info.name = t->name() ? t->name()->str() : "tensor_" + std::to_string(i);
+    TERN_RETURN_IF_ERROR(take_name(t->name(), "tensor " + std::to_string(i), "tensor_" + std::to_string(i), &info.name));
+    const std::string where = "tensor " + std::to_string(i) + " '" + info.name + "'";
     if (dtype_size(t->dtype()) == 0) return InvalidModel(where + ": unknown dtype " + std::to_string(int(t->dtype())));
     info.dtype = t->dtype();
     uint64_t numel = 1;
@@ -174,7 +191,7 @@ Status Model::check_values() {
   for (size_t i = 0; i < count; ++i) {
     const fb::Value* v = list->Get(i);
     ValueInfo& info = values_[i];
-    info.name = v->name() ? v->name()->str() : "value_" + std::to_string(i);
+    TERN_RETURN_IF_ERROR(take_name(v->name(), "value " + std::to_string(i), "value_" + std::to_string(i), &info.name));
     if (v->dtype() != fb::DType::F32 && v->dtype() != fb::DType::I32) {
       return InvalidModel("value '" + info.name + "': dtype " + dtype_name(v->dtype()) + " is not supported for activations");
     }
@@ -225,7 +242,7 @@ Status Model::check_ops() {
     Node& node = nodes_[i];
     node.index = int(i);
     node.code = op->code();
-    node.name = op->name() ? op->name()->str() : "";
+    TERN_RETURN_IF_ERROR(take_name(op->name(), "op " + std::to_string(i), "", &node.name));
     node.fb_op = op;
     const OpDef* def = find_op(op->code());
     if (def == nullptr) return Unsupported("op " + std::to_string(i) + " '" + node.name + "': unknown op code " + std::to_string(int(op->code())) + " (newer model format?)");

@@ -19,6 +19,9 @@ constexpr uint32_t kMaxFormatVersion = 1;
 constexpr int kMaxRank = 8;
 constexpr int64_t kMaxDim = int64_t(1) << 32;
 constexpr int64_t kMaxWidth = int64_t(1) << 24;
+// Names of tensors, values and ops are copied out of the file; a name longer than this is an error, and all names
+// together may not exceed the graph's own bytes (a file whose entries share one long string would otherwise expand).
+constexpr size_t kMaxNameBytes = 1024;
 
 size_t dtype_size(fb::DType dtype);
 const char* dtype_name(fb::DType dtype);
@@ -85,6 +88,8 @@ class Model {
   Status check_values();
   Status check_ops();
   Status check_io();
+  // Copies a name out of the graph into *out (fallback when absent), charging it to name_bytes_left_.
+  Status take_name(const flatbuffers::String* name, const std::string& what, std::string fallback, std::string* out);
 
   std::unique_ptr<MappedFile> file_;
   const fb::Model* root_ = nullptr;
@@ -96,6 +101,7 @@ class Model {
   int64_t vocab_size_ = 0;
   int64_t max_context_ = 0;
   uint64_t weight_bytes_ = 0;
+  uint64_t name_bytes_left_ = 0;  // starts at the graph's size
 };
 
 }  // namespace tern

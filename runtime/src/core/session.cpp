@@ -1,5 +1,6 @@
 #include "core/session.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,14 @@ uint64_t physical_memory_bytes() {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
+// The process's address-space limit (ulimit -v, RLIMIT_AS), 0 when there is none: a session larger than it would
+// fail in the allocator anyway.
+uint64_t address_space_limit_bytes() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  return uint64_t(limit.rlim_cur);
+}
+
 // Why a node that runs whole sequences only cannot continue one, for the session's one message.
 std::string whole_sequence_message(const Node& node, int64_t position) {
   const AttentionKindDef* kind =
@@ -49,15 +58,21 @@ std::string whole_sequence_message(const Node& node, int64_t position) {
 
 Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, const Model& model, int64_t max_tokens,
                   int64_t max_batch) {
-  const uint64_t limit = budget ? budget : physical_memory_bytes();
+  const uint64_t physical = physical_memory_bytes(), address_space = address_space_limit_bytes();
+  const bool by_address_space = !budget && address_space > 0 && (physical == 0 || address_space < physical);
+  const uint64_t limit = budget ? budget : by_address_space ? address_space : physical;
   const uint64_t total = add_saturating(add_saturating(need.packed_weight_bytes, need.arena_bytes), need.state_bytes);
   if (limit == 0 || total <= limit) return Status::Ok();
   return OutOfMemory(std::string("the session needs ") + (packed ? "" : "at least ") + std::to_string(total) +
-                     " bytes (" + (packed ? "packed weights " + std::to_string(need.packed_weight_bytes) + " + " : "") +
+                     " bytes (" + (packed ? "packed weights " + std::to_string(need.packed_weight_bytes) + " + "
+                               : need.packed_weight_bytes ? "tables computed at creation " + std::to_string(need.packed_weight_bytes) + " + "
+                                                          : "") +
                      "arena " + std::to_string(need.arena_bytes) + " for max_batch " + std::to_string(max_batch) +
                      " + state " + std::to_string(need.state_bytes) + " for max_tokens " + std::to_string(max_tokens) +
                      (packed ? "" : ", before packing weights") + "), more than " +
-                     (budget ? "its memory budget of " : "this machine's memory of ") + std::to_string(limit) +
+                     (budget             ? "its memory budget of "
+                      : by_address_space ? "the process's address-space limit (ulimit -v) of "
+                                         : "this machine's memory of ") + std::to_string(limit) +
                      " bytes; the model's " + std::to_string(model.weight_bytes()) +
                      " bytes of weights are mapped from its file and not counted");
 }
@@ -112,6 +127,7 @@ Status Session::build(const tern_session_options& options) {
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
     if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_));
+    if (def->setup_bytes) estimate.packed_weight_bytes = add_saturating(estimate.packed_weight_bytes, def->setup_bytes(node, max_batch_));
   }
   TERN_RETURN_IF_ERROR(check_fits(estimate, false, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
 

@@ -19,6 +19,7 @@
 // A blob loads only into a session of the same model whose ops hold the same state sizes at that position (same
 // max_tokens where the state depends on it); everything is checked before anything changes.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -111,6 +112,18 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
   put<uint64_t>(p, payload);
   put<uint64_t>(p, checksum(checksum(kFnvOffset, out, 40), out + kHeaderBytes, size_t(total) - kHeaderBytes));
   return size_t(total);
+}
+
+Status check_saved_floats(const std::string& where, const uint8_t* floats, uint64_t bytes) {
+  for (uint64_t i = 0; i + sizeof(float) <= bytes; i += sizeof(float)) {
+    float f;
+    std::memcpy(&f, floats + i, sizeof f);
+    if (!std::isfinite(f)) {
+      return InvalidArgument(where + ": the saved state holds " + (std::isnan(f) ? "NaN" : "an infinity") + " at byte " +
+                             std::to_string(i) + " of its rows; a state Tern saves is always finite");
+    }
+  }
+  return Status::Ok();
 }
 
 Status Session::load_state(const void* buf, size_t size) {

@@ -307,6 +307,12 @@ Status CpuBackend::save_state(int node, int64_t position, uint8_t* out) const {
   return Status::Ok();
 }
 
+Status CpuBackend::check_state(int node, int64_t position, const uint8_t* in) const {
+  const CpuKernel& k = *kernels_[size_t(node)];
+  const uint64_t counts = k.saved_count_bytes();
+  return check_saved_floats(model_.nodes()[size_t(node)].label(), in + counts, k.saved_state_bytes(position) - counts);
+}
+
 Status CpuBackend::load_state(int node, int64_t position, const uint8_t* in) {
   kernels_[size_t(node)]->load_state(position, in);
   return Status::Ok();

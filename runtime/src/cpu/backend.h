@@ -33,7 +33,7 @@ class CpuBackend : public Backend {
   uint64_t saved_state_bytes(int node, int64_t position) const override {
     return kernels_[size_t(node)]->saved_state_bytes(position);
   }
-  Status check_state(int, int64_t, const uint8_t*) const override { return Status::Ok(); }
+  Status check_state(int node, int64_t position, const uint8_t* in) const override;
   Status save_state(int node, int64_t position, uint8_t* out) const override;
   Status load_state(int node, int64_t position, const uint8_t* in) override;
 

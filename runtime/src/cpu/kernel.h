@@ -52,6 +52,8 @@ class CpuKernel {
   // and the position, so a session can check a saved state's sizes before it changes anything.
   virtual uint64_t saved_state_bytes(int64_t /*position*/) const { return 0; }
   virtual void save_state(int64_t /*position*/, uint8_t* /*out*/) const {}
+  // Bytes at the start of the saved state that are counts, not float32 rows (the rest is checked finite on load).
+  virtual uint64_t saved_count_bytes() const { return 0; }
   virtual void load_state(int64_t /*position*/, const uint8_t* /*in*/) {}
   virtual uint64_t packed_weight_bytes() const { return 0; }  // backend-owned weight copies
   // True if the kernel copied every weight it uses into its own packed form at creation and never reads the model's

@@ -14,6 +14,7 @@
 #include "ops/attention_pattern.h"
 #include "ops/op.h"
 #include "ops/reference.h"
+#include "ops/relative_xl.h"
 
 namespace tern {
 namespace {
@@ -37,6 +38,18 @@ uint64_t state_bytes(const Node& node, int64_t n) { return attention_kind(node).
 uint64_t dense_bytes(const Node& node, int64_t n) { return attention_kind(node).dense_bytes(node, n); }
 Streaming streaming(const Node& node) { return attention_kind(node).streaming; }
 int64_t sequence_limit(const Node& node, int64_t max_tokens) { return attention_kind(node).max_sequence(node, max_tokens); }
+
+// Transformer-XL's kernels compute, at creation, r(p) [P, inner] and v·r(p) [P, heads] for the P distances a call of
+// max_batch tokens reads, from the encodings pe(p) [P, d]: all three at once at their peak.
+uint64_t setup_bytes(const Node& node, int64_t max_batch) {
+  if (node.fb_op->params_as_AttentionParams()->kind_type() != fb::AttentionKind::RelativeXL) return 0;
+  const auto xl = RelativeXL::from(node);
+  if (!xl.ok()) return 0;  // validated before; never here
+  const RelativeXL& x = xl.value();
+  uint64_t bytes = 0;
+  const uint64_t per_row = (uint64_t(x.inner()) + uint64_t(x.heads) + uint64_t(x.d)) * sizeof(float);
+  return __builtin_mul_overflow(uint64_t(x.position_rows(max_batch)), per_row, &bytes) ? UINT64_MAX : bytes;
+}
 
 }  // namespace
 
@@ -72,6 +85,7 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
 }
 
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
-                                   validate, state_bytes, dense_bytes, streaming, sequence_limit};
+                                   validate, state_bytes, dense_bytes, streaming, sequence_limit,
+                                   setup_bytes};
 
 }  // namespace tern

@@ -27,6 +27,6 @@ void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const fl
 }
 
 extern const OpDef kLinearOp = {fb::OpCode::LINEAR, "LINEAR", 1, 1, 2, fb::OpParams::LinearParams,
-                                validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr};
+                                validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr};
 
 }  // namespace tern

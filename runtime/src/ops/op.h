@@ -47,6 +47,9 @@ struct OpDef {
   // number where its state grows with the sequence or its positions come from a table bound up to max_tokens;
   // kNoSequenceLimit where it runs any length in the state it has. Null: no limit (stateless and position-free).
   int64_t (*max_sequence)(const Node& node, int64_t max_tokens);
+  // Bytes a kernel computes at creation for calls of up to max_batch tokens, beyond its weights and state (e.g.
+  // Transformer-XL's r(p) for every distance a call reads), counted before they are allocated; null for none.
+  uint64_t (*setup_bytes)(const Node& node, int64_t max_batch);
 };
 
 // max_sequence of a node that runs sequences of any length in bounded state.

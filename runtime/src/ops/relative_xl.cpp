@@ -81,15 +81,35 @@ int64_t RelativeXL::position_rows(int64_t n) const {
   return (clamp_len > 0 ? std::min(far, clamp_len) : far) + 1;
 }
 
-void RelativeXL::position_encoding(int64_t p, float* out) const {
-  const int64_t half = d / 2;
+namespace {
+
+// HF keeps the frequencies as a float32 buffer; without the checkpoint's, the float32 rounding of the formula.
+double frequency(const RelativeXL& x, int64_t k) {
+  return x.inv_freq ? double(x.inv_freq[k]) : double(float(1.0 / std::pow(10000.0, double(2 * k) / double(x.d))));
+}
+
+void encode(const double* freq, int64_t half, int64_t p, float* out) {
   for (int64_t k = 0; k < half; ++k) {
-    // HF keeps the frequencies as a float32 buffer; without the checkpoint's, the float32 rounding of the formula.
-    const double f = inv_freq ? double(inv_freq[k]) : double(float(1.0 / std::pow(10000.0, double(2 * k) / double(d))));
-    const double angle = double(p) * f;
+    const double angle = double(p) * freq[k];
     out[k] = float(std::sin(angle));
     out[half + k] = float(std::cos(angle));
   }
+}
+
+}  // namespace
+
+void RelativeXL::position_encoding(int64_t p, float* out) const {
+  const int64_t half = d / 2;
+  std::vector<double> freq(static_cast<size_t>(half));
+  for (int64_t k = 0; k < half; ++k) freq[size_t(k)] = frequency(*this, k);
+  encode(freq.data(), half, p, out);
+}
+
+void RelativeXL::position_encodings(int64_t rows, float* out) const {
+  const int64_t half = d / 2;
+  std::vector<double> freq(static_cast<size_t>(half));
+  for (int64_t k = 0; k < half; ++k) freq[size_t(k)] = frequency(*this, k);
+  for (int64_t p = 0; p < rows; ++p) encode(freq.data(), half, p, out + p * d);
 }
 
 void ref::relative_xl_attention(const float* h, int64_t n, float* memory, const RelativeXL& x, float* out) {

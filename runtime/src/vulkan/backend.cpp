@@ -172,14 +172,16 @@ Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* lo
 
 Status VulkanBackend::check_state(int node, int64_t position, const uint8_t* in) const {
   const vk::SavedState* s = saved(node);
-  if (!s || s->host_bytes == 0) return Status::Ok();
-  std::vector<uint8_t> want(size_t(s->host_bytes));
-  s->host(position, want.data());
-  if (std::memcmp(want.data(), in, want.size()) != 0) {
-    return InvalidArgument(s->where + ": the saved state's row counts are not those of a sequence of " +
-                           std::to_string(position) + " tokens");
+  if (!s) return Status::Ok();
+  if (s->host_bytes > 0) {
+    std::vector<uint8_t> want(size_t(s->host_bytes));
+    s->host(position, want.data());
+    if (std::memcmp(want.data(), in, want.size()) != 0) {
+      return InvalidArgument(s->where + ": the saved state's row counts are not those of a sequence of " +
+                             std::to_string(position) + " tokens");
+    }
   }
-  return Status::Ok();
+  return check_saved_floats(s->where, in + s->host_bytes, s->bytes(position) - s->host_bytes);
 }
 
 Status VulkanBackend::save_state(int node, int64_t position, uint8_t* out) const {
