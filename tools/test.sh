@@ -30,5 +30,5 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g" \
   "-DTERN_SANITIZE=address;undefined" -DTERN_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_safetensors fuzz_convert_config
+cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_safetensors fuzz_convert_config fuzz_tern_run
 bash tests/fuzz/run.sh "${TERN_FUZZ_SECONDS:-60}"

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(model_load safetensors convert_config)
+[ ${#targets[@]} -gt 0 ] || targets=(model_load safetensors convert_config tern_run)
 build=${TERN_FUZZ_BUILD_DIR:-build-fuzz}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
@@ -22,10 +22,13 @@ for t in "${targets[@]}"; do
   [ -d "tests/fuzz/regressions/$t" ] && seeds+=("tests/fuzz/regressions/$t")
   dict=()
   [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
+  # tern-run prints on every input: its stdout and stderr closed (libFuzzer and the sanitizers keep their own copy).
+  quiet=()
+  [ "$t" = tern_run ] && quiet=(-close_fd_mask=3)
   echo "fuzz: $t for ${seconds} s"
   # -timeout: one input taking this long is a hang; -rss_limit_mb: one using this much is a runaway allocation.
   if ! "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=25 \
-      -artifact_prefix="$artifacts/" -print_final_stats=1 "${dict[@]}" \
+      -artifact_prefix="$artifacts/" -print_final_stats=1 "${dict[@]}" "${quiet[@]}" \
       "$work" "${seeds[@]}"; then
     echo "fuzz: $t failed; the input is in $artifacts/" >&2
     exit 1

@@ -1,0 +1,101 @@
+// Fuzz target: tern-run's command line (examples/tern_run/run.h) and the work it asks for, on small models made
+// once from the goldens. An input is the arguments after "tern-run", one per line; these words stand for files:
+//   @MODEL  a dense byte-level model (256-token context)      @TEXT   a text to --score (1000 bytes)
+//   @SLIDE  a sliding-window model (streams without limit)    @IDS    token ids for @MODEL or @SLIDE (300)
+//   @XL     a Transformer-XL model (no context limit)         @XLIDS  token ids for @XL (50)
+//   @ROUTE  a routing model (whole sequences only)            @OUT    a path for --logits-out
+// The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens so that one input stays
+// quick; every other value is passed as it is. No Vulkan driver is visible (VK_ICD_FILENAMES points at none): a
+// Vulkan backend is a clean error here, and the Vulkan path has its own tests. Run with -close_fd_mask=3 (tests/fuzz/run.sh): tern-run prints on every input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "convert.h"
+#include "run.h"
+
+namespace {
+
+std::string write_file(const std::string& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || std::fclose(f) != 0) std::abort();
+  return path;
+}
+
+std::string ids_json(size_t n, uint32_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(rng() % vocab);
+  return s + "]";
+}
+
+// The files the words stand for, made in a fresh directory on the first input.
+const std::map<std::string, std::string>& files() {
+  static const std::map<std::string, std::string> made = [] {
+    setenv("VK_ICD_FILENAMES", "/nonexistent/tern-fuzz-no-driver.json", 1);
+    char dir_template[] = "/tmp/tern-fuzz-run-XXXXXX";
+    const char* dir = mkdtemp(dir_template);
+    if (!dir) std::abort();
+    const std::string d = dir;
+    std::map<std::string, std::string> f;
+    const std::pair<const char*, const char*> models[] = {{"@MODEL", "pre_untied_nobias_gelutanh"},
+                                                          {"@SLIDE", "sliding_w64"},
+                                                          {"@XL", "transfo_xl_plain"},
+                                                          {"@ROUTE", "routing_only"}};
+    for (const auto& [word, golden] : models) {
+      tern::convert::ConvertOptions o;
+      o.quiet = true;
+      const std::string out = d + "/" + golden + ".tern";
+      if (!tern::convert::convert_checkpoint(std::string(TERN_SOURCE_DIR) + "/tests/goldens/" + golden, out, o).ok()) std::abort();
+      f[word] = out;
+    }
+    std::string text;
+    std::mt19937 rng(5);
+    for (int i = 0; i < 1000; ++i) text += char(' ' + rng() % 90);
+    f["@TEXT"] = write_file(d + "/text.txt", text);
+    f["@IDS"] = write_file(d + "/ids.json", ids_json(300, 256, 6));
+    f["@XLIDS"] = write_file(d + "/xl_ids.json", ids_json(50, 96, 7));
+    f["@OUT"] = d + "/logits.npy";
+    return f;
+  }();
+  return made;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::map<std::string, std::string>& paths = files();
+  std::vector<std::string> args = {"tern-run"};
+  std::string arg;
+  for (size_t i = 0; i <= size; ++i) {
+    if (i == size || data[i] == '\n') {
+      auto it = paths.find(arg);
+      args.push_back(it != paths.end() ? it->second : arg);
+      arg.clear();
+      if (args.size() > 64) break;
+    } else {
+      arg += char(data[i]);
+    }
+  }
+  for (size_t i = 1; i < args.size(); ++i) {
+    for (const std::string flag : {"-n", "--tokens"}) {
+      const bool joined = args[i].rfind(flag + "=", 0) == 0;
+      if (!joined && (args[i] != flag || i + 1 == args.size())) continue;
+      std::string& value = joined ? args[i] : args[i + 1];
+      const size_t at = joined ? flag.size() + 1 : 0;
+      if (std::strtoll(value.c_str() + at, nullptr, 10) > 64) value = value.substr(0, at) + "64";
+    }
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  tern::run::run_command(int(args.size()), argv.data());
+  return 0;
+}
