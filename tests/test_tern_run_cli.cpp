@@ -354,3 +354,31 @@ TEST_CASE("tern-run --logits-out: written whole or not at all, and huge requests
                "--logits-out: 20000000 ids x 64 logits need 5120000000 bytes of float32, more than the address space");
   CHECK(temporaries() == 0);
 }
+
+TEST_CASE("tern-run: a Transformer-XL session is sized before it is built, its position tables included", "[cli][tern_run]") {
+  const std::string xl = model_of("transfo_xl_plain");
+  const std::string ids = scratch_file("xl_ids.json", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]");
+  // No context limit and nothing to size the session from: the flag to give, not the library's field.
+  expect_error(run({xl, "--ids", ids}), 1, "the model has no context limit: give --max-tokens");
+  // 10^8 tokens: calls of up to 10^8 rows, whose relative-position tables alone are 69.6 GB, refused at once
+  // against the 4 GiB address space (or the machine's memory) instead of growing until killed.
+  expect_error(run({xl, "--ids", ids, "--max-tokens", "100000000"}), 1,
+               "tables computed at creation 69600013920 + arena", false);
+  const auto ok = run({xl, "--ids", ids, "--max-tokens", "4096", "--threads", "1"});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("tern-run: a model file truncated while mapped is an error naming it, not SIGBUS", "[cli][tern_run]") {
+  const std::string dir = tern::test::scratch_dir("tern_run_cli_truncated");
+  const std::string model = dir + "/model.tern", err = dir + "/err.txt";
+  fs::copy_file(byte_model(), model, fs::copy_options::overwrite_existing);
+  // Generation long enough to be running when the file shrinks: its pages are read again on every token.
+  const pid_t pid = tern::test::spawn_tool(kRun, {model, "--prompt", "A", "-n", "16777216", "--threads", "1"},
+                                           "", err);
+  for (int i = 0; i < 200 && tern::test::read_file(err).find("model: ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(::truncate(model.c_str(), 4096) == 0);
+  expect_error(tern::test::wait_for_tool(pid, "", err), 1,
+               "the model file was truncated or changed while mapped (a page it held is gone)", false);
+}

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/file_kind.h"
@@ -35,6 +36,23 @@ extern "C" void remove_temporaries_and_die(int sig) {
   // SA_RESETHAND restored the default action on entry; the signal, blocked while this handler runs, is delivered
   // again on return and ends the process as it would have without the handler (exit status, core dump).
   ::raise(sig);
+}
+
+// The line report_truncated_mappings' handler writes, built before any signal: the handler only write()s it.
+char g_bus_message[256];
+size_t g_bus_message_size = 0;
+
+extern "C" void report_truncated_mapping_and_exit(int sig, siginfo_t* info, void*) {
+  if (info == nullptr || info->si_code != BUS_ADRERR) {
+    ::signal(sig, SIG_DFL);  // not a mapping past its file's end: a fault to die of, as without the handler
+    ::raise(sig);
+    return;
+  }
+  for (Slot& s : g_slots)
+    if (s.armed) ::unlink(s.path);
+  const ssize_t ignored = ::write(STDERR_FILENO, g_bus_message, g_bus_message_size);
+  (void)ignored;
+  ::_exit(1);
 }
 
 // Blocks the cleanup signals for the scope, so that a temporary cannot be created and then missed by the handler.
@@ -94,6 +112,19 @@ void remove_temporaries_on_signals() {
     ::sigaction(sig, &sa, nullptr);
   }
   ::signal(SIGXFSZ, SIG_IGN);
+}
+
+void report_truncated_mappings(const char* program) {
+  const int n = std::snprintf(g_bus_message, sizeof g_bus_message,
+                              "%s: error: the model file was truncated or changed while mapped (a page it held is "
+                              "gone); a model file must not change while it is in use\n",
+                              program);
+  g_bus_message_size = n < 0 ? 0 : std::min(size_t(n), sizeof g_bus_message - 1);
+  struct sigaction sa {};
+  sa.sa_sigaction = report_truncated_mapping_and_exit;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_SIGINFO;
+  ::sigaction(SIGBUS, &sa, nullptr);
 }
 
 std::string temp_template(const std::string& dest) {

@@ -17,6 +17,12 @@ namespace tern::convert {
 // signal killing the process and leaving the temporary behind.
 void remove_temporaries_on_signals();
 
+// For programs that run a model mapped from its file (tern-run, tern-bench): a page of the mapping that the file no
+// longer holds (the file was truncated, or replaced in place, while in use) raises SIGBUS with BUS_ADRERR. The
+// handler removes the temporaries above, writes "<program>: error: <what the model file did>" on stderr and exits
+// with status 1, as any other error does, instead of dying of the signal. Other SIGBUS causes keep the default.
+void report_truncated_mappings(const char* program);
+
 // "<dir>/<name>.tmp-XXXXXX" for `dest` "<dir>/<name>", with <name> cut (on a UTF-8 boundary) so that the temporary's
 // own name fits NAME_MAX however long the destination's is.
 std::string temp_template(const std::string& dest);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "temp_file.h"
 #include "tern/tern.h"
 
 namespace {
@@ -282,6 +283,7 @@ int fail(const std::string& message, int code = 1) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tern::convert::report_truncated_mappings("tern-bench");
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},

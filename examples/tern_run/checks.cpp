@@ -169,6 +169,7 @@ std::string session_error_with_flags(const Options& opt, std::string message) {
   // What set each field: the flag when it was typed, otherwise what tern-run sized it from.
   const std::string max_tokens = opt.max_tokens > 0 ? "--max-tokens" : "a session of";
   const std::string max_batch = opt.max_batch > 0 ? "--max-batch" : opt.stream ? "--segment" : "calls of up to";
+  replace_word(&message, "set max_tokens", "give --max-tokens");  // a request to the user names the flag to type
   replace_word(&message, "max_tokens", max_tokens);
   replace_word(&message, "max_batch", max_batch);
   replace_word(&message, "weight_storage F16", "--f16-weights");

@@ -6,5 +6,6 @@ int main(int argc, char** argv) {
   // --logits-out's temporary is removed on SIGINT, SIGTERM, SIGHUP and SIGQUIT, and a write past `ulimit -f` fails
   // with a message instead of SIGXFSZ.
   tern::convert::remove_temporaries_on_signals();
+  tern::convert::report_truncated_mappings("tern-run");
   return tern::run::run_command(argc, argv);
 }

@@ -4,15 +4,17 @@
 //   @SLIDE  a sliding-window model (streams without limit)    @IDS    token ids for @MODEL or @SLIDE (300)
 //   @XL     a Transformer-XL model (no context limit)         @XLIDS  token ids for @XL (50)
 //   @ROUTE  a routing model (whole sequences only)            @OUT    a path for --logits-out
-// The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens so that one input stays
-// quick; every other value is passed as it is. No Vulkan driver is visible (VK_ICD_FILENAMES points at none): a
-// Vulkan backend is a clean error here, and the Vulkan path has its own tests. Run with -close_fd_mask=3 (tests/fuzz/run.sh): tern-run prints on every input.
+// The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens, and --stride raised to
+// 128, so that one input stays quick (clamp_values); every other value is passed as it is. No Vulkan driver is
+// visible (VK_ICD_FILENAMES points at none): a Vulkan backend is a clean error here, and the Vulkan path has its
+// own tests. Run with -close_fd_mask=3 (tests/fuzz/run.sh): tern-run prints on every input.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <string>
@@ -68,6 +70,26 @@ const std::map<std::string, std::string>& files() {
   return made;
 }
 
+// Positive values of `flags` ("-f N" or "-f=N") outside [lo, hi] are replaced by the nearer bound (zero and
+// negative ones are left for tern-run to refuse), so that one input stays quick: -n at most 64 tokens, --stride at
+// least 128 bytes (at 2, --score's 1000 bytes are 373 windows of 256 tokens, minutes under the sanitizers: valid
+// and correct, only slow).
+void clamp_values(std::vector<std::string>* args, std::initializer_list<const char*> flags, int64_t lo, int64_t hi) {
+  std::vector<std::string>& a = *args;
+  for (size_t i = 1; i < a.size(); ++i)
+    for (const std::string flag : flags) {
+      const bool joined = a[i].rfind(flag + "=", 0) == 0;
+      if (!joined && (a[i] != flag || i + 1 == a.size())) continue;
+      std::string& value = joined ? a[i] : a[i + 1];
+      const size_t at = joined ? flag.size() + 1 : 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(value.c_str() + at, &end, 10);
+      if (end == value.c_str() + at) continue;  // not a number: left for tern-run to refuse
+      if (v > hi) value = value.substr(0, at) + std::to_string(hi);
+      if (v > 0 && v < lo) value = value.substr(0, at) + std::to_string(lo);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -84,15 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       arg += char(data[i]);
     }
   }
-  for (size_t i = 1; i < args.size(); ++i) {
-    for (const std::string flag : {"-n", "--tokens"}) {
-      const bool joined = args[i].rfind(flag + "=", 0) == 0;
-      if (!joined && (args[i] != flag || i + 1 == args.size())) continue;
-      std::string& value = joined ? args[i] : args[i + 1];
-      const size_t at = joined ? flag.size() + 1 : 0;
-      if (std::strtoll(value.c_str() + at, nullptr, 10) > 64) value = value.substr(0, at) + "64";
-    }
-  }
+  clamp_values(&args, {"-n", "--tokens"}, 0, 64);
+  clamp_values(&args, {"--stride"}, 128, INT64_MAX);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -9,11 +9,11 @@
 #include "tern/tern.h"
 
 struct tern_sampler {
-  tern::Sampler sampler;
+  tern::LogitSampler sampler;
 };
 
 struct tern_generator {
-  tern::Generator generator;
+  tern::TokenGenerator generator;
   std::string last_error;
 };
 
@@ -69,7 +69,7 @@ tern_status tern_sampler_create(const tern_sampler_options* options, tern_sample
   tern_sampler_options o = tern::default_sampler_options();
   if (tern::Status st = tern::read_sized_options(options, "tern_sampler_options", &o); !st.ok()) return fail(st);
   return guarded("while creating a sampler", [&] {
-    auto sampler = tern::Sampler::create(o);
+    auto sampler = tern::LogitSampler::create(o);
     if (!sampler.ok()) return fail(sampler.status());
     *out = new tern_sampler{std::move(sampler).value()};
     return TERN_OK;
@@ -106,7 +106,7 @@ tern_status tern_generator_create(tern_session* session, const tern_generator_op
   tern_generator_options_init(&o);
   if (tern::Status st = tern::read_sized_options(options, "tern_generator_options", &o); !st.ok()) return fail(st);
   return guarded("while creating a generator", [&] {
-    auto generator = tern::Generator::create(tern::capi::session_of(session), o);
+    auto generator = tern::TokenGenerator::create(tern::capi::session_of(session), o);
     if (!generator.ok()) return fail(generator.status());
     *out = new tern_generator{std::move(generator).value(), ""};
     return TERN_OK;

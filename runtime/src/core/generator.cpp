@@ -6,13 +6,13 @@
 
 namespace tern {
 
-Generator::Generator(Session& session, const tern_generator_options& options)
+TokenGenerator::TokenGenerator(Session& session, const tern_generator_options& options)
     : session_(&session), options_(options), limit_(session.sequence_limit()) {
   keep_ = options.keep_tokens > 0 ? options.keep_tokens : std::max<int64_t>(1, limit_ / 2);
   logits_.assign(size_t(session.model().vocab_size()), 0.0f);
 }
 
-Result<Generator> Generator::create(Session& session, const tern_generator_options& options) {
+Result<TokenGenerator> TokenGenerator::create(Session& session, const tern_generator_options& options) {
   int policy = 0;  // a C caller may pass a number outside the enum
   static_assert(sizeof policy == sizeof options.context_policy, "an int-sized enum");
   std::memcpy(&policy, &options.context_policy, sizeof policy);
@@ -27,10 +27,10 @@ Result<Generator> Generator::create(Session& session, const tern_generator_optio
                            std::to_string(options.keep_tokens));
   }
   if (session.model().vocab_size() < 1) return InvalidArgument("the model has no vocabulary to generate from");
-  return Generator(session, options);
+  return TokenGenerator(session, options);
 }
 
-Status Generator::check_session() const {
+Status TokenGenerator::check_session() const {
   if (session_->position() == fed_position_) return Status::Ok();
   return InvalidArgument("the session holds " + std::to_string(session_->position()) + " tokens where its generator fed " +
                          std::to_string(fed_position_) +
@@ -38,14 +38,14 @@ Status Generator::check_session() const {
                          "tern_generator_prompt)");
 }
 
-void Generator::forget() {
+void TokenGenerator::forget() {
   has_logits_ = false;
   pending_ = false;
   session_->reset();
   fed_position_ = 0;
 }
 
-Status Generator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
+Status TokenGenerator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
   if (ids == nullptr || n < 1) return InvalidArgument("tern_generator_prompt: the prompt needs at least one token id");
   history_.assign(ids, ids + n);
   slides_ = 0;
@@ -60,7 +60,7 @@ Status Generator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
   return Status::Ok();
 }
 
-Status Generator::append(const int32_t* ids, int64_t n) {
+Status TokenGenerator::append(const int32_t* ids, int64_t n) {
   if (ids == nullptr || n < 1) return InvalidArgument("tern_generator_append: needs at least one token id");
   if (!has_logits_) return InvalidArgument("tern_generator_append: no sequence yet: call tern_generator_prompt first");
   TERN_RETURN_IF_ERROR(check_session());
@@ -75,7 +75,7 @@ Status Generator::append(const int32_t* ids, int64_t n) {
   return feed_tail(add);
 }
 
-Result<int32_t> Generator::next(Sampler& sampler) {
+Result<int32_t> TokenGenerator::next(LogitSampler& sampler) {
   if (!has_logits_) return InvalidArgument("tern_generator_next: no sequence yet: call tern_generator_prompt first");
   TERN_RETURN_IF_ERROR(check_session());
   if (pending_) {
@@ -88,7 +88,7 @@ Result<int32_t> Generator::next(Sampler& sampler) {
   return token;
 }
 
-Status Generator::feed_tail(int64_t n) {
+Status TokenGenerator::feed_tail(int64_t n) {
   Status st;
   if (session_->position() + n <= limit_) {
     st = run(history_.data() + history_.size() - size_t(n), n);
@@ -104,13 +104,13 @@ Status Generator::feed_tail(int64_t n) {
   return st;
 }
 
-Status Generator::refill(int64_t n) {
+Status TokenGenerator::refill(int64_t n) {
   session_->reset();
   fed_position_ = 0;
   return run(history_.data() + history_.size() - size_t(n), n);
 }
 
-Status Generator::run(const int32_t* ids, int64_t n) {
+Status TokenGenerator::run(const int32_t* ids, int64_t n) {
   has_logits_ = false;
   const int64_t batch = session_->max_batch(), vocab = int64_t(logits_.size());
   for (int64_t done = 0; done < n;) {

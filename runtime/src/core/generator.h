@@ -11,17 +11,17 @@
 
 namespace tern {
 
-class Generator {
+class TokenGenerator {
  public:
   // Checks the options against the session (keep_tokens below its sequence limit).
-  static Result<Generator> create(Session& session, const tern_generator_options& options);
+  static Result<TokenGenerator> create(Session& session, const tern_generator_options& options);
 
   // Resets the session and feeds the last min(n, limit) prompt ids; *kept gets that count.
   Status prompt(const int32_t* ids, int64_t n, int64_t* kept);
   // Feeds ids after the sequence (the pending token first), under the context policy.
   Status append(const int32_t* ids, int64_t n);
   // Feeds the pending token, then samples the next one from the logits.
-  Result<int32_t> next(Sampler& sampler);
+  Result<int32_t> next(LogitSampler& sampler);
 
   // [vocab], or null before a prompt.
   const float* logits() const { return has_logits_ ? logits_.data() : nullptr; }
@@ -30,7 +30,7 @@ class Generator {
   int64_t slides() const { return slides_; }
 
  private:
-  Generator(Session& session, const tern_generator_options& options);
+  TokenGenerator(Session& session, const tern_generator_options& options);
   // The session still holds what this generator fed it.
   Status check_session() const;
   // Feeds the last n history tokens after the session's sequence, or applies the policy when they do not fit.

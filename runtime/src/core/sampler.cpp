@@ -90,7 +90,7 @@ tern_sampler_options default_sampler_options() {
   return o;
 }
 
-Result<Sampler> Sampler::create(const tern_sampler_options& o) {
+Result<LogitSampler> LogitSampler::create(const tern_sampler_options& o) {
   if (!std::isfinite(o.temperature) || o.temperature < 0.0f) {
     return field_error("temperature", "a finite number >= 0 (0: greedy)", o.temperature);
   }
@@ -103,10 +103,10 @@ Result<Sampler> Sampler::create(const tern_sampler_options& o) {
   if (o.repetition_last_n < 0) {
     return field_error("repetition_last_n", ">= 0 (0: the whole history)", o.repetition_last_n);
   }
-  return Sampler(o);
+  return LogitSampler(o);
 }
 
-Result<int32_t> Sampler::sample(const float* logits, int64_t vocab, const int32_t* history, int64_t n_history) {
+Result<int32_t> LogitSampler::sample(const float* logits, int64_t vocab, const int32_t* history, int64_t n_history) {
   if (logits == nullptr) return InvalidArgument("tern_sampler_sample: logits is null");
   if (vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) {
     return InvalidArgument("tern_sampler_sample: vocab " + std::to_string(vocab) + " is outside [1, 2^31)");

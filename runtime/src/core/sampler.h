@@ -39,10 +39,10 @@ class Xoshiro256 {
   uint64_t s_[4];
 };
 
-class Sampler {
+class LogitSampler {
  public:
   // Checks the options (struct_size, every field's range; messages name the field).
-  static Result<Sampler> create(const tern_sampler_options& options);
+  static Result<LogitSampler> create(const tern_sampler_options& options);
 
   // One token from logits [vocab]. history [n_history] (ids in [0, vocab)) feeds the repetition penalty; it may be
   // null when n_history is 0. No allocation after the first call for a vocab size.
@@ -51,7 +51,7 @@ class Sampler {
   const tern_sampler_options& options() const { return options_; }
 
  private:
-  explicit Sampler(const tern_sampler_options& options) : options_(options), rng_(options.seed) {}
+  explicit LogitSampler(const tern_sampler_options& options) : options_(options), rng_(options.seed) {}
 
   tern_sampler_options options_;
   Xoshiro256 rng_;
