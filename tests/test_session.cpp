@@ -165,6 +165,13 @@ TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "
     CHECK_THAT(out, Catch::Contains(std::string("\"") + field + "\": "));
   }
   CHECK(out.find("\"tokens_per_s\": 0.000") == std::string::npos);
+  // Each row says which machine and build it came from, as this process's library reads them.
+  const std::string cpu = tern_cpu_description();
+  CHECK_THAT(cpu, Catch::Contains(" logical processor"));
+  CHECK_THAT(out, Catch::Contains("\"cpu\": \"" + cpu + "\""));
+  CHECK_THAT(out, Catch::Contains(std::string("\"library\": \"") + tern_version() + "\""));
+  CHECK_THAT(out, Catch::Contains("\"build\": \"Release") || Catch::Contains("\"build\": \"RelWithDebInfo") ||
+                      Catch::Contains("\"build\": \"Debug"));
   run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model + " -o yaml 2>/dev/null", &st);
   CHECK(WEXITSTATUS(st) == 2);
 }

@@ -205,7 +205,9 @@ void print_version(const char* tool) {
   tern_format_versions(&lo, &hi);
   std::printf("%s %d.%d.%d\n", tool, TERN_VERSION_MAJOR, TERN_VERSION_MINOR, TERN_VERSION_PATCH);
   std::printf("library: libtern %s, reads .tern format versions %u to %u\n", tern_version(), lo, hi);
-  std::printf("build: %s\n", TERN_BUILD_SUMMARY);
+  std::printf("build: %s\n", build_summary());
 }
+
+const char* build_summary() { return TERN_BUILD_SUMMARY; }
 
 }  // namespace tern::cli

@@ -39,6 +39,8 @@ int64_t hardware_threads();
 // Prints what --version shows: the tool's and the loaded library's versions, the .tern format versions the library
 // reads, and the build (type, compiler, target, TERN_NATIVE, Vulkan backend).
 void print_version(const char* tool);
+// How this build was made: "Release, GNU 12.2.0, x86_64, TERN_NATIVE=OFF, Vulkan backend ON" (CMake's summary).
+const char* build_summary();
 
 // Peak resident set size of this process, in bytes.
 uint64_t peak_rss_bytes();

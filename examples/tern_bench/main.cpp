@@ -164,6 +164,9 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
 
 void print_md(const std::vector<Test>& tests, const std::string& model, double load_ms) {
   std::printf("model: %s (loaded and verified in %.2f ms)\n", model.c_str(), load_ms);
+  // What identifies the machine and the build, so that reports from different devices can be compared.
+  std::printf("cpu: %s\n", tern_cpu_description());
+  std::printf("build: libtern %s, %s\n", tern_version(), tern::cli::build_summary());
   for (const Test& t : tests) {
     if (!t.skipped.empty()) continue;
     if (t.backend == "vulkan") {
@@ -259,8 +262,8 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
           "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\", "
-          "\"activation_storage\": \"%s\"}"
-        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s";
+          "\"activation_storage\": \"%s\", \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\"}"
+        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s%.0s%.0s%.0s";
     std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), json_escape(t.device).c_str(),
                 json_escape(t.driver).c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
@@ -268,7 +271,8 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
                 (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes,
                 (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32",
-                t.f16_activations ? "f16" : "f32");
+                t.f16_activations ? "f16" : "f32", json_escape(tern_cpu_description()).c_str(), tern_version(),
+                json_escape(tern::cli::build_summary()).c_str());
     if (!json) std::printf("\n");
     first = false;
   }

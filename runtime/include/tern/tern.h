@@ -47,6 +47,13 @@ extern "C" {
 
 /* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
 TERN_API const char* tern_version(void);
+
+/* The CPU this process runs on, as cpuinfo reads it, for benchmark reports: the chip's name (on Arm, where Linux
+ * rarely names the chip, also the main ID register), its cores and logical processors, and the vector features
+ * that decide which kernels run, e.g. "Intel(R) Xeon(R) CPU @ 2.20GHz (1 core, 2 logical processors): sse4.2 avx
+ * avx2 fma3 f16c" or "... (8 cores, 8 logical processors, MIDR 0x414fd0b1): neon fp16 dotprod". A static string;
+ * any thread. */
+TERN_API const char* tern_cpu_description(void);
 /* The .tern format versions (tern_model_info.format_version) this library reads: tern_model_load rejects a file
  * outside [*min_version, *max_version] with TERN_INVALID_MODEL. Either pointer may be NULL. Any thread. */
 TERN_API void tern_format_versions(uint32_t* min_version, uint32_t* max_version);
