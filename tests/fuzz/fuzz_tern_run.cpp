@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <random>
@@ -46,6 +47,8 @@ const std::map<std::string, std::string>& files() {
     const char* dir = mkdtemp(dir_template);
     if (!dir) std::abort();
     const std::string d = dir;
+    static std::string made_dir = d;  // removed with everything in it when the fuzzer or the replay exits
+    std::atexit([] { std::filesystem::remove_all(made_dir); });
     std::map<std::string, std::string> f;
     const std::pair<const char*, const char*> models[] = {{"@MODEL", "pre_untied_nobias_gelutanh"},
                                                           {"@SLIDE", "sliding_w64"},
