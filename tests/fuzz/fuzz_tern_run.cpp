@@ -111,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // One thread unless the input asks for more: pthreadpool's workers spin while they wait, and on a machine busy
   // with other work (two fuzzers on two cores) a 2-thread run spends most of its time spinning.
-  if (std::none_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--threads", 0) == 0; }))
+  if (std::none_of(args.begin(), args.end(), [](const std::string& a) { return a == "--threads" || a.rfind("--threads=", 0) == 0; }))
     args.insert(args.begin() + 1, {"--threads", "1"});
   clamp_values(&args, {"-n", "--tokens"}, 0, 64);
   clamp_values(&args, {"--stride"}, 128, INT64_MAX);
