@@ -68,9 +68,10 @@ else
   debs=$build/sysroot-debs
   rm -rf "$sysroot" "$debs"
   mkdir -p "$sysroot" "$debs"
-  # apt-get download writes into the current directory; as root it warns that _apt cannot write there.
-  (cd "$debs" && apt-get download -q $(printf '%s:arm64 ' "${arm64_packages[@]}") "${all_packages[@]}" 2>&1 |
-     grep -v "unsandboxed" || true)
+  # apt-get download writes into the current directory (as root it warns that _apt cannot: harmless).
+  step "downloading ${#arm64_packages[@]} arm64 packages and ${#all_packages[@]} of all architectures"
+  (cd "$debs" && apt-get download -q "${arm64_packages[@]/%/:arm64}" "${all_packages[@]}") >"$build/download.log" 2>&1 ||
+    { cat "$build/download.log"; exit 1; }
   for deb in "$debs"/*.deb; do
     step "  unpacking $(basename "$deb")"
     dpkg -x "$deb" "$sysroot"
