@@ -7,7 +7,11 @@
 #                         avx2 (-march=x86-64-v3: AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE),
 #                         avx512 (-march=x86-64-v4: x86-64-v3 + AVX-512 F, BW, CD, DQ, VL)
 #   TERN_NATIVE=ON:       one variant, native: everything is already compiled with -march=native
-#   anything else:        one variant, baseline, with no extra flags (aarch64: NEON is baseline there)
+#   aarch64, GCC or Clang: one variant, baseline (ARMv8-A: NEON is always there, so auto-vectorisation targets it
+#                         with no -march), with -fno-trapping-math: without it GCC keeps the clamps of exp_approx
+#                         (fast_math.inc) as branches and the GELU loops scalar on AArch64. It changes no result,
+#                         only whether floating-point exception flags may be raised by a selected-away operand.
+#   anything else:        one variant, baseline, with no extra flags
 #
 # Sets TERN_CPU_ISA_VARIANTS (names, narrowest first). tern_add_cpu_isa_kernels(TARGET...) adds the variants'
 # objects to each TARGET, which must be one that links (a static or shared library: an OBJECT library cannot hold
@@ -23,6 +27,9 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|x64)$" AND CMAKE_SIZ
   set(TERN_CPU_ISA_FLAGS_baseline "")
   set(TERN_CPU_ISA_FLAGS_avx2 -march=x86-64-v3)
   set(TERN_CPU_ISA_FLAGS_avx512 -march=x86-64-v4)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  set(TERN_CPU_ISA_VARIANTS baseline)
+  set(TERN_CPU_ISA_FLAGS_baseline -fno-trapping-math)
 else()
   set(TERN_CPU_ISA_VARIANTS baseline)
   set(TERN_CPU_ISA_FLAGS_baseline "")

@@ -12,6 +12,7 @@
 
 #include "convert.h"
 #include "op_graph.h"
+#include "run_tool.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -186,7 +187,7 @@ TEST_CASE("tern-run --memory-budget: a budget too small fails with the planner's
   tern::convert::ConvertOptions opts;
   opts.quiet = true;
   REQUIRE(tern::convert::convert_checkpoint(tern::test::source_path("tests/goldens/tiny_f16"), dir + "/m.tern", opts).ok());
-  const std::string run = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + dir + "/m.tern --plan 8 ";
+  const std::string run = tern::test::tool_command("examples/tern-run ") + dir + "/m.tern --plan 8 ";
   auto exit_code = [](const std::string& cmd) {
     const int st = std::system(cmd.c_str());
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -218,7 +219,7 @@ TEST_CASE("packed weights: each tensor's mapped pages go once it is packed, so c
   const std::string model_path = std::string(TERN_BINARY_DIR) + "/test-scratch/op_graph_packed_pages-" +
                                  std::to_string(::getpid()) + "/model.tern";
   const std::string dir = tern::test::scratch_dir("packed_pages_cli");
-  const std::string cmd = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model_path + " --plan 8 --threads 1 >" +
+  const std::string cmd = tern::test::tool_command("examples/tern-run ") + model_path + " --plan 8 --threads 1 >" +
                           dir + "/out.txt 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string out = tern::test::read_file(dir + "/out.txt");

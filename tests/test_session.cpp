@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "core/status.h"
+#include "run_tool.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -131,7 +132,7 @@ TEST_CASE("tern-run: generation is deterministic for a seed and differs across s
   convert::ConvertOptions opts;
   opts.quiet = true;
   REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
-  const std::string run = std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model +
+  const std::string run = tern::test::tool_command("examples/tern-run ") + model +
                           " --prompt 'Tern' -n 64 --temperature 1.0 --top-k 20 --threads 1 2>/dev/null --seed ";
   auto text_of = [](const std::string& out) { return out.substr(0, out.find("\n\nprompt:")); };
   int st1, st2, st3;
@@ -143,7 +144,7 @@ TEST_CASE("tern-run: generation is deterministic for a seed and differs across s
   CHECK(text_of(a) == text_of(b));
   CHECK(text_of(a) != text_of(c));
   int st;
-  run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model + " --top-k banana 2>/dev/null", &st);
+  run_command(tern::test::tool_command("examples/tern-run ") + model + " --top-k banana 2>/dev/null", &st);
   CHECK(WEXITSTATUS(st) == 2);
 }
 
@@ -153,7 +154,7 @@ TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "
   opts.quiet = true;
   REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
   int st;
-  std::string out = run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model +
+  std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
                                     " -p 32 -n 8 -d 0,16 -r 2 -t 1 -o json 2>/dev/null",
                                 &st);
   REQUIRE(st == 0);
@@ -172,7 +173,7 @@ TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "
   CHECK_THAT(out, Catch::Contains(std::string("\"library\": \"") + tern_version() + "\""));
   CHECK_THAT(out, Catch::Contains("\"build\": \"Release") || Catch::Contains("\"build\": \"RelWithDebInfo") ||
                       Catch::Contains("\"build\": \"Debug"));
-  run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model + " -o yaml 2>/dev/null", &st);
+  run_command(tern::test::tool_command("examples/tern-bench ") + model + " -o yaml 2>/dev/null", &st);
   CHECK(WEXITSTATUS(st) == 2);
 }
 
@@ -182,7 +183,7 @@ TEST_CASE("tern-bench: a whole-sequence model measures prefill and reports gener
   opts.quiet = true;
   REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/routing_only"), model, opts).ok());
   int st;
-  std::string out = run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-bench " + model +
+  std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
                                     " -p 32 -n 4 -r 1 -o json 2>/dev/null",
                                 &st);
   REQUIRE(st == 0);

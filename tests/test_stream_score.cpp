@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "convert.h"
 #include "npy.h"
+#include "run_tool.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -60,7 +61,7 @@ TEST_CASE("tern-run --perplexity streams a Transformer-XL golden through its mem
     const std::string tgt = std::to_string(nlohmann::json::parse(tern::test::read_file(dir + "/config.json"))["tgt_len"].get<int>());
     int st = 0;
     // No --max-tokens: a model without a context limit gets a session as long as the stream.
-    const std::string out = run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model + " --ids " + dir +
+    const std::string out = run_command(tern::test::tool_command("examples/tern-run ") + model + " --ids " + dir +
                                             "/ids.json --perplexity --segment " + tgt + " --threads 2 2>&1", &st);
     INFO(name << ": " << out);
     REQUIRE(st == 0);
@@ -101,7 +102,7 @@ TEST_CASE("tern-run --score --segment streams a sliding-window model and matches
   tern_session_free(s);
   tern_model_free(m);
   int st = 0;
-  const std::string out = run_command(std::string(TERN_BINARY_DIR) + "/examples/tern-run " + model + " --score " + file +
+  const std::string out = run_command(tern::test::tool_command("examples/tern-run ") + model + " --score " + file +
                                           " --segment 50 --max-tokens 700 --threads 1 2>&1", &st);
   INFO(out);
   REQUIRE(st == 0);

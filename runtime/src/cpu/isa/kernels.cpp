@@ -15,6 +15,8 @@
 
 #if defined(__F16C__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>  // AArch64 always has NEON and its float16 <-> float32 conversions (FCVTL, FCVTN)
 #endif
 
 #if !defined(TERN_ISA_NAMESPACE) || !defined(TERN_ISA_NAME)

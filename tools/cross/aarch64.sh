@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds Tern for 64-bit ARM Linux on a Debian 12 x86-64 machine, and with --test runs the CPU suite under qemu:
+#   tools/cross/aarch64.sh [--test]
+# 1. installs what is missing (root or sudo): Debian's cross toolchain, qemu-user, the host's cmake, ninja, flatc,
+#    glslc, and the arm64 architecture for apt;
+# 2. assembles a sysroot (BUILD_DIR/sysroot) from arm64 .debs unpacked with dpkg -x: libxnnpack-dev and
+#    libpthreadpool-dev are not Multi-Arch: same, so installing them as arm64 packages would remove the host's;
+# 3. configures BUILD_DIR (default build-aarch64) with cmake/toolchains/aarch64-linux-gnu.cmake, Release, Ninja,
+#    and builds the library, the tools and the tests;
+# 4. --test: ctest under qemu-aarch64 (the toolchain's emulator), the Vulkan cases excluded (no Vulkan device
+#    runs under user-mode emulation).
+# Idempotent: a second run reuses the sysroot (rebuilt only when the package list or versions change) and the build.
+# Environment: BUILD_DIR, JOBS (default: the CPU count), TERN_CROSS_TEST_TIMEOUT (seconds per test, default 3000).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD_DIR:-$root/build-aarch64}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+sysroot=$build/sysroot
+jobs=${JOBS:-$(nproc)}
+run_tests=0
+for arg in "$@"; do
+  case $arg in
+    --test) run_tests=1 ;;
+    *) echo "usage: tools/cross/aarch64.sh [--test]" >&2; exit 2 ;;
+  esac
+done
+step() { echo "aarch64: $*"; }
+
+# The target's packages in the sysroot: Tern's libraries (-dev and runtime), the C and C++ runtime that qemu
+# loads the binaries with (the cross toolchain's copy is for linking), catch2 (it ships a static library too),
+# and nlohmann-json (Architecture: all).
+arm64_packages=(libxnnpack-dev libxnnpack0 libpthreadpool-dev libpthreadpool0 libcpuinfo-dev libcpuinfo0
+                libflatbuffers-dev libflatbuffers2 libvulkan-dev libvulkan1 libc6 libgcc-s1 libstdc++6 catch2)
+all_packages=(nlohmann-json3-dev)
+
+# 1. Host packages.
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+host_packages=(crossbuild-essential-arm64 qemu-user cmake ninja-build pkg-config flatbuffers-compiler glslc)
+missing=()
+for p in "${host_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+need_update=0
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  step "adding the arm64 architecture to dpkg"
+  $sudo dpkg --add-architecture arm64
+  need_update=1
+fi
+apt-cache show libxnnpack-dev:arm64 >/dev/null 2>&1 || need_update=1
+if [ ${#missing[@]} -gt 0 ] || [ $need_update -eq 1 ]; then
+  step "apt-get update"
+  $sudo apt-get update -qq
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  step "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. The sysroot, keyed by the exact versions apt would download now.
+wanted=$( (for p in "${arm64_packages[@]}"; do echo "$p:arm64"; done; printf '%s\n' "${all_packages[@]}") |
+          xargs apt-cache policy | awk '/^[^ ]/ {p=$1} /Candidate:/ {print p, $2}')
+if [ -f "$sysroot/.tern-packages" ] && [ "$(cat "$sysroot/.tern-packages")" = "$wanted" ]; then
+  step "sysroot $sysroot is up to date"
+else
+  step "assembling the sysroot in $sysroot"
+  debs=$build/sysroot-debs
+  rm -rf "$sysroot" "$debs"
+  mkdir -p "$sysroot" "$debs"
+  # apt-get download writes into the current directory (as root it warns that _apt cannot: harmless).
+  step "downloading ${#arm64_packages[@]} arm64 packages and ${#all_packages[@]} of all architectures"
+  (cd "$debs" && apt-get download -q "${arm64_packages[@]/%/:arm64}" "${all_packages[@]}") >"$build/download.log" 2>&1 ||
+    { cat "$build/download.log"; exit 1; }
+  for deb in "$debs"/*.deb; do
+    step "  unpacking $(basename "$deb")"
+    dpkg -x "$deb" "$sysroot"
+  done
+  # dpkg -x keeps absolute links (libXNNPACK.so -> /usr/lib/aarch64-linux-gnu/...): they would point at the
+  # build machine's files. Make each relative, to the same path inside the sysroot.
+  find "$sysroot" -type l | while read -r link; do
+    target=$(readlink "$link")
+    case $target in
+      /*) ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$sysroot$target")" "$link" ;;
+    esac
+  done
+  echo "$wanted" >"$sysroot/.tern-packages"
+  rm -rf "$debs"
+fi
+
+# 3. Configure and build.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+step "configuring $build"
+start=$(date +%s)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake" -DTERN_SYSROOT="$sysroot" \
+      "${launcher[@]}" >"$build/configure.log" || { cat "$build/configure.log"; exit 1; }
+grep -E "CPU kernel variants|Vulkan backend" "$build/configure.log" | sed 's/^-- /aarch64:   /'
+step "building (-j$jobs)"
+cmake --build "$build" -j "$jobs"
+step "built in $(( $(date +%s) - start )) s: $(file -b "$build/examples/tern-run" 2>/dev/null | cut -d, -f1-2)"
+
+# 4. The suite under qemu.
+if [ $run_tests -eq 1 ]; then
+  step "ctest under qemu-aarch64, Vulkan cases excluded (-j$jobs)"
+  start=$(date +%s)
+  status=0
+  ctest --test-dir "$build" -j "$jobs" -E '[Vv]ulkan' --timeout "${TERN_CROSS_TEST_TIMEOUT:-3000}" \
+        --output-on-failure || status=$?
+  step "tests ran in $(( $(date +%s) - start )) s (exit $status)"
+  exit $status
+fi
