@@ -104,7 +104,7 @@ class RelativeXLKernel : public CpuKernel {
     // r(p) for every position a call can read, and scale * r_r_bias . r(p).
     const int64_t P = xl_.position_rows(max_batch_);
     std::vector<float> pe(size_t(P * d));
-    xl_.position_encodings(P, pe.data());
+    xl_.position_encodings(0, P, pe.data());
     TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(xl_.r_net, nullptr, d, inner, inner, node_.label()));
     r_.resize(size_t(P * inner));
     TERN_RETURN_IF_ERROR(r_net.run(pool, pe.data(), P, r_.data(), node_.label()));

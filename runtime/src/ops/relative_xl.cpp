@@ -98,18 +98,13 @@ void encode(const double* freq, int64_t half, int64_t p, float* out) {
 
 }  // namespace
 
-void RelativeXL::position_encoding(int64_t p, float* out) const {
-  const int64_t half = d / 2;
-  std::vector<double> freq(static_cast<size_t>(half));
-  for (int64_t k = 0; k < half; ++k) freq[size_t(k)] = frequency(*this, k);
-  encode(freq.data(), half, p, out);
-}
+void RelativeXL::position_encoding(int64_t p, float* out) const { position_encodings(p, 1, out); }
 
-void RelativeXL::position_encodings(int64_t rows, float* out) const {
+void RelativeXL::position_encodings(int64_t first, int64_t rows, float* out) const {
   const int64_t half = d / 2;
   std::vector<double> freq(static_cast<size_t>(half));
   for (int64_t k = 0; k < half; ++k) freq[size_t(k)] = frequency(*this, k);
-  for (int64_t p = 0; p < rows; ++p) encode(freq.data(), half, p, out + p * d);
+  for (int64_t i = 0; i < rows; ++i) encode(freq.data(), half, first + i, out + i * d);
 }
 
 void ref::relative_xl_attention(const float* h, int64_t n, float* memory, const RelativeXL& x, float* out) {

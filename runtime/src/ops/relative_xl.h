@@ -58,8 +58,8 @@ struct RelativeXL {
   int64_t first_key(int64_t i) const { return same_length ? i + 1 : 0; }
   // pe(p) [d], angles and sin/cos in double.
   void position_encoding(int64_t p, float* out) const;
-  // pe(0) .. pe(rows - 1) [rows, d], each as position_encoding writes it, the frequencies computed once.
-  void position_encodings(int64_t rows, float* out) const;
+  // pe(first) .. pe(first + rows - 1) [rows, d], the frequencies computed once for all of them.
+  void position_encodings(int64_t first, int64_t rows, float* out) const;
   uint64_t state_bytes() const { return uint64_t(mem_len) * uint64_t(d) * sizeof(float); }
 };
 

@@ -160,12 +160,12 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   // r(p) for every position a call can read ([P, inner], in double as the reference), and r_w_bias | r_r_bias.
   const int64_t P = x.position_rows(low.max_batch), inner = m.inner, d = x.d;
   TERN_RETURN_IF_ERROR(too_large(node, P, inner));
-  std::vector<float> r(size_t(P * inner)), pe(static_cast<size_t>(d));
+  std::vector<float> r(size_t(P * inner)), pe(size_t(P * d));
+  x.position_encodings(0, P, pe.data());
   for (int64_t p = 0; p < P; ++p) {
-    x.position_encoding(p, pe.data());
     for (int64_t o = 0; o < inner; ++o) {
       double s = 0;
-      for (int64_t c = 0; c < d; ++c) s += double(pe[size_t(c)]) * double(x.r_net[o * d + c]);
+      for (int64_t c = 0; c < d; ++c) s += double(pe[size_t(p * d + c)]) * double(x.r_net[o * d + c]);
       r[size_t(p * inner + o)] = float(s);
     }
   }
