@@ -360,13 +360,19 @@ TEST_CASE("tern-run: a Transformer-XL session is sized before it is built, its p
   const std::string ids = scratch_file("xl_ids.json", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]");
   // No context limit and nothing to size the session from: the flag to give, not the library's field.
   expect_error(run({xl, "--ids", ids}), 1, "the model has no context limit: give --max-tokens");
-  // 10^8 tokens: calls of up to 10^8 rows, whose relative-position tables alone are 69.6 GB, refused at once
-  // against the 4 GiB address space (or the machine's memory) instead of growing until killed.
-  expect_error(run({xl, "--ids", ids, "--max-tokens", "100000000"}), 1,
+  // Calls of up to 10^8 rows, whose relative-position tables alone are 69.6 GB, refused at once against the 4 GiB
+  // address space (or the machine's memory) instead of growing until killed.
+  expect_error(run({xl, "--ids", ids, "--max-tokens", "100000000", "--max-batch", "100000000"}), 1,
                "tables computed at creation 69600013920 + arena", false);
-  const auto ok = run({xl, "--ids", ids, "--max-tokens", "4096", "--threads", "1"});
-  INFO(ok.err);
-  CHECK(ok.exit_code == 0);
+  // Without --max-batch the session is sized to the one call of 10 ids, whatever --max-tokens allows: it fits a
+  // budget of 4 MB (a session for calls of 4096 rows does not).
+  for (const char* max_tokens : {"4096", "100000000"}) {
+    const auto ok = run({xl, "--ids", ids, "--max-tokens", max_tokens, "--threads", "1", "--memory-budget", "4000000"});
+    INFO(ok.err);
+    CHECK(ok.exit_code == 0);
+  }
+  expect_error(run({xl, "--ids", ids, "--max-tokens", "4096", "--max-batch", "4096", "--memory-budget", "4000000"}), 1,
+               "more than --memory-budget 4000000 bytes", false);
 }
 
 TEST_CASE("tern-run: a model file truncated while mapped is an error naming it, not SIGBUS", "[cli][tern_run]") {

@@ -37,6 +37,15 @@ int run_all(Options& opt) {
   so.max_batch = opt.max_batch;
   if (opt.stream && opt.max_tokens == 0) so.max_tokens = std::max(stream_tokens, info.max_context);
   if (opt.stream && opt.max_batch == 0) so.max_batch = std::min(opt.segment, std::max<int64_t>(so.max_tokens, 1));
+  // --ids alone makes calls of all its ids, or of --segment of them: the session is sized to those calls, not to
+  // the context (an XL model's position tables and the arena grow with max_batch: 50 ids under --max-tokens
+  // 20000000 would otherwise plan 18 GiB). Ids past the context are refused by check_against_session.
+  const bool ids_only = !opt.ids.empty() && !opt.has_prompt && opt.score_path.empty() && opt.plan_sizes.empty();
+  if (ids_only && !opt.stream && opt.max_batch == 0) {
+    const int64_t calls = opt.segment > 0 ? std::min(opt.segment, int64_t(opt.ids.size())) : int64_t(opt.ids.size());
+    const int64_t context = so.max_tokens > 0 ? so.max_tokens : info.max_context;
+    so.max_batch = context > 0 ? std::min(calls, context) : calls;
+  }
   so.memory_budget_bytes = uint64_t(opt.memory_budget);
   so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
   so.weight_storage = opt.f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;

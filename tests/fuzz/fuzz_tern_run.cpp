@@ -4,9 +4,12 @@
 //   @SLIDE  a sliding-window model (streams without limit)    @IDS    token ids for @MODEL or @SLIDE (300)
 //   @XL     a Transformer-XL model (no context limit)         @XLIDS  token ids for @XL (50)
 //   @ROUTE  a routing model (whole sequences only)            @OUT    a path for --logits-out
-// The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens, and --stride raised to
-// 128, so that one input stays quick (clamp_values), and --threads 1 is added unless the input gives --threads;
-// every other value is passed as it is. No Vulkan driver is visible (VK_ICD_FILENAMES points at none): a Vulkan
+// The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens, --stride raised to 128
+// and --memory-budget capped at 256 MiB, so that one input stays quick and small (clamp_values); --threads 1 and
+// --memory-budget 256 MiB are added unless the input gives them; every other value is passed as it is. The budget
+// stands for a phone's memory: without it, "--max-tokens 20010000" on @XL is a valid session of 18 GiB (its
+// position tables), past the fuzzer's memory limit, and the runtime's own answer to such a request is the
+// budget's clean refusal. No Vulkan driver is visible (VK_ICD_FILENAMES points at none): a Vulkan
 // backend is a clean error here, and the Vulkan path has its own tests. Run with -close_fd_mask=3 (tests/fuzz/run.sh): tern-run prints on every input.
 #include <unistd.h>
 
@@ -93,6 +96,13 @@ void clamp_values(std::vector<std::string>* args, std::initializer_list<const ch
     }
 }
 
+// Whether `flag` is among the arguments, as "--flag V" or "--flag=V".
+bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
+  return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+}
+
+constexpr int64_t kMemoryBudget = int64_t(256) << 20;
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -111,10 +121,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // One thread unless the input asks for more: pthreadpool's workers spin while they wait, and on a machine busy
   // with other work (two fuzzers on two cores) a 2-thread run spends most of its time spinning.
-  if (std::none_of(args.begin(), args.end(), [](const std::string& a) { return a == "--threads" || a.rfind("--threads=", 0) == 0; }))
-    args.insert(args.begin() + 1, {"--threads", "1"});
+  const std::string budget = std::to_string(kMemoryBudget);
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--threads", "1"}, {"--memory-budget", budget}})
+    if (!has_flag(args, flag)) args.insert(args.begin() + 1, {flag, value});
   clamp_values(&args, {"-n", "--tokens"}, 0, 64);
   clamp_values(&args, {"--stride"}, 128, INT64_MAX);
+  clamp_values(&args, {"--memory-budget"}, 0, kMemoryBudget);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
