@@ -6,10 +6,26 @@
 #include <string>
 
 namespace tern::vk {
+namespace {
+
+// The loader's file name where it is installed for apps: Android ships only the unversioned libvulkan.so in its
+// system image; macOS and iOS take the Vulkan SDK's loader (over MoltenVK); Linux distributions install the
+// versioned libvulkan.so.1 with the runtime package and the unversioned name only with the -dev one.
+constexpr const char* kPlatformLoader =
+#if defined(__ANDROID__)
+    "libvulkan.so";
+#elif defined(__APPLE__)
+    "libvulkan.1.dylib";
+#else
+    "libvulkan.so.1";
+#endif
+
+}  // namespace
 
 Status Api::open() {
+  // TERN_VULKAN_LOADER overrides it: a loader outside the library path, or a vendor's own.
   const char* name = std::getenv("TERN_VULKAN_LOADER");
-  if (!name || !*name) name = "libvulkan.so.1";
+  if (!name || !*name) name = kPlatformLoader;
   library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     return Unsupported(std::string("no Vulkan loader: cannot open ") + name +

@@ -44,7 +44,8 @@ struct Api {
   TERN_VK_OPTIONAL_INSTANCE_FUNCTIONS(TERN_VK_DECLARE)
   TERN_VK_DEVICE_FUNCTIONS(TERN_VK_DECLARE)
 
-  // Opens the loader (env TERN_VULKAN_LOADER overrides the library name, for tests) and its global functions.
+  // Opens the platform's loader (libvulkan.so.1; libvulkan.so on Android; env TERN_VULKAN_LOADER overrides the
+  // name) and its global functions.
   Status open();
   Status load_instance(VkInstance instance);
   Status load_device(VkDevice device);
