@@ -66,7 +66,8 @@ Scoring and logits:
 Session:
   --threads N           CPU threads, at most this machine's hardware threads (default 0: every hardware thread)
   --max-tokens N        tokens the session holds (default: the model's context)
-  --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context)
+  --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context; with
+                        --ids alone, the ids of one call: all of them, or --segment)
   --memory-budget BYTES fail at load unless the session fits in BYTES (default: no budget)
   --backend B           cpu | vulkan | auto (default cpu). vulkan: every op as a compute shader on a Vulkan
                         device (fails, naming the op, for a model with ops that have no shader yet); auto: a
