@@ -2,7 +2,9 @@
 # Installs what is missing, builds Tern and runs the whole test suite (the README's test command, and CI's):
 #   1. the Release build (build/) and every test;
 #   2. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), which must be clean;
-#   3. each libFuzzer target (build-fuzz/, clang) for TERN_FUZZ_SECONDS (default 60) seconds, failing on any crash.
+#   3. each libFuzzer target (build-fuzz/, clang) for TERN_FUZZ_SECONDS (default 60) seconds, failing on any crash;
+#   4. the aarch64 cross build (build-aarch64/) and its CI subset under qemu, with the logits of every golden and
+#      the shipped model compared with step 1's (tools/cross/aarch64.sh --ci). TERN_CROSS=0 leaves it out.
 # TERN_QUICK=1 stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,3 +34,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DTERN_SANITIZE=address;undefined" -DTERN_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_safetensors fuzz_convert_config fuzz_tern_run
 bash tests/fuzz/run.sh "${TERN_FUZZ_SECONDS:-60}"
+
+[ "${TERN_CROSS:-1}" = 0 ] && exit 0
+echo "== aarch64: cross build, the CI subset under qemu, logits against x86-64"
+TERN_X86_BUILD="$build" bash tools/cross/aarch64.sh --ci

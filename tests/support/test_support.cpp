@@ -83,6 +83,11 @@ bool g_skipped = false;
 void note_skipped() { g_skipped = true; }
 bool skipped_any() { return g_skipped; }
 
+bool cpu_only_run() {
+  const char* v = std::getenv("TERN_TESTS_CPU_ONLY");
+  return v && *v && std::string(v) != "0";
+}
+
 bool vulkan_device(std::string* why) {
 #ifdef TERN_HAVE_VULKAN
   static const std::string missing = [] {

@@ -46,17 +46,26 @@ constexpr int kSkipExitCode = 77;
 // Records that this run skipped something; tests/main.cpp then exits with kSkipExitCode unless a test failed.
 void note_skipped();
 bool skipped_any();
+// Whether the environment's TERN_TESTS_CPU_ONLY is set (non-empty, not 0): a run that asks for the CPU's halves of
+// the test cases alone, where no Vulkan device can exist (a cross build's suite under qemu, tools/cross/aarch64.sh).
+bool cpu_only_run();
 
 }  // namespace tern::test
 
 // Ends the test case (or, under GENERATE, this backend's run of it) as a visible skip where `backend` is Vulkan and no
 // Vulkan device exists: the warning names it, and the process exits with kSkipExitCode if nothing failed
 // (tests/main.cpp), which ctest reports as skipped (SKIP_RETURN_CODE in tests/CMakeLists.txt), not as passed. A
-// failure anywhere else in the run (the CPU half of a test case) still fails it. The CPU needs no device.
+// failure anywhere else in the run (the CPU half of a test case) still fails it. The CPU needs no device. In a
+// run that asked for the CPU alone (cpu_only_run) the Vulkan half is left out as asked, not skipped: the case passes
+// on its CPU half. (Vulkan-only test cases are left out of such a run by name: tools/cross/aarch64.sh.)
 #define TERN_SKIP_BACKEND_WITHOUT_DEVICE(backend)                             \
   do {                                                                        \
     std::string why_no_vulkan;                                                \
     if ((backend) == TERN_BACKEND_VULKAN && !::tern::test::vulkan_device(&why_no_vulkan)) { \
+      if (::tern::test::cpu_only_run()) {                                     \
+        WARN("Vulkan half not run: TERN_TESTS_CPU_ONLY (" << why_no_vulkan << ")"); \
+        return;                                                               \
+      }                                                                       \
       WARN("skipped: no Vulkan device (" << why_no_vulkan << ")");            \
       ::tern::test::note_skipped();                                           \
       return;                                                                 \

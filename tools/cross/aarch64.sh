@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Builds Tern for 64-bit ARM Linux on a Debian 12 x86-64 machine, and with --test runs the CPU suite under qemu:
-#   tools/cross/aarch64.sh [--test]
+#   tools/cross/aarch64.sh [--test | --ci]
 # 1. installs what is missing (root or sudo): Debian's cross toolchain, qemu-user, the host's cmake, ninja, flatc,
 #    glslc, and the arm64 architecture for apt;
 # 2. assembles a sysroot (BUILD_DIR/sysroot) from arm64 .debs unpacked with dpkg -x: libxnnpack-dev and
 #    libpthreadpool-dev are not Multi-Arch: same, so installing them as arm64 packages would remove the host's;
 # 3. configures BUILD_DIR (default build-aarch64) with cmake/toolchains/aarch64-linux-gnu.cmake, Release, Ninja,
 #    and builds the library, the tools and the tests;
-# 4. --test: ctest under qemu-aarch64 (the toolchain's emulator), the Vulkan cases excluded (no Vulkan device
-#    runs under user-mode emulation).
+# 4. --test: ctest under qemu-aarch64 (the toolchain's emulator), CPU only: no Vulkan device runs under user-mode
+#    emulation, so the Vulkan-only test cases are left out by name and the others run their CPU halves
+#    (TERN_TESTS_CPU_ONLY, tests/support/test_support.h).
+#    --ci: what CI runs, in about a third of the time: builds tern-run and the test executables of the subset
+#    below only, runs that subset under qemu, compares the logits of every golden and the shipped model with the
+#    x86-64 build's (tools/cross/compare_logits.py; needs build/, tools/test.sh's first step), and checks that a
+#    configure given a build-machine library fails naming it.
 # Idempotent: a second run reuses the sysroot (rebuilt only when the package list or versions change) and the build.
-# Environment: BUILD_DIR, JOBS (default: the CPU count), TERN_CROSS_TEST_TIMEOUT (seconds per test, default 3000).
+# Environment: BUILD_DIR, JOBS (default: the CPU count), TERN_CROSS_TEST_TIMEOUT (seconds per test, default 3000),
+# TERN_X86_BUILD (--ci: the x86-64 build to compare with, default build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build-aarch64}
@@ -19,12 +25,28 @@ build=$(cd "$build" && pwd)
 sysroot=$build/sysroot
 jobs=${JOBS:-$(nproc)}
 run_tests=0
+ci=0
 for arg in "$@"; do
   case $arg in
     --test) run_tests=1 ;;
-    *) echo "usage: tools/cross/aarch64.sh [--test]" >&2; exit 2 ;;
+    --ci) ci=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "tools/cross/aarch64.sh: unknown option '$arg' (usage: tools/cross/aarch64.sh [--test | --ci])" >&2; exit 2 ;;
   esac
 done
+if [ $run_tests -eq 1 ] && [ $ci -eq 1 ]; then
+  echo "tools/cross/aarch64.sh: --test runs the whole CPU suite, --ci a subset of it: give one" >&2
+  exit 2
+fi
+# The CI subset: every per-op test (the CPU cases of test_backend_ops, the op, attention-pattern, LSH, routing,
+# adaptive-span and Transformer-XL op tests, the kernel-variant checks) and the golden tests of every attention
+# family (reference family: dense, sliding, chunked, strided, fixed, mixed; Reformer LSH; routing; adaptive span;
+# Transformer-XL; compressive).
+ci_executables=(test_backend_ops test_ops test_attention test_cpu_isa test_lsh test_routing test_transfo_xl_ops
+                test_adaptive_span test_models test_reformer test_transfo_xl test_compressive)
+ci_tests='^(test_backend_ops:.* on CPU$|test_ops:|test_attention:|test_cpu_isa:|test_lsh:|test_routing:|test_transfo_xl_ops:|test_adaptive_span:|test_models:reference family: full forward|test_reformer:reformer goldens|test_transfo_xl:transfo-xl goldens|test_compressive:compressive goldens)'
+# Vulkan-only test cases, left out of the runs under qemu (the others run their CPU halves).
+vulkan_only='^test_vulkan_|on Vulkan$|on Vulkan matches the CPU path|Vulkan rejects'
 step() { echo "aarch64: $*"; }
 
 # The target's packages in the sysroot: Tern's libraries (-dev and runtime), the C and C++ runtime that qemu
@@ -37,7 +59,7 @@ all_packages=(nlohmann-json3-dev)
 # 1. Host packages.
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
-host_packages=(crossbuild-essential-arm64 qemu-user cmake ninja-build pkg-config flatbuffers-compiler glslc)
+host_packages=(crossbuild-essential-arm64 qemu-user cmake ninja-build pkg-config flatbuffers-compiler glslc python3)
 missing=()
 for p in "${host_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -99,17 +121,48 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake" -DTERN_SYSROOT="$sysroot" \
       "${launcher[@]}" >"$build/configure.log" || { cat "$build/configure.log"; exit 1; }
 grep -E "CPU kernel variants|Vulkan backend" "$build/configure.log" | sed 's/^-- /aarch64:   /'
-step "building (-j$jobs)"
-cmake --build "$build" -j "$jobs"
+if [ $ci -eq 1 ]; then
+  step "building tern-run and the CI subset's tests (-j$jobs)"
+  cmake --build "$build" -j "$jobs" --target tern-run "${ci_executables[@]}"
+else
+  step "building (-j$jobs)"
+  cmake --build "$build" -j "$jobs"
+fi
 step "built in $(( $(date +%s) - start )) s: $(file -b "$build/examples/tern-run" 2>/dev/null | cut -d, -f1-2)"
 
-# 4. The suite under qemu.
-if [ $run_tests -eq 1 ]; then
-  step "ctest under qemu-aarch64, Vulkan cases excluded (-j$jobs)"
+# 4. The suite (or CI's subset) under qemu.
+if [ $run_tests -eq 1 ] || [ $ci -eq 1 ]; then
+  select=()
+  what="the CPU suite"
+  [ $ci -eq 1 ] && select=(-R "$ci_tests") && what="the CI subset"
+  step "ctest under qemu-aarch64: $what, CPU only (-j$jobs)"
   start=$(date +%s)
   status=0
-  ctest --test-dir "$build" -j "$jobs" -E '[Vv]ulkan' --timeout "${TERN_CROSS_TEST_TIMEOUT:-3000}" \
-        --output-on-failure || status=$?
+  TERN_TESTS_CPU_ONLY=1 ctest --test-dir "$build" -j "$jobs" "${select[@]}" -E "$vulkan_only" \
+        --timeout "${TERN_CROSS_TEST_TIMEOUT:-3000}" --output-on-failure || status=$?
   step "tests ran in $(( $(date +%s) - start )) s (exit $status)"
-  exit $status
+  [ $status -eq 0 ] || exit $status
+fi
+if [ $ci -eq 1 ]; then
+  x86_build=${TERN_X86_BUILD:-$root/build}
+  step "logits of every golden and the shipped model against the x86-64 build ($x86_build)"
+  start=$(date +%s)
+  /usr/bin/python3 "$root/tools/cross/compare_logits.py" --x86 "$x86_build" --arm "$build"
+  step "compared in $(( $(date +%s) - start )) s"
+  # A library of the build machine handed to the cross build must stop the configure, naming it.
+  host_xnnpack=$(ls /usr/lib/x86_64-linux-gnu/libXNNPACK.so* 2>/dev/null | head -1)
+  if [ -n "$host_xnnpack" ]; then
+    step "a configure given the build machine's $host_xnnpack must fail naming it"
+    probe=$build/confinement-probe
+    rm -rf "$probe"
+    if cmake -S "$root" -B "$probe" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake" \
+         -DTERN_SYSROOT="$sysroot" -DXNNPACK_LIBRARY="$host_xnnpack" >"$build/confinement.log" 2>&1; then
+      echo "aarch64: the configure accepted $host_xnnpack" >&2
+      exit 1
+    fi
+    grep -q "XNNPACK: found $host_xnnpack" "$build/confinement.log" ||
+      { cat "$build/confinement.log"; echo "aarch64: the configure failed without naming $host_xnnpack" >&2; exit 1; }
+    grep -m1 "XNNPACK: found" "$build/confinement.log" | sed 's/^/aarch64:   /'
+    rm -rf "$probe"
+  fi
 fi
