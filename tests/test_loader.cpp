@@ -208,6 +208,13 @@ TEST_CASE("loader: hostile graphs are rejected with a message naming the problem
       {"input not ids", [](fb::ModelT& m) { m.inputs[0] = 3; }, "input"},
       {"output never written", [](fb::ModelT& m) { m.ops.pop_back(); }, "never written"},
       {"negative context", [](fb::ModelT& m) { m.metadata->max_context = -1; }, "max_context"},
+      {"negative segment", [](fb::ModelT& m) { m.metadata->segment_length = -1; }, "segment_length -1"},
+      {"segment past the context",
+       [](fb::ModelT& m) {
+         m.metadata->max_context = 64;
+         m.metadata->segment_length = 65;
+       },
+       "segment_length 65 is outside [0, 64] (max_context)"},
       {"attention heads",
        [](fb::ModelT& m) {
          for (auto& op : m.ops)

@@ -71,6 +71,48 @@ TEST_CASE("tern-run --perplexity streams a Transformer-XL golden through its mem
   }
 }
 
+// The goldens' configs keep their evaluation's segment (Transformer-XL tgt_len, the compressive segment_length); the
+// converter records it, and tern-run feeds --ids in calls of it unless told otherwise: the logits of a plain
+// "--ids F --logits-out G" are the reference's, where one call of all the ids differs from them (a memory's outputs
+// depend on how the stream is cut).
+TEST_CASE("tern-run --ids on a model with a memory feeds the model's evaluation segment and matches its golden", "[cli][transfo_xl][compressive][streaming]") {
+  for (const char* name : {"transfo_xl_plain", "transfo_xl_adaptive", "compressive_conv_mean", "compressive_max_conv_post"}) {
+    const std::string dir = tern::test::source_path("tests/goldens/") + name;
+    const nlohmann::json config = nlohmann::json::parse(tern::test::read_file(dir + "/config.json"));
+    const int64_t segment = config.contains("tgt_len") ? config["tgt_len"].get<int64_t>() : config["segment_length"].get<int64_t>();
+    const std::string model = convert(name);
+    tern_model* m = nullptr;
+    REQUIRE(tern_model_load(model.c_str(), &m) == TERN_OK);
+    CHECK(tern_model_segment_length(m) == segment);
+    tern_model_free(m);
+    tern::npy::Array golden, got;
+    std::string error;
+    REQUIRE(tern::npy::read_f32(dir + "/logits.npy", &golden, &error));
+    const std::string out_npy = tern::test::scratch_dir(std::string("stream_score_ids_") + name) + "/logits.npy";
+    int st = 0;
+    // No --segment and no --max-tokens.
+    const std::string out = run_command(tern::test::tool_command("examples/tern-run ") + model + " --ids " + dir +
+                                            "/ids.json --logits-out " + out_npy + " --threads 1 2>&1", &st);
+    INFO(name << ": " << out);
+    REQUIRE(st == 0);
+    CHECK(out.find("segment: " + std::to_string(segment) + " tokens per call, the model's evaluation segment") !=
+          std::string::npos);
+    REQUIRE(tern::npy::read_f32(out_npy, &got, &error));
+    REQUIRE(got.shape == golden.shape);
+    CHECK(tern::test::relative_error(got.data.data(), golden.data.data(), got.data.size()) <= 1e-4);
+    // One call of all the ids: another cut of the stream, other outputs, except under Transformer-XL's
+    // same_length, where every query sees exactly mem_len keys whatever the cut.
+    if (config.value("same_length", false)) continue;
+    const std::string whole = run_command(tern::test::tool_command("examples/tern-run ") + model + " --ids " + dir +
+                                              "/ids.json --logits-out " + out_npy + " --segment " +
+                                              std::to_string(golden.shape[0]) + " --threads 1 2>&1", &st);
+    INFO(whole);
+    REQUIRE(st == 0);
+    REQUIRE(tern::npy::read_f32(out_npy, &got, &error));
+    CHECK(tern::test::relative_error(got.data.data(), golden.data.data(), got.data.size()) > 1e-3);
+  }
+}
+
 TEST_CASE("tern-run --score --segment streams a sliding-window model and matches one forward pass", "[cli][streaming]") {
   const std::string model = convert("sliding_w64");
   // 700 bytes in the model's vocabulary [0, 64): '0' .. '?'.

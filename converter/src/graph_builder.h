@@ -171,6 +171,7 @@ struct ModelMetadata {
   int64_t vocab_size = 0;
   std::string vocab_note;
   int64_t max_context = 0;  // 0 = unbounded
+  int64_t segment_length = 0;  // tokens per call of the model's evaluation; 0 = none recorded
 };
 
 class GraphBuilder {

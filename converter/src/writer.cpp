@@ -99,7 +99,7 @@ void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offset
   const ModelMetadata& m = g.metadata();
   auto vocab = fb::CreateVocabularyDirect(fbb, m.vocab_kind, m.vocab_size, m.vocab_note.c_str());
   auto metadata = fb::CreateMetadataDirect(fbb, m.architecture.c_str(), m.description.c_str(), kProducer, vocab,
-                                           m.max_context);
+                                           m.max_context, m.segment_length);
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (size_t i = 0; i < g.tensors().size(); ++i) {
     const TensorSpec& t = g.tensors()[i];

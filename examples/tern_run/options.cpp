@@ -62,7 +62,8 @@ Generation (the library's sampler and generator; README, "Generation"):
 Scoring and logits:
   --stride S            score window stride in tokens, less than the window (default: half the window)
   --segment N           feed --ids, --score and --perplexity through the streaming state N tokens at a time
-                        (default for streamed scoring: 128); not with --stride
+                        (default: the model's evaluation segment where its file records one, e.g. Transformer-XL
+                        tgt_len; else 128 for streamed scoring, and one call for --ids); not with --stride
 Session:
   --threads N           CPU threads, at most this machine's hardware threads (default 0: every hardware thread)
   --max-tokens N        tokens the session holds (default: the model's context)

@@ -25,6 +25,17 @@ int run_all(Options& opt) {
   tern::ModelHandle model = tern::ModelHandle::load(opt.model_path, &err);
   if (err) return fail(err.message);
   const tern_model_info info = model.info();
+  // A model that records its evaluation's tokens per call (a memory: its outputs depend on how a stream is cut into
+  // calls) gets its --ids and --score fed in calls of that length unless --segment (or --stride's windows) says
+  // otherwise; within --max-batch and --max-tokens where those are given.
+  const int64_t model_segment = model.segment_length();
+  const bool segment_from_model = opt.segment == 0 && model_segment > 0 && opt.stride == 0 &&
+                                  (!opt.ids.empty() || !opt.score_path.empty());
+  if (segment_from_model) {
+    opt.segment = model_segment;
+    if (opt.max_batch > 0) opt.segment = std::min(opt.segment, opt.max_batch);
+    if (opt.max_tokens > 0) opt.segment = std::min(opt.segment, opt.max_tokens);
+  }
   // Streamed scoring holds the whole stream in the session (a bounded state stays bounded) and calls of --segment.
   opt.stream = opt.perplexity || (!opt.score_path.empty() && (opt.segment > 0 || info.max_context == 0));
   if (opt.stream && opt.segment == 0) opt.segment = 128;
@@ -41,6 +52,8 @@ int run_all(Options& opt) {
   // the context (an XL model's position tables and the arena grow with max_batch: 50 ids under --max-tokens
   // 20000000 would otherwise plan 18 GiB). Ids past the context are refused by check_against_session.
   const bool ids_only = !opt.ids.empty() && !opt.has_prompt && opt.score_path.empty() && opt.plan_sizes.empty();
+  // Without a context limit the session holds what --ids brings (the state of a bounded kind stays bounded).
+  if (ids_only && info.max_context == 0 && opt.max_tokens == 0) so.max_tokens = int64_t(opt.ids.size());
   if (ids_only && !opt.stream && opt.max_batch == 0) {
     const int64_t calls = opt.segment > 0 ? std::min(opt.segment, int64_t(opt.ids.size())) : int64_t(opt.ids.size());
     const int64_t context = so.max_tokens > 0 ? so.max_tokens : info.max_context;
@@ -69,6 +82,10 @@ int run_all(Options& opt) {
   const double load_s = load_timer.seconds();
   std::fprintf(stderr, "model: %s (%s), context %lld, loaded in %.3f s\n", opt.model_path.c_str(), info.description,
                static_cast<long long>(context), load_s);
+  if (segment_from_model) {
+    std::fprintf(stderr, "segment: %lld tokens per call, the model's evaluation segment (--segment N feeds N)\n",
+                 static_cast<long long>(opt.segment));
+  }
 
   nlohmann::json report = {
       {"model", opt.model_path},

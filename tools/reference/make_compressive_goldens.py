@@ -3,7 +3,7 @@
 Each case writes tests/goldens/compressive_<name>/ (reference family, converter/reference-family.md):
 
   config.json        model_type "tern-reference", every layer {"kind": "compressive", ...}, plus "segment_length":
-                     the tokens per call of the evaluation (read by the tests; the converter ignores it)
+                     the tokens per call of the evaluation (the converter records it in the file)
   model.safetensors  F32 weights (the conv compression's as layers.{i}.attn.compress.{weight,bias})
   ids.json           random ids in [0, vocab_size), many segments long
   logits.npy         float32 [n, vocab_size]: model.py fed segment_length tokens per call from empty memories

@@ -16,6 +16,7 @@ struct ReferenceConfig {
   int64_t heads = 0;          // H; head_dim = d / H
   int64_t ffn = 0;            // F, intermediate_size
   int64_t max_positions = 0;  // P
+  int64_t segment_length = 0; // the evaluation's tokens per call (optional; 0: none)
   bool learned_positions = true;
   bool pre_ln = true;
   bool final_norm = true;
@@ -120,6 +121,12 @@ Result<ReferenceConfig> read_config(const nlohmann::json& json) {
   TERN_ASSIGN_OR_RETURN(r.heads, c.positive_int("num_heads"));
   TERN_ASSIGN_OR_RETURN(r.ffn, c.positive_int("intermediate_size", 4 * r.d));
   TERN_ASSIGN_OR_RETURN(r.max_positions, c.positive_int("max_position_embeddings"));
+  TERN_ASSIGN_OR_RETURN(r.segment_length, c.integer("segment_length", 0, 0));
+  if (r.segment_length > r.max_positions) {
+    return c.field_error("segment_length", "must be at most max_position_embeddings (" +
+                                               std::to_string(r.max_positions) + "), got " +
+                                               std::to_string(r.segment_length));
+  }
   TERN_ASSIGN_OR_RETURN(std::string positions,
                         c.choice("position_embedding", {"learned", "sinusoidal"}, std::string("learned")));
   TERN_ASSIGN_OR_RETURN(std::string norm, c.choice("norm_position", {"pre", "post"}, std::string("pre")));
@@ -324,6 +331,7 @@ Status import_reference(const Checkpoint& checkpoint, GraphBuilder& g) {
   m.vocab_kind = fb::VocabKind::BYTES;
   m.vocab_size = V;
   m.max_context = P;
+  m.segment_length = r.segment_length;
   return Status::Ok();
 }
 

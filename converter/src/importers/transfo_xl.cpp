@@ -22,6 +22,7 @@ constexpr int kMaxClusters = 16;  // the runtime's kMaxAdaptiveClusters
 struct XlConfig {
   int64_t vocab = 0, d = 0, d_embed = 0, heads = 0, d_head = 0, d_inner = 0, layers = 0, div_val = 1;
   int64_t mem_len = 0, clamp_len = 0;
+  int64_t tgt_len = 0;  // the evaluation's segment, where the config keeps one (HF's current configs do not)
   std::vector<int64_t> cutoffs;
   std::vector<bool> tie_projs;  // [clusters]
   bool same_length = true, pre_ln = false, untie_r = true, tie_weight = true;
@@ -57,6 +58,7 @@ Result<XlConfig> read_config(const nlohmann::json& json) {
   TERN_ASSIGN_OR_RETURN(x.layers, c.positive_int("n_layer", 18));
   TERN_ASSIGN_OR_RETURN(x.div_val, c.positive_int("div_val", 4));
   TERN_ASSIGN_OR_RETURN(x.mem_len, c.integer("mem_len", 0, 1600));
+  TERN_ASSIGN_OR_RETURN(x.tgt_len, c.integer("tgt_len", 0, 0));
   TERN_ASSIGN_OR_RETURN(const int64_t clamp, signed_int(c, "clamp_len", 1000));
   x.clamp_len = clamp > 0 ? clamp : 0;  // HF clamps only when clamp_len > 0
   TERN_ASSIGN_OR_RETURN(x.same_length, c.boolean("same_length", true));
@@ -291,6 +293,7 @@ Status import_transfo_xl(const Checkpoint& checkpoint, GraphBuilder& g) {
       "ids index the word-level vocabulary of Hugging Face's TransfoXLTokenizer for this checkpoint (vocab.pkl: "
       "idx2sym; transfo-xl-wt103: 267,735 WikiText-103 words, <eos> = 0); converter/transfo-xl.md";
   m.max_context = 0;  // the memory is bounded; a stream can go on for any length
+  m.segment_length = x.tgt_len;
   return Status::Ok();
 }
 

@@ -196,6 +196,11 @@ TERN_API tern_status tern_model_load(const char* path, tern_model** out);
 TERN_API tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
 /* Fills *out. Its strings live as long as the model. */
 TERN_API tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
+/* Tokens per call the model was trained and evaluated with, where its file records them (Transformer-XL's
+ * tgt_len, a compressive model's segment_length): a model with a memory gives different outputs for the same
+ * tokens cut into calls of another length, so a caller streaming a sequence feeds it this many at a time to
+ * reproduce the evaluation. 0 when none is recorded, or for a NULL model. Any thread. */
+TERN_API int64_t tern_model_segment_length(const tern_model* model);
 /* Frees the model. Every session created from it must have been freed first. */
 TERN_API void tern_model_free(tern_model* model);
 

@@ -36,6 +36,8 @@ class ModelHandle {
     tern_model_get_info(model_.get(), &i);
     return i;
   }
+  // The evaluation's tokens per call (tern_model_segment_length); 0: none recorded.
+  int64_t segment_length() const { return tern_model_segment_length(model_.get()); }
 
  private:
   explicit ModelHandle(tern_model* m) : model_(m, tern_model_free) {}

@@ -224,6 +224,13 @@ Status Model::check_io() {
   auto* meta = root_->metadata();
   max_context_ = meta ? meta->max_context() : 0;
   if (max_context_ < 0) return InvalidModel("metadata: max_context " + std::to_string(max_context_) + " is negative");
+  segment_length_ = meta ? meta->segment_length() : 0;
+  if (segment_length_ < 0 || segment_length_ > (int64_t(1) << 31) ||
+      (max_context_ > 0 && segment_length_ > max_context_)) {
+    return InvalidModel("metadata: segment_length " + std::to_string(segment_length_) + " is outside [0, " +
+                        std::to_string(max_context_ > 0 ? max_context_ : int64_t(1) << 31) + "]" +
+                        (max_context_ > 0 ? " (max_context)" : ""));
+  }
   if (meta && meta->vocab() && meta->vocab()->size() != vocab_size_) {
     return InvalidModel("metadata: vocabulary size " + std::to_string(meta->vocab()->size()) +
                         " differs from the output width " + std::to_string(vocab_size_));

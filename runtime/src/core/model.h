@@ -71,6 +71,8 @@ class Model {
   int output_value() const { return output_; }
   int64_t vocab_size() const { return vocab_size_; }
   int64_t max_context() const { return max_context_; }
+  // Tokens per call of the model's evaluation (metadata segment_length); 0: none recorded.
+  int64_t segment_length() const { return segment_length_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Drops a tensor's pages of a file-mapped model from memory, for weights a backend has copied into its own
   // packed form; reading the tensor later still works (the pages come back from the file).
@@ -100,6 +102,7 @@ class Model {
   int output_ = -1;
   int64_t vocab_size_ = 0;
   int64_t max_context_ = 0;
+  int64_t segment_length_ = 0;
   uint64_t weight_bytes_ = 0;
   uint64_t name_bytes_left_ = 0;  // starts at the graph's size
 };
