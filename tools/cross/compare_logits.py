@@ -4,8 +4,9 @@
     tools/cross/compare_logits.py [--x86 build] [--arm build-aarch64] [--tolerance 1e-5] [--only NAME ...]
 
 Each model is converted once by the x86 tern-convert; both builds' tern-run then run the same ids (the golden's
-ids.json, or 256 seeded random bytes, its context, for examples/models/kjv-byte) in one forward call on one
-thread, the aarch64 one under qemu-aarch64 -L <its sysroot> (from its CMake cache), and write every position's logits with
+ids.json, or 256 seeded random bytes, its context, for examples/models/kjv-byte) as tern-run --ids runs them (one
+call, or the model's evaluation segment where its file records one) on one thread, the aarch64 one under
+qemu-aarch64 -L <its sysroot> (from its CMake cache), and write every position's logits with
 --logits-out. A model passes when max|arm - x86| <= tolerance * max|x86|: relative to the logits' scale, since an
 element-wise ratio is meaningless where a logit is near zero. Prints one line per model and exits 1 when any fails
 or cannot run. The standard library only: no numpy on the machine it runs on.
