@@ -153,7 +153,8 @@ TEST_CASE("CPU kernels: float16 conversions are exact and the same in every vari
 TEST_CASE("CPU kernels: attention's inner loops agree across variants", "[isa][attention]") {
   const int dh = 40;  // a multiple of 8 but not of 16: the vector loops' tails run
   constexpr int64_t B = tern::cpu::kAttentionKeyBlock;
-  const std::vector<float> q = randoms(size_t(dh), 10), kt = randoms(size_t(dh * B), 11);
+  // kt: one key block and a float more, so that a second block can start one column on
+  const std::vector<float> q = randoms(size_t(dh), 10), kt = randoms(size_t(dh * B + 1), 11);
   const std::vector<float> rows = randoms(size_t(B * 3 * dh), 12);  // keys, values, position terms: [B, dh] each
   std::vector<const float*> keys, values;
   for (int64_t t = 0; t < B; ++t) {
@@ -167,10 +168,20 @@ TEST_CASE("CPU kernels: attention's inner loops agree across variants", "[isa][a
     out[dh] = -INFINITY;
     out[dh + 1] = 0.0f;
   };
-  against_narrowest(row, 1e-6, [&](const IsaKernels& k, float* out) {
-    start(out);
-    k.attend_key_block(q.data(), kt.data(), values.data(), 3, 50, dh, out + dh, out + dh + 1, out);
-    k.attend_key_block(q.data(), kt.data(), values.data(), 0, B, dh, out + dh, out + dh + 1, out);
+  // A tile of 7 query rows (a whole register block of rows and single rows after it), each with its own keys of
+  // the block, one row seeing none of them, after a first block that every row sees whole: [acc | m | l] per row.
+  const int64_t tile_rows = 7;
+  const std::vector<float> tq = randoms(size_t(tile_rows * dh), 17);
+  const int64_t lo[tile_rows] = {3, 0, 10, 63, 5, 0, 40}, hi[tile_rows] = {50, 64, 10, 64, 6, 1, 64};
+  const int64_t whole_lo[tile_rows] = {}, whole_hi[tile_rows] = {B, B, B, B, B, B, B};
+  against_narrowest(size_t(tile_rows) * row, 1e-6, [&](const IsaKernels& k, float* out) {
+    float* acc = out;
+    float* m = out + tile_rows * dh;
+    float* l = m + tile_rows;
+    for (int c = 0; c < tile_rows * dh; ++c) acc[c] = 0.0f;
+    for (int64_t r = 0; r < tile_rows; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+    k.attend_tile(tq.data(), tile_rows, kt.data(), values.data(), whole_lo, whole_hi, dh, m, l, acc);
+    k.attend_tile(tq.data(), tile_rows, kt.data() + 1, values.data(), lo, hi, dh, m, l, acc);
   });
   against_narrowest(row, 1e-6, [&](const IsaKernels& k, float* out) {
     std::vector<float> s(static_cast<size_t>(B));

@@ -14,7 +14,7 @@
 namespace tern::cpu {
 namespace {
 
-constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = kAttentionKeyBlock;  // keys per transposed block (cpu/isa/table.h)
 
 // Per-slot scratch layout, in floats.
@@ -72,6 +72,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
   const int64_t rows = r1 - r0, pos0 = a.src.pos0;
   const float* kp[kKeyBlock];
   const float* vp[kKeyBlock];
+  int64_t lo[kQueryBlock], hi[kQueryBlock];  // per row, the keys of a block it sees
   for (int64_t r = 0; r < rows; ++r) {
     const float* qi = a.q + (r0 + r) * a.q_stride + int64_t(h) * dh;
     for (int c = 0; c < dh; ++c) t.q[r * dh + c] = qi[c] * a.scale;
@@ -85,9 +86,8 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     shared_below = a.pattern->local_lo(h, pos0 + r0);  // local_lo never decreases with i
     int64_t width = 0;
     auto flush = [&] {
-      for (int64_t r = 0; r < rows; ++r) {
-        a.kernels->attend_key_block(t.q + r * dh, t.kt, vp, 0, width, dh, &t.m[r], &t.l[r], t.acc + r * dh);
-      }
+      for (int64_t r = 0; r < rows; ++r) lo[r] = 0, hi[r] = width;
+      a.kernels->attend_tile(t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
       width = 0;
     };
     a.pattern->scattered(h, pos0 + r0, shared_below, [&](int64_t begin, int64_t end) {
@@ -129,16 +129,15 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
       for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + (j - j0)] = k[c];
       vp[j - j0] = a.src.value(h, j, dh);
     }
-    if (width < kKeyBlock) {  // a short last block: zero the unused columns, so the score loop keeps its fixed width
+    if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
       for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
     }
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {  // the keys of the block row r sees (none when lo >= hi)
       const int64_t i = pos0 + r0 + r;
-      const int64_t lo = std::max(j0, a.pattern->local_lo(h, i)) - j0, hi = std::min(j1, i + 1) - j0;
-      if (lo >= hi) continue;
-      // Scores of the whole block at once (vectorised across keys); the row uses [lo, hi).
-      a.kernels->attend_key_block(t.q + r * dh, t.kt, vp, lo, hi, dh, &t.m[r], &t.l[r], t.acc + r * dh);
+      lo[r] = std::max(j0, a.pattern->local_lo(h, i)) - j0;
+      hi[r] = std::min(j1, i + 1) - j0;
     }
+    a.kernels->attend_tile(t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
   for (int64_t r = 0; r < rows; ++r) {

@@ -30,6 +30,7 @@ namespace {
 #include "cpu/isa/fast_math.inc"
 #include "cpu/isa/rows.inc"
 #include "cpu/isa/attention.inc"
+#include "cpu/isa/attention_tile.inc"
 
 }  // namespace
 
@@ -45,7 +46,7 @@ const IsaKernels kKernels = {
     floats_to_halves,
     add_into_halves,
     dot,
-    attend_key_block,
+    attend_tile,
     attend_keys,
     lsh_softmax_row,
     lsh_weigh_values,

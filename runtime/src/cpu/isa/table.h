@@ -39,13 +39,14 @@ struct IsaKernels {
   // q · k over dh floats, with eight partial sums.
   float (*dot)(const float* q, const float* k, int dh);
 
-  // Windowed attention (cpu/attention.cpp), one query row q [dh] (scaled) with its online softmax: running max m,
-  // sum l and output acc [dh].
-  // Against one transposed key block kt [dh, kAttentionKeyBlock], scores of the whole block, of which keys
-  // [lo, hi) count; values[k] is key k's value row.
-  void (*attend_key_block)(const float* q, const float* kt, const float* const* values, int64_t lo, int64_t hi,
-                           int dh, float* m, float* l, float* acc);
-  // Against `count` keys given by their rows (count <= kAttentionKeyBlock); s [count] is scratch.
+  // Windowed attention (cpu/attention.cpp), online softmax per query row: running max m, sum l, output acc [dh].
+  // `rows` query rows q [rows, dh] (scaled) against one transposed key block kt [dh, kAttentionKeyBlock]: row r
+  // sees the block's keys [lo[r], hi[r]) (none when lo[r] >= hi[r]); values[k] is key k's value row, read for the
+  // keys some row sees. m, l [rows], acc [rows, dh].
+  void (*attend_tile)(const float* q, int64_t rows, const float* kt, const float* const* values, const int64_t* lo,
+                      const int64_t* hi, int dh, float* m, float* l, float* acc);
+  // One query row q [dh] against `count` keys given by their rows (count <= kAttentionKeyBlock); s [count] is
+  // scratch.
   void (*attend_keys)(const float* q, const float* const* keys, const float* const* values, int64_t count, int dh,
                       float* s, float* m, float* l, float* acc);
 
