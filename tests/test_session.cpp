@@ -1,9 +1,12 @@
-// Session behaviour: planner numbers, argument errors, and seeded generation through tern-run.
+// Session behaviour: planner numbers, argument errors, per-op operation counts, and seeded generation through
+// tern-run.
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "attention_cases.h"
 #include "convert.h"
 #include "core/status.h"
+#include "op_graph.h"
 #include "run_tool.h"
 #include "tern/tern.h"
 #include "test_support.h"
@@ -38,6 +41,35 @@ Result<int> quarter(int n) {
 Status check_quarter(int n, int* out) {
   TERN_ASSIGN_OR_RETURN(*out, quarter(n));
   return Status::Ok();
+}
+
+// Whether query i sees key j (j <= i) under the pattern, from the patterns' definitions (REFERENCE.md), for head h
+// of `heads`: split layouts give the first half of the heads the local part and the second half the rest.
+bool sees(const AttentionPattern& p, int h, int heads, int64_t i, int64_t j) {
+  const bool second = p.split && h >= heads / 2;
+  switch (p.kind) {
+    case PatternKind::kDense: return true;
+    case PatternKind::kSliding: return i - j < p.window;
+    case PatternKind::kChunked: return j / p.chunk >= i / p.chunk - p.chunks_before;
+    case PatternKind::kStrided: {
+      const bool local = i - j < p.stride, strided = (i - j) % p.stride == 0;
+      return p.split ? (second ? strided : local) : local || strided;
+    }
+    case PatternKind::kFixed: {
+      const bool own = j / p.block == i / p.block, summary = j % p.block >= p.block - p.summary;
+      return p.split ? (second ? summary || j == i : own) : own || summary;
+    }
+  }
+  return false;
+}
+
+// The operations tern_session_get_profile_flops reports per op, in graph order.
+std::vector<uint64_t> profile_flops(tern_session* s) {
+  size_t count = 0;
+  REQUIRE(tern_session_get_profile_flops(s, nullptr, 0, &count) == TERN_OK);
+  std::vector<uint64_t> flops(count);
+  REQUIRE(tern_session_get_profile_flops(s, flops.data(), count, &count) == TERN_OK);
+  return flops;
 }
 
 std::string run_command(const std::string& cmd, int* status) {
@@ -125,6 +157,48 @@ TEST_CASE("session: bad arguments give errors and leave the session usable", "[s
   for (size_t i = 0; i < 5 * 256; ++i) REQUIRE(std::isfinite(logits[i]));
   tern_session_free(s);
   tern_model_free(model);
+}
+
+TEST_CASE("session: profiles count each op's operations from its shapes, over every call", "[session]") {
+  SECTION("linear: 2 * n * in * out per call, nothing for the embedding") {
+    const int64_t rows = 20, in = 48, out_dim = 37;
+    test::OpGraph g = test::start_graph(rows, in, 1);
+    const int32_t wt = test::add_constant(g, "w", {out_dim, in}, test::random_floats(size_t(out_dim * in), 2));
+    const int32_t y = g.graph.add_value("y", fb::DType::F32, out_dim).value();
+    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, convert::params::Linear{}).ok());
+    tern_model* model = test::finish_and_load(g, y, "profile_linear", 64);
+    tern_session* s = test::make_session(model, 1, 64, 64);
+    const std::vector<int32_t> ids = test::random_ids(30, rows, 3);
+    std::vector<float> out(ids.size() * size_t(out_dim));
+    REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);
+    REQUIRE(tern_session_forward(s, ids.data(), 30, out.data()) == TERN_OK);
+    REQUIRE(tern_session_append(s, ids.data(), 7, out.data()) == TERN_OK);
+    CHECK(profile_flops(s) == std::vector<uint64_t>{0, 2 * 37 * 48 * 37});
+    REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);  // turning it on again clears the counts
+    CHECK(profile_flops(s) == std::vector<uint64_t>{0, 0});
+    tern_session_free(s);
+    tern_model_free(model);
+  }
+  SECTION("windowed attention: 4 * head_dim per (query, key) pair the pattern shows, calls continuing a sequence") {
+    const int heads = 4, dh = 8;
+    const int64_t first = 23, second = 17, n = first + second;
+    for (test::AttentionKind kind : test::pattern_attention_kinds()) {
+      INFO(kind.name);
+      test::AttentionModel m = test::attention_model(kind, heads, dh, n, "profile_attention");
+      tern_session* s = test::make_session(m.model, 1, n, n);
+      std::vector<float> out(size_t(n * heads * dh));
+      REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);
+      REQUIRE(tern_session_forward(s, m.ids.data(), first, out.data()) == TERN_OK);
+      REQUIRE(tern_session_append(s, m.ids.data() + first, second, out.data()) == TERN_OK);
+      uint64_t pairs = 0;
+      for (int h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j <= i; ++j) pairs += sees(kind.pattern, h, heads, i, j);
+      CHECK(profile_flops(s) == std::vector<uint64_t>{0, 4 * uint64_t(dh) * pairs});
+      tern_session_free(s);
+      tern_model_free(m.model);
+    }
+  }
 }
 
 TEST_CASE("tern-run: generation is deterministic for a seed and differs across seeds", "[session][cli]") {

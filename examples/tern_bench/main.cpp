@@ -23,7 +23,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   -r, --repetitions N    timed runs after one warm-up (default 5)
   -t, --threads LIST     thread counts, at most the hardware threads (default 1; 0: every hardware thread)
   -o, --output FORMAT    md | json | csv (default md)
-  --profile              time every op during the warm runs; print them sorted by time (md output)
+  --profile              time every op during the warm runs; print them sorted by time, with GFLOP/s per op
+                         kind (md output)
   --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
   --device N             Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
   --f16-weights          Vulkan: store LINEAR weights and EMBEDDING tables as float16 on the device (half their
@@ -54,6 +55,7 @@ struct Test {
     std::string name, kind;
     int64_t calls;
     uint64_t ns;
+    uint64_t flops;  // tern_session_get_profile_flops: 0 where the op does not count them
   };
   std::vector<OpTime> profile;  // warm runs only, slowest first
 };
@@ -147,8 +149,10 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
     tern_session_get_profile(s, nullptr, 0, &count);
     std::vector<tern_op_profile> ops(count);
     tern_session_get_profile(s, ops.data(), count, &count);
-    for (const auto& op : ops) {
-      if (op.calls > 0) t->profile.push_back({op.name, op.kind, op.calls, op.total_ns});
+    std::vector<uint64_t> flops(count);
+    tern_session_get_profile_flops(s, flops.data(), count, &count);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].calls > 0) t->profile.push_back({ops[i].name, ops[i].kind, ops[i].calls, ops[i].total_ns, flops[i]});
     }
     std::sort(t->profile.begin(), t->profile.end(), [](const auto& a, const auto& b) { return a.ns > b.ns; });
   }
@@ -197,31 +201,48 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
   }
 }
 
-// Per test: time by op kind, then the slowest ops.
+// GFLOP/s of `flops` in `ns`, or "-" where the ops do not count their operations.
+std::string gflops_per_s(uint64_t flops, uint64_t ns) {
+  if (flops == 0 || ns == 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", double(flops) / double(ns));
+  return text;
+}
+
+// Per test: time and speed by op kind, then the slowest ops.
 void print_profile(const std::vector<Test>& tests) {
   for (const Test& t : tests) {
     if (t.profile.empty()) continue;
+    struct Kind {
+      std::string name;
+      uint64_t ns = 0, flops = 0, counted_ns = 0;  // counted_ns: time of the ops that count their flops
+    };
     uint64_t total = 0;
-    std::vector<std::pair<std::string, uint64_t>> by_kind;
+    std::vector<Kind> by_kind;
     for (const auto& op : t.profile) {
       total += op.ns;
-      auto it = std::find_if(by_kind.begin(), by_kind.end(), [&](const auto& k) { return k.first == op.kind; });
-      if (it == by_kind.end()) by_kind.push_back({op.kind, op.ns});
-      else it->second += op.ns;
+      auto it = std::find_if(by_kind.begin(), by_kind.end(), [&](const Kind& k) { return k.name == op.kind; });
+      if (it == by_kind.end()) it = by_kind.insert(by_kind.end(), Kind{op.kind});
+      it->ns += op.ns;
+      if (op.flops > 0) it->flops += op.flops, it->counted_ns += op.ns;
     }
-    std::sort(by_kind.begin(), by_kind.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    std::printf("\nprofile of %s, %d thread(s), %zu warm runs:\n\n| op kind | ms per run | share |\n|---|---:|---:|\n",
+    std::sort(by_kind.begin(), by_kind.end(), [](const Kind& a, const Kind& b) { return a.ns > b.ns; });
+    std::printf("\nprofile of %s, %d thread(s), %zu warm runs:\n\n| op kind | ms per run | share | GFLOP/s |\n"
+                "|---|---:|---:|---:|\n",
                 t.name.c_str(), t.threads, t.ms.size());
     const double runs = double(t.ms.size());
-    for (const auto& [kind, ns] : by_kind) {
-      std::printf("| %s | %.3f | %.1f%% |\n", kind.c_str(), double(ns) / 1e6 / runs, 100.0 * double(ns) / double(total));
+    for (const Kind& k : by_kind) {
+      std::printf("| %s | %.3f | %.1f%% | %s |\n", k.name.c_str(), double(k.ns) / 1e6 / runs,
+                  100.0 * double(k.ns) / double(total), gflops_per_s(k.flops, k.counted_ns).c_str());
     }
-    std::printf("\n| op | kind | calls per run | ms per run |\n|---|---|---:|---:|\n");
+    std::printf("\n| op | kind | calls per run | ms per run | GFLOP/s |\n|---|---|---:|---:|---:|\n");
     for (size_t i = 0; i < t.profile.size() && i < 10; ++i) {
       const auto& op = t.profile[i];
-      std::printf("| %s | %s | %.0f | %.3f |\n", op.name.c_str(), op.kind.c_str(), double(op.calls) / runs,
-                  double(op.ns) / 1e6 / runs);
+      std::printf("| %s | %s | %.0f | %.3f | %s |\n", op.name.c_str(), op.kind.c_str(), double(op.calls) / runs,
+                  double(op.ns) / 1e6 / runs, gflops_per_s(op.flops, op.ns).c_str());
     }
+    std::printf("\nGFLOP/s: the operations an op must compute, from its shapes (a multiply-add counts two; "
+                "attention: 4 x head_dim per query-key pair its pattern shows), over its time; - where not counted.\n");
   }
 }
 

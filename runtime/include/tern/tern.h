@@ -239,6 +239,13 @@ TERN_API tern_status tern_session_set_profiling(tern_session* session, int enabl
  * the number of ops, so a first call with capacity 0 sizes the array. */
 TERN_API tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity,
                                               size_t* count);
+/* The floating-point operations of each op's profiled calls (a multiply-add counts two), from the op's shapes, in
+ * the order of tern_session_get_profile: what the op must compute, not a kernel's masked or padded work. LINEAR
+ * counts 2 * n * in * out; ATTENTION of the windowed kinds (dense, sliding, chunked, strided, fixed) 4 * head_dim
+ * per (query, key) pair its pattern shows; every other op 0. Copies up to capacity entries to flops (NULL when
+ * capacity is 0) and sets *count to the number of ops. */
+TERN_API tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t* flops, size_t capacity,
+                                                    size_t* count);
 
 /* Resets the state, then runs ids[0..n) as one sequence (1 <= n <= max_batch; each id in [0, vocab_size)).
  * logits: [n, vocab_size] floats, written row by row (row i: the next-token logits after ids[0..i]). Errors:

@@ -170,6 +170,14 @@ tern_status tern_session_get_profile(const tern_session* session, tern_op_profil
   return TERN_OK;
 }
 
+tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t* flops, size_t capacity, size_t* count) {
+  if (!session || !count || (!flops && capacity > 0)) return fail(tern::InvalidArgument("tern_session_get_profile_flops: null argument"));
+  const auto& counted = session->session->profile_flops();
+  *count = counted.size();
+  for (size_t i = 0; i < counted.size() && i < capacity; ++i) flops[i] = counted[i];
+  return TERN_OK;
+}
+
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
   if (!session) return fail(tern::InvalidArgument("tern_session_forward: null session"));
   if (!logits) return record(session, tern::InvalidArgument("tern_session_forward: logits is null"));

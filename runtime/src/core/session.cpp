@@ -147,6 +147,8 @@ Status Session::build(const tern_session_options& options) {
     }
   }
   profile_.assign(model_.nodes().size(), {0, 0});
+  profile_flops_.assign(model_.nodes().size(), 0);
+  profile_calls_before_.assign(model_.nodes().size(), 0);
   sequence_limit_ = kMaxSequence;
   for (const Node& node : model_.nodes()) {
     const Streaming streaming = find_op(node.code)->streaming(node);
@@ -189,11 +191,21 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
     reset();  // as after any failed call
     return Unsupported(whole_sequence_message(model_.nodes()[size_t(whole_sequence_node_)], position));
   }
+  if (profiling_) {
+    for (size_t i = 0; i < profile_.size(); ++i) profile_calls_before_[i] = profile_[i].first;
+  }
   Status st = backend_->run(ids, n, position_, logits, profiling_ ? &profile_ : nullptr);
   if (!st.ok()) {
     // A half-applied call would leave some caches ahead of others: forget the sequence.
     reset();
     return st;
+  }
+  if (profiling_) {  // the ops that ran (a call without logits skips the head)
+    for (size_t i = 0; i < profile_.size(); ++i) {
+      const Node& node = model_.nodes()[i];
+      const OpDef* def = find_op(node.code);
+      if (profile_[i].first > profile_calls_before_[i] && def->flops) profile_flops_[i] += def->flops(node, position_, n);
+    }
   }
   position_ += n;
   return Status::Ok();
@@ -202,6 +214,7 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
 void Session::set_profiling(bool enabled) {
   profiling_ = enabled;
   std::fill(profile_.begin(), profile_.end(), std::pair<int64_t, uint64_t>{0, 0});
+  std::fill(profile_flops_.begin(), profile_flops_.end(), 0);
 }
 
 void Session::reset() {

@@ -31,6 +31,8 @@ class Session {
   void set_profiling(bool enabled);
   // Per op: {calls, total ns} since profiling was last enabled.
   const OpProfile& profile() const { return profile_; }
+  // Per op: floating-point operations of those calls (OpDef::flops; 0 for ops that do not count them).
+  const std::vector<uint64_t>& profile_flops() const { return profile_flops_; }
 
   int64_t position() const { return position_; }
   int64_t max_tokens() const { return max_tokens_; }
@@ -68,6 +70,8 @@ class Session {
   int whole_sequence_node_ = -1;  // the first op that runs whole sequences only (LSH, routing), or -1
   bool profiling_ = false;
   OpProfile profile_;  // per node: calls, total ns; sized at creation
+  std::vector<uint64_t> profile_flops_;       // per node, sized at creation
+  std::vector<int64_t> profile_calls_before_;  // per node: calls before the current call, sized at creation
 };
 
 }  // namespace tern

@@ -99,6 +99,6 @@ void ref::adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput&
 
 extern const OpDef kAdaptiveEmbeddingOp = {fb::OpCode::ADAPTIVE_EMBEDDING, "ADAPTIVE_EMBEDDING", 1, 1,
                                            2 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveEmbeddingParams, validate,
-                                           nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr};
+                                           nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr};
 
 }  // namespace tern

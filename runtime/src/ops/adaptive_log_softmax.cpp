@@ -131,6 +131,6 @@ void ref::adaptive_log_softmax(const float* x, int64_t n, const AdaptiveSoftmax&
 
 extern const OpDef kAdaptiveLogSoftmaxOp = {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "ADAPTIVE_LOG_SOFTMAX", 1, 0,
                                             2 + 3 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveLogSoftmaxParams,
-                                            validate, nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr};
+                                            validate, nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr};
 
 }  // namespace tern

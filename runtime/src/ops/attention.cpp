@@ -51,6 +51,40 @@ uint64_t setup_bytes(const Node& node, int64_t max_batch) {
   return __builtin_mul_overflow(uint64_t(x.position_rows(max_batch)), per_row, &bytes) ? UINT64_MAX : bytes;
 }
 
+// The windowed kinds' q · k and p · v for every (query, key) pair the pattern shows: 4 * head_dim per pair. The
+// other kinds (adaptive span, Transformer-XL, compressive, LSH, routing) do not count theirs.
+uint64_t flops(const Node& node, int64_t pos0, int64_t n) {
+  const auto* p = node.fb_op->params_as_AttentionParams();
+  switch (p->kind_type()) {
+    case fb::AttentionKind::Dense:
+    case fb::AttentionKind::SlidingWindow:
+    case fb::AttentionKind::ChunkedLocal:
+    case fb::AttentionKind::Strided:
+    case fb::AttentionKind::Fixed: break;
+    default: return 0;
+  }
+  const auto made = AttentionPattern::from(*p, std::string());
+  if (!made.ok()) return 0;  // validated before; never here
+  const AttentionPattern& pattern = made.value();
+  // Heads see one pattern, or two under a split layout (the first half of the heads and the second).
+  const int groups = pattern.split ? 2 : 1;
+  const uint64_t heads_per_group = uint64_t(pattern.heads / groups);
+  uint64_t pairs = 0;
+  for (int g = 0; g < groups; ++g) {
+    const int head = g == 0 ? 0 : pattern.heads - 1;
+    uint64_t keys = 0;
+    for (int64_t i = pos0; i < pos0 + n; ++i) {
+      const int64_t lo = pattern.local_lo(head, i);
+      keys += uint64_t(i - lo + 1);
+      if (pattern.has_scattered(head)) {
+        pattern.scattered(head, i, lo, [&](int64_t begin, int64_t end) { keys += uint64_t(end - begin); });
+      }
+    }
+    pairs += heads_per_group * keys;
+  }
+  return pairs * 4 * uint64_t(p->head_dim());
+}
+
 }  // namespace
 
 void ref::attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
@@ -86,6 +120,6 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
 
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
                                    validate, state_bytes, dense_bytes, streaming, sequence_limit,
-                                   setup_bytes};
+                                   setup_bytes, flops};
 
 }  // namespace tern

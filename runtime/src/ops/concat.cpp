@@ -21,6 +21,6 @@ void ref::concat(const float* a, int64_t da, const float* b, int64_t db, int64_t
 }
 
 extern const OpDef kConcatOp = {fb::OpCode::CONCAT, "CONCAT", 2, 0, 0, fb::OpParams::ConcatParams, validate,
-                                nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr};
+                                nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
 
 }  // namespace tern

@@ -23,6 +23,6 @@ void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n
 }
 
 extern const OpDef kEmbeddingOp = {fb::OpCode::EMBEDDING, "EMBEDDING", 1, 1, 1, fb::OpParams::EmbeddingParams,
-                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr};
+                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
 
 }  // namespace tern

@@ -35,6 +35,6 @@ void ref::layer_norm(const float* x, int64_t n, int64_t d, const float* gamma, c
 }
 
 extern const OpDef kLayerNormOp = {fb::OpCode::LAYER_NORM, "LAYER_NORM", 1, 1, 2, fb::OpParams::LayerNormParams,
-                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr};
+                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
 
 }  // namespace tern

@@ -14,6 +14,12 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   return Status::Ok();
 }
 
+// x W^T: n * out dot products of length in.
+uint64_t flops(const Node& node, int64_t /*pos0*/, int64_t n) {
+  const TensorInfo* w = node.weights[0];
+  return 2 * uint64_t(n) * uint64_t(w->shape[0]) * uint64_t(w->shape[1]);
+}
+
 }  // namespace
 
 void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const float* b, int64_t out_dim, float* out) {
@@ -27,6 +33,6 @@ void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const fl
 }
 
 extern const OpDef kLinearOp = {fb::OpCode::LINEAR, "LINEAR", 1, 1, 2, fb::OpParams::LinearParams,
-                                validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr};
+                                validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, flops};
 
 }  // namespace tern

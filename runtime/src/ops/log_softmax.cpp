@@ -26,6 +26,6 @@ void ref::log_softmax(const float* x, int64_t n, int64_t d, float* out) {
 }
 
 extern const OpDef kLogSoftmaxOp = {fb::OpCode::LOG_SOFTMAX, "LOG_SOFTMAX", 1, 0, 0, fb::OpParams::LogSoftmaxParams,
-                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr};
+                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
 
 }  // namespace tern

@@ -50,6 +50,10 @@ struct OpDef {
   // Bytes a kernel computes at creation for calls of up to max_batch tokens, beyond its weights and state (e.g.
   // Transformer-XL's r(p) for every distance a call reads), counted before they are allocated; null for none.
   uint64_t (*setup_bytes)(const Node& node, int64_t max_batch);
+  // Floating-point operations of a call of n tokens at position pos0, from the op's shapes (a multiply-add counts
+  // two), for profiles: what the op must compute, not what a kernel spends on masked or padded work. Null: the op
+  // does not count them.
+  uint64_t (*flops)(const Node& node, int64_t pos0, int64_t n);
 };
 
 // max_sequence of a node that runs sequences of any length in bounded state.

@@ -80,6 +80,6 @@ void ref::axial_position(const float* rows, int64_t d0, const float* cols, int64
 }
 
 extern const OpDef kPositionOp = {fb::OpCode::POSITION, "POSITION", 1, 0, 2, fb::OpParams::PositionParams,
-                                  validate, nullptr, nullptr, streams<Streaming::kRowWise>, position_limit, nullptr};
+                                  validate, nullptr, nullptr, streams<Streaming::kRowWise>, position_limit, nullptr, nullptr};
 
 }  // namespace tern
