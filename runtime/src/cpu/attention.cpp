@@ -124,6 +124,14 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
   for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
     const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
     const int64_t width = j1 - j0;
+    if (rows == 1) {  // one query (generation) reads the keys in place: a transposed block would cost as much
+      for (int64_t j = j0; j < j1; ++j) {
+        kp[j - j0] = a.src.key(h, j, dh);
+        vp[j - j0] = a.src.value(h, j, dh);
+      }
+      a.kernels->attend_keys(t.q, kp, vp, width, dh, t.s, t.m, t.l, t.acc);
+      continue;
+    }
     for (int64_t j = j0; j < j1; ++j) {
       const float* k = a.src.key(h, j, dh);
       for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + (j - j0)] = k[c];

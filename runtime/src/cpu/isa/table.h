@@ -45,8 +45,8 @@ struct IsaKernels {
   // keys some row sees. m, l [rows], acc [rows, dh].
   void (*attend_tile)(const float* q, int64_t rows, const float* kt, const float* const* values, const int64_t* lo,
                       const int64_t* hi, int dh, float* m, float* l, float* acc);
-  // One query row q [dh] against `count` keys given by their rows (count <= kAttentionKeyBlock); s [count] is
-  // scratch.
+  // One query row q [dh] against `count` keys given by their rows (count <= kAttentionKeyBlock), read in place;
+  // s [kAttentionKeyBlock] is scratch.
   void (*attend_keys)(const float* q, const float* const* keys, const float* const* values, int64_t count, int dh,
                       float* s, float* m, float* l, float* acc);
 
