@@ -16,8 +16,9 @@
 #    tools/bench/peers/llama_driver.cpp against the package's libllama / libggml;
 # 5. makes the models (tools/bench/peers/make_model.py, fixed seed): safetensors -> .tern (tern-convert), ONNX
 #    (torch.onnx.export), GGUF (gguf-py);
-# 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process; prints markdown tables
-#    and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
+# 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process (prefill: one forward of n
+#    tokens; generation: tg128@d0, d512, d2048 for Tern and llama.cpp with and without flash attention); prints
+#    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
 # Tern's windowed model at n in {8192, 16384, 32768} (55 min on the 2-core VM shared with other builds, most of it
@@ -114,7 +115,7 @@ ids=$work/ids.i32
 
 # ---- 6. run
 args=()
-if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --windowed-ns 2048,4096,8192); fi
+if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --decode-warm 2 --windowed-ns 2048,4096,8192); fi
 say "running (progress on stderr, tables on stdout)"
 /usr/bin/python3 tools/bench/peers/run.py --models "$models" --ids "$ids" --build "$root/build" \
   --node-modules "$npm_dir/node_modules" --peer-llama "$peer_llama" --llama-bins "$llama_bins" \

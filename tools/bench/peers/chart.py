@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Draws time and peak memory against sequence length from the JSON of tools/bench/peers.sh: every runtime on the
-dense model, and Tern on the same weights with sliding-window attention (Debian's python3-matplotlib).
+dense model, and Tern on the same weights with sliding-window attention; and, where the JSON has them, generation
+tokens/s against the tokens already in the cache (Debian's python3-matplotlib).
 Usage: chart.py PEERS.json OUT.png|OUT.svg [--threads T]"""
 import argparse
 import json
@@ -28,7 +29,9 @@ def main():
     for r in rows:
         counts[r["threads"]] = counts.get(r["threads"], 0) + 1
     t = a.threads or max(counts, key=lambda k: (counts[k], -k))  # the thread count measured at the most lengths
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4.2))
+    decode = [r for r in doc.get("decode", []) if r["rc"] == 0 and r["threads"] == t]
+    fig, axes = plt.subplots(1, 3 if decode else 2, figsize=(15 if decode else 10, 4.2))
+    ax_t, ax_m = axes[0], axes[1]
     for rt in ["tern", "ort", "llama-fa", "llama", "torch", "tern-windowed"]:
         pts = sorted((r["n"], r["steady_ms"] / 1e3, r["peak_rss_bytes"] / 2**30) for r in rows
                      if r["runtime"] == rt and r["threads"] == t)
@@ -50,10 +53,23 @@ def main():
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", lw=0.3)
     ax_t.legend(fontsize=8)
+    if decode:
+        ax_d = axes[2]
+        for rt in ["tern", "llama-fa", "llama"]:
+            pts = sorted((r["depth"], r["tokens_per_s"]) for r in decode if r["runtime"] == rt)
+            if pts:
+                color, style = STYLE[rt]
+                ax_d.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=LABEL[rt])
+        ax_d.set_xlabel("tokens in the cache before generating (D)")
+        ax_d.set_ylabel("tokens/s")
+        ax_d.set_ylim(bottom=0)
+        ax_d.set_title(f"generation, tg{doc['decode_tokens']}@dD (one token per call)", fontsize=10)
+        ax_d.grid(True, lw=0.3)
+        ax_d.legend(fontsize=8)
     m = doc["model"]
     fig.suptitle(f"{m['num_layers']} layers, d {m['hidden_size']}, {m['num_heads']} heads, F32, {t} thread(s); "
                  f"sliding window {doc['windowed_attention']['window']}", fontsize=10)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.86, wspace=0.25)
+    fig.subplots_adjust(left=0.05 if decode else 0.07, right=0.98, bottom=0.13, top=0.86, wspace=0.25)
     fig.savefig(a.out, dpi=90)
 
 

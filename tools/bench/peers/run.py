@@ -4,7 +4,9 @@ weights, on this machine. Called by tools/bench/peers.sh, which installs the dep
 
 Every (runtime, n, threads) is its own process: the process's peak RSS comes from the kernel (wait4's ru_maxrss),
 the first run and the median of WARM warm runs from the driver itself. Outputs are compared with Tern's logits at
-every position. Prints markdown tables and writes JSON.
+every position. Generation (phase decode) is measured like llama-bench's tg128@dD: after D tokens in one call,
+128 tokens one call each, for Tern and llama.cpp with and without flash attention, the logits of every step compared
+with Tern's. Prints markdown tables and writes JSON.
 """
 
 import argparse
@@ -24,6 +26,7 @@ MiB = 1 << 20
 GiB = 1 << 30
 
 RUNTIMES = ["tern", "ort", "llama-fa", "llama", "torch"]
+DECODE_RUNTIMES = ["tern", "llama-fa", "llama"]  # the peers with a decode path (a KV cache)
 LABEL = {"tern": "Tern", "ort": "ONNX Runtime", "llama-fa": "llama.cpp FA", "llama": "llama.cpp",
          "torch": "PyTorch eager"}
 
@@ -77,18 +80,20 @@ def measured(cmd, env=None, timeout=1800):
             ru.ru_maxrss * 1024, time.monotonic() - t0)
 
 
-def command(rt, a, n, threads, warm, logits):
+def command(rt, a, n, threads, warm, logits, depth=None):
+    """The driver's command line; with depth, generation of n tokens after depth (Tern and llama.cpp only)."""
     m = a.models
+    tail = [] if depth is None else [str(depth)]
     if rt == "tern":
         return [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(m, "dense.tern"), a.ids, str(n),
-                str(threads), str(warm), logits], None
+                str(threads), str(warm), logits] + tail, None
     if rt == "ort":
         env = dict(os.environ, PEERS_NODE_MODULES=a.node_modules)
         return ["node", os.path.join(HERE, "ort_driver.js"), os.path.join(m, "dense.onnx"), a.ids, str(n),
                 str(threads), str(warm), logits], env
     if rt in ("llama", "llama-fa"):
         return [a.peer_llama, os.path.join(m, "dense.gguf"), a.ids, str(n), str(threads), str(warm), logits,
-                "1" if rt == "llama-fa" else "0", a.llama_bins], None
+                "1" if rt == "llama-fa" else "0", a.llama_bins] + tail, None
     if rt == "torch":
         env = dict(os.environ, LD_LIBRARY_PATH=a.openblas_dir, OPENBLAS_NUM_THREADS=str(threads),
                    OMP_NUM_THREADS=str(threads))
@@ -155,7 +160,10 @@ def main():
     ap.add_argument("--runtimes", default=",".join(RUNTIMES))
     ap.add_argument("--json", required=True)
     ap.add_argument("--tmp", default="/tmp")
-    ap.add_argument("--phases", default="dense,windowed,linear", help="which measurements to run")
+    ap.add_argument("--decode-depths", default="0,512,2048", help="tokens in the cache before generating")
+    ap.add_argument("--decode-tokens", type=int, default=128, help="tokens generated one at a time")
+    ap.add_argument("--decode-warm", type=int, default=3)
+    ap.add_argument("--phases", default="dense,decode,windowed,linear", help="which measurements to run")
     ap.add_argument("--resume", action="store_true",
                     help="keep what --json already holds and measure only what it lacks (an interrupted run)")
     a = ap.parse_args()
@@ -175,12 +183,15 @@ def main():
            "model": json.load(open(os.path.join(a.models, "dense", "config.json"))),
            "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
            "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
-           "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": []}
+           "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": [],
+           "decode": [], "decode_tokens": a.decode_tokens, "decode_warm_runs": a.decode_warm}
+    decode = doc["decode"]
     if a.resume and os.path.exists(a.json):
         old = json.load(open(a.json))
         results.extend(old.get("dense", []))
         windowed.extend(old.get("windowed", []))
         linear.extend(old.get("linear", []))
+        decode.extend(old.get("decode", []))
         t_start -= old.get("total_s", 0)
     done = {(r["runtime"], r["n"], r["threads"]) for r in results + windowed if r["rc"] == 0}
 
@@ -223,6 +234,44 @@ def main():
                     f"{rec['steady_ms'] / 1e3:8.3f} s, peak RSS {rss / MiB:7.0f} MiB"
                     + (f", err {rec['max_abs_err_over_max_abs']:.2e}" if "max_abs_err_over_max_abs" in rec else ""))
                 results.append(rec)
+                save()
+
+    # Generation: decode_tokens single-token calls after `depth` tokens, per thread count, Tern first (its logits
+    # are what the peers are compared with).
+    decode_done = {(r["runtime"], r["depth"], r["threads"]) for r in decode if r["rc"] == 0}
+    for depth in ([int(x) for x in a.decode_depths.split(",") if x] if "decode" in phases else []):
+        for t in threads_list:
+            tern_logits = None
+            for rt in [r for r in DECODE_RUNTIMES if r in runtimes]:
+                if (rt, depth, t) in decode_done and not (rt == "tern" and any(
+                        (p, depth, t) not in decode_done for p in DECODE_RUNTIMES if p in runtimes)):
+                    continue
+                if rt == "tern":
+                    decode[:] = [r for r in decode if (r["runtime"], r["depth"], r["threads"]) != (rt, depth, t)]
+                lp = os.path.join(a.tmp, f"peers_decode_{rt}_{depth}_{t}.f32")
+                cmd, env = command(rt, a, a.decode_tokens, t, a.decode_warm, lp, depth)
+                rc, out, err, rss, wall = measured(cmd, env)
+                rec = {"runtime": rt, "depth": depth, "tokens": a.decode_tokens, "threads": t, "rc": rc,
+                       "peak_rss_bytes": rss, "wall_s": wall}
+                if rc != 0:
+                    rec["error"] = err.strip()[-2000:]
+                    log(f"{rt} tg{a.decode_tokens}@d{depth} t={t}: FAILED rc={rc}: {err.strip()[-500:]}")
+                    decode.append(rec)
+                    continue
+                info = json.loads(out.strip().splitlines()[-1])
+                rec.update(info)
+                rec["steady_ms"] = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
+                rec["tokens_per_s"] = a.decode_tokens / (rec["steady_ms"] / 1e3)
+                logits = np.fromfile(lp, dtype=np.float32)
+                os.unlink(lp)
+                if rt == "tern":
+                    tern_logits = logits
+                elif tern_logits is not None and logits.size == tern_logits.size:
+                    rec.update(compare(logits, tern_logits))
+                log(f"{rt:9s} tg{a.decode_tokens}@d{depth:<5d} t={t}: {rec['tokens_per_s']:7.1f} tokens/s, "
+                    f"peak RSS {rss / MiB:5.0f} MiB"
+                    + (f", err {rec['max_abs_err_over_max_abs']:.2e}" if "max_abs_err_over_max_abs" in rec else ""))
+                decode.append(rec)
                 save()
 
     # Tern's windowed model: the same weights with a sliding window, at lengths where the peers' dense (masked)
@@ -286,11 +335,55 @@ def main():
     print_tables(doc, runtimes, ns, threads_list)
 
 
+def print_decode(doc, threads_list):
+    dec = [r for r in doc["decode"] if r["rc"] == 0]
+    get = lambda rt, d, t: next((r for r in dec if r["runtime"] == rt and r["depth"] == d and r["threads"] == t),  # noqa
+                                None)
+    depths = sorted({r["depth"] for r in doc["decode"]})
+    g = doc["decode_tokens"]
+    print(f"\nGeneration, as llama-bench's tg{g}@dD: {g} tokens one call each after D tokens in the cache (the D "
+          f"tokens in one untimed call); steady = median of {doc['decode_warm_runs']} warm runs after the first. "
+          f"Error = max |peer - Tern| / max |Tern| over the logits of every step.\n")
+    print("| test | threads | runtime | tokens/s | Tern time / peer time | peak RSS MiB | error vs Tern |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for d in depths:
+        for t in threads_list:
+            tern = get("tern", d, t)
+            for rt in DECODE_RUNTIMES:
+                r = get(rt, d, t)
+                if r is None:
+                    if any(x["runtime"] == rt and x["depth"] == d and x["threads"] == t for x in doc["decode"]):
+                        print(f"| tg{g}@d{d} | {t} | {LABEL[rt]} | failed | | | |")
+                    continue
+                ratio = f"{tern['steady_ms'] / r['steady_ms']:.2f}" if tern and rt != "tern" else ""
+                err = f"{r['max_abs_err_over_max_abs']:.1e}" if "max_abs_err_over_max_abs" in r else ""
+                print(f"| tg{g}@d{d} | {t} | {LABEL[rt]} | {r['tokens_per_s']:.1f} | {ratio} | "
+                      f"{fmt_mib(r['peak_rss_bytes'])} | {err} |")
+    print(f"\nGoal: at d 2048 Tern's time at most 0.8x llama.cpp's best (with or without flash attention); at d 0 and "
+          f"512 faster than it.\n")
+    print("| test | threads | Tern tokens/s | best llama.cpp | its tokens/s | Tern time / its time | goal |")
+    print("|---|---:|---:|---|---:|---:|---|")
+    for d in depths:
+        for t in threads_list:
+            tern = get("tern", d, t)
+            peers = [p for p in (get("llama-fa", d, t), get("llama", d, t)) if p]
+            if not tern or not peers:
+                continue
+            best = min(peers, key=lambda p: p["steady_ms"])
+            ratio = tern["steady_ms"] / best["steady_ms"]
+            bound = 0.8 if d >= 2048 else 1.0
+            print(f"| tg{g}@d{d} | {t} | {tern['tokens_per_s']:.1f} | {LABEL[best['runtime']]} | "
+                  f"{best['tokens_per_s']:.1f} | {ratio:.2f} | {'met' if ratio <= bound else 'not met'} "
+                  f"(<= {bound:g}) |")
+
+
 def print_tables(doc, runtimes, ns, threads_list):
     res = doc["dense"]
     get = lambda rt, n, t: next((r for r in res if r["runtime"] == rt and r["n"] == n and r["threads"] == t  # noqa
                                  and r["rc"] == 0), None)
     cfg = doc["model"]
+    if not res:
+        ns = []
     print(f"\nDense model: {cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads, vocab "
           f"{cfg['vocab_size']}, GELU tanh, learned positions, tied embeddings; F32 weights everywhere. "
           f"Steady = median of the warm runs after the first ({doc['warm_runs']} below n = {doc['long_n']}, "
@@ -330,6 +423,9 @@ def print_tables(doc, runtimes, ns, threads_list):
             print(f"| {t} | {tern['steady_ms'] / 1e3:.3f} | {LABEL[best['runtime']]} | {best['steady_ms'] / 1e3:.3f} "
                   f"| {ratio:.2f} | {'met' if ratio <= 0.8 else 'not met'} | {fmt_mib(tern['peak_rss_bytes'])} | "
                   f"{fmt_mib(lfa['peak_rss_bytes']) if lfa else ''} | {'met' if mem_ok else 'not met'} |")
+
+    if doc.get("decode"):
+        print_decode(doc, threads_list)
 
     if doc["linear"]:
         print("\nLinear layers against bare XNNPACK fully-connected operators of the same shapes "

@@ -1,5 +1,7 @@
 // Side-by-side driver for Tern (tools/bench/peers/run.py): one forward of N ids, the first run and WARM more, and the
-// logits of the last run. Usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32
+// logits of the last run. Usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32 [DEPTH]
+// With DEPTH (generation, as llama-bench's tg<N>@d<DEPTH>): each run resets, appends the first DEPTH ids in one call
+// (untimed), then times N appends of one id each; the logits are those of the N steps [N, vocab].
 // Prints one JSON line: load + session creation, first run, warm runs (ms). The caller measures peak RSS.
 #include <chrono>
 #include <cstdio>
@@ -13,16 +15,19 @@ static double now_ms() {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32\n");
+  if (argc != 7 && argc != 8) {
+    std::fprintf(stderr, "usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32 [DEPTH]\n");
     return 2;
   }
   const long n = std::atol(argv[3]);
   const int threads = std::atoi(argv[4]), warm = std::atoi(argv[5]);
-  std::vector<int32_t> ids(size_t(n > 0 ? n : 1));
+  const bool decode = argc == 8;
+  const long depth = decode ? std::atol(argv[7]) : 0;
+  const long total = depth + n;
+  std::vector<int32_t> ids(size_t(total > 0 ? total : 1));
   FILE* f = std::fopen(argv[2], "rb");
-  if (!f || std::fread(ids.data(), sizeof(int32_t), size_t(n), f) != size_t(n)) {
-    std::fprintf(stderr, "peer_tern: cannot read %ld ids from %s\n", n, argv[2]);
+  if (!f || std::fread(ids.data(), sizeof(int32_t), size_t(total), f) != size_t(total)) {
+    std::fprintf(stderr, "peer_tern: cannot read %ld ids from %s\n", total, argv[2]);
     return 1;
   }
   std::fclose(f);
@@ -35,19 +40,31 @@ int main(int argc, char** argv) {
   tern_session_options opt;
   tern_session_options_init(&opt);
   opt.threads = threads;
-  opt.max_tokens = n;  // size the arena and state for this n, as the peers size theirs
-  opt.max_batch = n;
+  opt.max_tokens = total;  // size the arena and state for this n, as the peers size theirs
+  opt.max_batch = decode ? (depth > 0 ? depth : 1) : n;
   tern_session* s = nullptr;
   if (tern_session_create(model, &opt, &s) != TERN_OK) {
     std::fprintf(stderr, "peer_tern: %s\n", tern_last_error());
     return 1;
   }
   const double t1 = now_ms();
-  std::vector<float> logits(size_t(n) * size_t(tern_session_vocab_size(s)));
+  const size_t vocab = size_t(tern_session_vocab_size(s));
+  std::vector<float> logits(size_t(n) * vocab);
   std::vector<double> times;
   for (int r = 0; r <= warm; ++r) {
-    const double a = now_ms();
-    if (tern_session_forward(s, ids.data(), n, logits.data()) != TERN_OK) {
+    bool ok = true;
+    double a = now_ms();
+    if (!decode) {
+      ok = tern_session_forward(s, ids.data(), n, logits.data()) == TERN_OK;
+    } else {
+      tern_session_reset(s);
+      if (depth > 0) ok = tern_session_append(s, ids.data(), depth, nullptr) == TERN_OK;
+      a = now_ms();
+      for (long k = 0; k < n && ok; ++k) {
+        ok = tern_session_append(s, ids.data() + depth + k, 1, logits.data() + size_t(k) * vocab) == TERN_OK;
+      }
+    }
+    if (!ok) {
       std::fprintf(stderr, "peer_tern: %s\n", tern_session_last_error(s));
       return 1;
     }
