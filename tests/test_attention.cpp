@@ -109,3 +109,41 @@ TEST_CASE("attention op: the planner's state stops growing once a bounded kind's
     tern_model_free(m.model);
   }
 }
+
+TEST_CASE("attention op: generation with fewer heads than threads splits a long cache's keys across threads",
+          "[attention][streaming]") {
+  // One token per call after a prompt of 1500: with 1 or 2 heads on 4 threads each head's keys go to several threads
+  // (split-K, cpu/attention.cpp) and their softmax sums are merged; fixed's summaries and strided's every l-th key go
+  // to the first part. Every step against the reference kernel over the whole sequence.
+  auto kind = [](const std::string& name, PatternKind k, convert::params::AttentionKind fb) {
+    Kind out{name, AttentionPattern{}, fb};
+    out.pattern.kind = k;
+    return out;
+  };
+  std::vector<Kind> cases = {kind("dense", PatternKind::kDense, convert::params::DenseAttention{}),
+                             kind("sliding w=700", PatternKind::kSliding, convert::params::SlidingWindow{700}),
+                             kind("strided l=600 merged", PatternKind::kStrided, convert::params::Strided{600, false}),
+                             kind("fixed l=1024 c=8 merged", PatternKind::kFixed, convert::params::Fixed{1024, 8, false})};
+  cases[1].pattern.window = 700;
+  cases[2].pattern.stride = 600;
+  cases[3].pattern.block = 1024;
+  cases[3].pattern.summary = 8;
+  const int dh = 16;
+  const int64_t prompt = 1500, steps = 4, n = prompt + steps;
+  for (const Kind& k : cases) {
+    for (int heads : {1, 2}) {
+      INFO(k.name << ", " << heads << " head(s)");
+      test::AttentionModel m = test::attention_model(k, heads, dh, n, "attention_split_keys");
+      tern_session* s = test::make_session(m.model, 4, n, prompt);
+      const int64_t width = int64_t(heads) * dh;
+      std::vector<float> out(size_t(prompt * width));
+      REQUIRE(tern_session_forward(s, m.ids.data(), prompt, out.data()) == TERN_OK);
+      for (int64_t i = prompt; i < n; ++i) {
+        REQUIRE(tern_session_append(s, m.ids.data() + i, 1, out.data()) == TERN_OK);
+        CHECK(relative_error(out.data(), m.want.data() + i * width, size_t(width)) < kOpTolerance);
+      }
+      tern_session_free(s);
+      tern_model_free(m.model);
+    }
+  }
+}

@@ -66,8 +66,19 @@ struct AttentionCall {
   const IsaKernels* kernels;  // the score and softmax loops (cpu/isa.h)
 };
 
-// One head, query rows [r0, r1) of the call.
-void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const Tile& t) {
+// A single query row's keys split across threads (split-K): part `index` of `count` of its contiguous run, in
+// whole key blocks; part 0 also takes the scattered keys.
+struct KeyPart {
+  int index = 0, count = 1;
+};
+// Generation splits a head's keys only where each part gets at least this many key blocks: below it, waking a
+// thread and merging cost more than the part saves.
+constexpr int64_t kMinBlocksPerPart = 4;
+
+// One head, query rows [r0, r1) of the call, normalised into the output; or, with `partial` (one row, a part of
+// its keys), that part's softmax sums {m, l, acc [dh]} into partial [dh + 2], for merge_parts.
+void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const Tile& t, KeyPart part = {},
+                  float* partial = nullptr) {
   const int dh = a.dh;
   const int64_t rows = r1 - r0, pos0 = a.src.pos0;
   const float* kp[kKeyBlock];
@@ -82,7 +93,8 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
   }
   // Fixed's summaries below the block's first local run are the same for every row: tile them like a contiguous run.
   int64_t shared_below = 0;
-  if (a.pattern->kind == PatternKind::kFixed && a.pattern->has_scattered(h)) {
+  const bool scattered = part.index == 0 && a.pattern->has_scattered(h);
+  if (a.pattern->kind == PatternKind::kFixed && scattered) {
     shared_below = a.pattern->local_lo(h, pos0 + r0);  // local_lo never decreases with i
     int64_t width = 0;
     auto flush = [&] {
@@ -101,7 +113,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     if (width > 0) flush();
   }
   // Other scattered keys (strided's every l-th, the rest of fixed's summaries), row by row, in batches of kKeyBlock.
-  if (a.pattern->has_scattered(h)) {
+  if (scattered) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = pos0 + r0 + r;
       int64_t count = 0;
@@ -121,7 +133,9 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
   }
   // The contiguous run [local_lo(i), i] of every row, over the union of the block's runs.
   const int64_t first = a.pattern->local_lo(h, pos0 + r0), last = pos0 + r1 - 1;
-  for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
+  const int64_t blocks = (last - first) / kKeyBlock + 1;
+  const int64_t part_end = std::min(last + 1, first + blocks * (part.index + 1) / part.count * kKeyBlock);
+  for (int64_t j0 = first + blocks * part.index / part.count * kKeyBlock; j0 < part_end; j0 += kKeyBlock) {
     const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
     const int64_t width = j1 - j0;
     if (rows == 1) {  // one query (generation) reads the keys in place: a transposed block would cost as much
@@ -147,6 +161,12 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     }
     a.kernels->attend_tile(t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
   }
+  if (partial) {
+    partial[0] = t.m[0];
+    partial[1] = t.l[0];
+    std::copy(t.acc, t.acc + dh, partial + 2);
+    return;
+  }
   const int64_t out_stride = int64_t(a.heads) * dh;
   for (int64_t r = 0; r < rows; ++r) {
     float* o = a.out + (r0 + r) * out_stride + int64_t(h) * dh;
@@ -155,7 +175,47 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
   }
 }
 
+// Into how many parts generation splits each head's keys: one, unless a single query row has fewer heads than
+// threads and a cache long enough for kMinBlocksPerPart blocks a part (heads * parts < 2 * threads).
+int key_parts(const AttentionCall& call, int threads) {
+  if (call.n != 1 || threads <= call.heads) return 1;
+  const int64_t i = call.src.pos0;
+  const int64_t blocks = (i - call.pattern->local_lo(0, i)) / kKeyBlock + 1;
+  const int64_t wanted = (threads + call.heads - 1) / call.heads;
+  return int(std::max<int64_t>(1, std::min(wanted, blocks / kMinBlocksPerPart)));
+}
+
+// One row's output [dh] from its key parts' softmax sums {m, l, acc [dh]}, each rescaled to the largest m.
+void merge_parts(const float* partials, int parts, int dh, float* out) {
+  const int64_t stride = int64_t(dh) + 2;
+  float m = -INFINITY;
+  for (int p = 0; p < parts; ++p) m = std::max(m, partials[p * stride]);
+  float l = 0.0f;
+  std::fill(out, out + dh, 0.0f);
+  for (int p = 0; p < parts; ++p) {
+    const float* part = partials + p * stride;
+    const float w = part[0] == -INFINITY ? 0.0f : std::exp(part[0] - m);  // a part with no keys adds nothing
+    l += w * part[1];
+    for (int c = 0; c < dh; ++c) out[c] += w * part[2 + c];
+  }
+  const float inv = 1.0f / l;  // the row sees at least itself, in the last part
+  for (int c = 0; c < dh; ++c) out[c] *= inv;
+}
+
 void run_attention(pthreadpool_t pool, int threads, const AttentionCall& call, float* scratch) {
+  const int parts = key_parts(call, threads);
+  if (parts > 1) {  // split-K: (head, part) items, then each head's merge
+    float* partials = scratch + int64_t(std::max(threads, 1)) * tile_floats(call.dh);
+    const int64_t stride = int64_t(call.dh) + 2;
+    run_slots(pool, threads, int64_t(call.heads) * parts, [&](int slot, int64_t item) {
+      Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+      attend_block(call, int(item / parts), 0, 1, tile, KeyPart{int(item % parts), parts}, partials + item * stride);
+    });
+    for (int h = 0; h < call.heads; ++h) {
+      merge_parts(partials + int64_t(h) * parts * stride, parts, call.dh, call.out + int64_t(h) * call.dh);
+    }
+    return;
+  }
   const int64_t q_blocks = (call.n + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = q_blocks * call.heads;
   // Each thread's slot owns a scratch tile and pulls (head, query block) items until none are left.
@@ -213,7 +273,11 @@ class AttentionKernel : public CpuKernel {
 
 }  // namespace
 
-int64_t attention_scratch_floats(int head_dim, int threads) { return tile_floats(head_dim) * std::max(threads, 1); }
+// A tile per thread, then split-K's partial sums: heads * parts < 2 * threads rows of dh + 2 (key_parts).
+int64_t attention_scratch_floats(int head_dim, int threads) {
+  const int64_t slots = std::max(threads, 1);
+  return tile_floats(head_dim) * slots + 2 * slots * (int64_t(head_dim) + 2);
+}
 
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
   KvStore empty(*args.pattern, args.heads, args.head_dim, 0);
