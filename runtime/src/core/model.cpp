@@ -19,8 +19,13 @@ size_t dtype_size(fb::DType dtype) {
     case fb::DType::F16: return 2;
     case fb::DType::I8: return 1;
     case fb::DType::I32: return 4;
+    case fb::DType::I4: return 0;
   }
   return 0;
+}
+
+bool is_compressed(fb::DType dtype) {
+  return dtype == fb::DType::F16 || dtype == fb::DType::I8 || dtype == fb::DType::I4;
 }
 
 const char* dtype_name(fb::DType dtype) {
@@ -29,6 +34,7 @@ const char* dtype_name(fb::DType dtype) {
     case fb::DType::F16: return "F16";
     case fb::DType::I8: return "I8";
     case fb::DType::I32: return "I32";
+    case fb::DType::I4: return "I4";
   }
   return "unknown";
 }
@@ -153,7 +159,9 @@ Status Model::check_tensors(const uint8_t* data_base, uint64_t data_size, uint32
     TensorInfo& info = tensors_[i];
     TERN_RETURN_IF_ERROR(take_name(t->name(), "tensor " + std::to_string(i), "tensor_" + std::to_string(i), &info.name));
     const std::string where = "tensor " + std::to_string(i) + " '" + info.name + "'";
-    if (dtype_size(t->dtype()) == 0) return InvalidModel(where + ": unknown dtype " + std::to_string(int(t->dtype())));
+    if (dtype_size(t->dtype()) == 0 && t->dtype() != fb::DType::I4) {
+      return InvalidModel(where + ": unknown dtype " + std::to_string(int(t->dtype())));
+    }
     info.dtype = t->dtype();
     uint64_t numel = 1;
     if (!t->shape() || t->shape()->size() > kMaxRank) return InvalidModel(where + ": rank must be 0.." + std::to_string(kMaxRank));
@@ -164,8 +172,9 @@ Status Model::check_tensors(const uint8_t* data_base, uint64_t data_size, uint32
       if (mul_overflows(numel, uint64_t(d), &numel)) return InvalidModel(where + ": shape overflows");
       info.shape.push_back(d);
     }
-    uint64_t bytes;
-    if (mul_overflows(numel, dtype_size(info.dtype), &bytes) || bytes != t->size()) {
+    uint64_t bytes = numel / 2;
+    if (info.dtype == fb::DType::I4 && numel % 2 != 0) return InvalidModel(where + ": I4 needs an even element count");
+    if ((info.dtype != fb::DType::I4 && mul_overflows(numel, dtype_size(info.dtype), &bytes)) || bytes != t->size()) {
       return InvalidModel(where + ": size " + std::to_string(t->size()) + " bytes does not match shape " +
                           info.shape_string() + " of " + dtype_name(info.dtype));
     }
@@ -180,6 +189,53 @@ Status Model::check_tensors(const uint8_t* data_base, uint64_t data_size, uint32
     info.data = data_base + t->offset();
     info.size = t->size();
     weight_bytes_ += t->size();
+  }
+  return check_scales();
+}
+
+// The scale tensors and groups of I8 and I4 matrices (schema/tern.fbs, Tensor), once every tensor is known.
+Status Model::check_scales() {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const fb::Tensor* t = root_->tensors()->Get(i);
+    TensorInfo& info = tensors_[i];
+    const std::string where = "tensor " + std::to_string(i) + " '" + info.name + "'";
+    const bool quantised = info.dtype == fb::DType::I8 || info.dtype == fb::DType::I4;
+    if (!quantised) {
+      if (t->scales() != -1 || t->group_size() != 0) {
+        return InvalidModel(where + ": a " + std::string(dtype_name(info.dtype)) + " tensor has no scales or group size");
+      }
+      continue;
+    }
+    if (info.shape.size() != 2) return InvalidModel(where + ": an " + dtype_name(info.dtype) + " tensor must be a matrix [out, in]");
+    const int64_t out = info.shape[0], in = info.shape[1];
+    if (in % kQuantBlock != 0) {
+      return InvalidModel(where + ": " + dtype_name(info.dtype) + " rows must be a multiple of " +
+                          std::to_string(kQuantBlock) + " elements, not " + std::to_string(in));
+    }
+    const int64_t g = t->group_size();
+    if (g < 0 || (g > 0 && (g % kQuantBlock != 0 || in % g != 0))) {
+      return InvalidModel(where + ": group size " + std::to_string(g) + " must be 0 or a multiple of " +
+                          std::to_string(kQuantBlock) + " dividing the row length " + std::to_string(in));
+    }
+    const int32_t s = t->scales();
+    if (s < 0 || size_t(s) >= tensors_.size() || size_t(s) == i) {
+      return InvalidModel(where + ": scale tensor " + std::to_string(s) + " does not exist");
+    }
+    const TensorInfo& scales = tensors_[size_t(s)];
+    const fb::DType want = info.dtype == fb::DType::I8 ? fb::DType::F32 : fb::DType::F16;
+    if (scales.dtype != want) {
+      return InvalidModel(where + ": its scales '" + scales.name + "' must be " + dtype_name(want) + ", not " +
+                          dtype_name(scales.dtype));
+    }
+    const std::vector<int64_t> shape = g ? std::vector<int64_t>{out, in / g} : std::vector<int64_t>{out};
+    if (scales.shape != shape) {
+      TensorInfo expect;
+      expect.shape = shape;
+      return InvalidModel(where + ": its scales '" + scales.name + "' are " + scales.shape_string() + ", not " +
+                          expect.shape_string());
+    }
+    info.scales = &scales;
+    info.group_size = g;
   }
   return Status::Ok();
 }
@@ -297,8 +353,13 @@ Status Model::check_ops() {
       }
     }
     if (values_[node.outputs[0]].dtype != fb::DType::F32) return InvalidModel(node.label() + ": output must be F32");
-    for (const TensorInfo* t : node.weights) {
-      if (t && t->dtype != fb::DType::F32) return Unsupported(node.label() + ": weight '" + t->name + "' is " + dtype_name(t->dtype) + "; this runtime reads F32 weights");
+    for (size_t w = 0; w < node.weights.size(); ++w) {
+      const TensorInfo* t = node.weights[w];
+      if (!t || t->dtype == fb::DType::F32) continue;
+      if (!is_compressed(t->dtype) || !def->compressible || !def->compressible(node, int(w))) {
+        return Unsupported(node.label() + ": weight '" + t->name + "' is " + dtype_name(t->dtype) +
+                           "; this weight of the op is read as F32 only");
+      }
     }
     TERN_RETURN_IF_ERROR(def->validate(node, values_));
   }

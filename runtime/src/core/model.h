@@ -23,8 +23,12 @@ constexpr int64_t kMaxWidth = int64_t(1) << 24;
 // together may not exceed the graph's own bytes (a file whose entries share one long string would otherwise expand).
 constexpr size_t kMaxNameBytes = 1024;
 
-size_t dtype_size(fb::DType dtype);
+size_t dtype_size(fb::DType dtype);  // bytes per element; 0 for I4 (two per byte) and unknown dtypes
 const char* dtype_name(fb::DType dtype);
+// Compressed weight storage (schema/tern.fbs, Tensor): F16, I8 or I4.
+bool is_compressed(fb::DType dtype);
+// Elements per block of an I8 or I4 row: rows are a whole number of blocks, and a group a whole number of them.
+constexpr int64_t kQuantBlock = 32;
 
 // A constant tensor inside the mapping.
 struct TensorInfo {
@@ -33,7 +37,12 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // inside the mapping, aligned to the model's data_alignment
   uint64_t size = 0;
+  // I8, I4: the scale tensor (F32 for I8, F16 for I4) and the inputs per scale (0: one per output row).
+  const TensorInfo* scales = nullptr;
+  int64_t group_size = 0;
   int64_t numel() const;
+  // Inputs per scale of an I8 or I4 matrix [out, in]: group_size, or in for one scale per row.
+  int64_t group() const { return group_size ? group_size : shape[1]; }
   const float* f32() const { return reinterpret_cast<const float*>(data); }
   std::string shape_string() const;
 };
@@ -87,6 +96,7 @@ class Model {
   Model() = default;
   static Result<std::unique_ptr<Model>> verify(std::unique_ptr<MappedFile> file);
   Status check_tensors(const uint8_t* data_base, uint64_t data_size, uint32_t alignment);
+  Status check_scales();
   Status check_values();
   Status check_ops();
   Status check_io();

@@ -14,6 +14,9 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   return expect_width(node, values, true, 0, table->shape[1]);
 }
 
+// W (LINEAR) or the table (EMBEDDING); the bias stays F32.
+bool compressible(const Node& /*node*/, int slot) { return slot == 0; }
+
 }  // namespace
 
 void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n, float* out) {
@@ -23,6 +26,7 @@ void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n
 }
 
 extern const OpDef kEmbeddingOp = {fb::OpCode::EMBEDDING, "EMBEDDING", 1, 1, 1, fb::OpParams::EmbeddingParams,
-                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
+                                   validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr,
+                                   compressible};
 
 }  // namespace tern

@@ -20,6 +20,9 @@ uint64_t flops(const Node& node, int64_t /*pos0*/, int64_t n) {
   return 2 * uint64_t(n) * uint64_t(w->shape[0]) * uint64_t(w->shape[1]);
 }
 
+// W (LINEAR) or the table (EMBEDDING); the bias stays F32.
+bool compressible(const Node& /*node*/, int slot) { return slot == 0; }
+
 }  // namespace
 
 void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const float* b, int64_t out_dim, float* out) {
@@ -33,6 +36,7 @@ void ref::linear(const float* x, int64_t n, int64_t in, const float* w, const fl
 }
 
 extern const OpDef kLinearOp = {fb::OpCode::LINEAR, "LINEAR", 1, 1, 2, fb::OpParams::LinearParams,
-                                validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, flops};
+                                validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, flops,
+                                compressible};
 
 }  // namespace tern

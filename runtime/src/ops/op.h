@@ -54,6 +54,9 @@ struct OpDef {
   // two), for profiles: what the op must compute, not what a kernel spends on masked or padded work. Null: the op
   // does not count them.
   uint64_t (*flops)(const Node& node, int64_t pos0, int64_t n);
+  // True when weight `slot` may be stored compressed (F16, I8, I4: schema/tern.fbs, Tensor) because every backend
+  // reads it so. Null: every weight is F32.
+  bool (*compressible)(const Node& node, int slot) = nullptr;
 };
 
 // max_sequence of a node that runs sequences of any length in bounded state.
