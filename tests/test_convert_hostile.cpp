@@ -552,3 +552,35 @@ TEST_CASE("convert hostile: output names up to NAME_MAX convert, the temporary n
   // One past NAME_MAX is the system's refusal, named, before any work.
   expect_error(convert({dir + "/c", "-o", dir + "/out/" + std::string(256, 'x')}, dir), "File name too long");
 }
+
+TEST_CASE("convert hostile: impossible --weights or --group-size or --weight-type is refused by name", "[converter][hostile]") {
+  const std::string scratch = tern::test::scratch_dir("convert_hostile_weights");
+  const std::string golden = tern::test::source_path("tests/goldens/pre_tied_learned_gelu");
+  const std::string out = scratch + "/m.tern";
+  struct Case {
+    std::vector<std::string> args;
+    int status;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--weights", "int3"}, 2, "--weights must be f32, f16, int8 or int4, not 'int3'"},
+      {{"--weights"}, 2, "--weights needs f32, f16, int8 or int4"},
+      {{"--weights", "int4", "--group-size", "48"}, 2, "--group-size needs a positive multiple of 32, got '48'"},
+      {{"--weights", "int4", "--group-size", "-32"}, 2, "--group-size needs a positive multiple of 32, got '-32'"},
+      {{"--weight-type", "f16"}, 2, "--weight-type needs PATTERN=FORMAT"},
+      {{"--weight-type", "x=int2"}, 2, "--weight-type needs PATTERN=FORMAT"},
+      // A layer norm's gain is read as float32 only; a pattern that matches nothing is a typo.
+      {{"--weight-type", "final_norm.weight=int8"}, 1, "cannot be int8"},
+      {{"--weights", "int8", "--weight-type", "no_such_tensor*=f32"}, 1, "no tensor matches 'no_such_tensor*'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {golden, "-o", out, "-q"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Run r = convert(args, scratch);
+    INFO("args: " << c.args[0] << (c.args.size() > 1 ? " " + c.args[1] : "") << "; stderr: " << r.err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.exit_code == c.status);
+    CHECK_THAT(r.err, Catch::Contains(c.message));
+    CHECK_FALSE(fs::exists(out));
+  }
+}

@@ -47,6 +47,9 @@ Status convert_unguarded(const std::string& checkpoint_dir, const std::string& o
   const std::vector<std::string> unused = checkpoint->unused();
   if (!options.quiet && !unused.empty()) std::fprintf(stderr, "tern-convert: warning: %s\n", describe_unused(unused).c_str());
 
+  CompressReport compressed;
+  TERN_RETURN_IF_ERROR(compress_weights(graph, options.weights, &compressed));
+
   WriteStats stats;
   TERN_RETURN_IF_ERROR(write_model(graph, out_path, WriteOptions{options.quiet, /*verify=*/true}, &stats));
 
@@ -59,6 +62,7 @@ Status convert_unguarded(const std::string& checkpoint_dir, const std::string& o
     report->file_size = stats.file_size;
     report->data_size = stats.data_size;
     report->unused_tensors = unused;
+    report->weights = compressed;
     report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return Status::Ok();

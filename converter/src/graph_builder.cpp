@@ -36,6 +36,16 @@ Result<int32_t> GraphBuilder::add_tensor(const std::string& name, fb::DType dtyp
   return index;
 }
 
+void GraphBuilder::store_tensor_as(int32_t index, fb::DType dtype, uint64_t size, TensorFill fill, int32_t scales,
+                                  int32_t group) {
+  TensorSpec& t = tensors_[size_t(index)];
+  t.dtype = dtype;
+  t.size = size;
+  t.fill = std::move(fill);
+  t.scales = scales;
+  t.group_size = group;
+}
+
 Result<int32_t> GraphBuilder::add_op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
                                      std::vector<int32_t> outputs, std::vector<int32_t> weights, OpParams params) {
   const std::string where = "op '" + name + "': ";

@@ -144,8 +144,10 @@ struct TensorSpec {
   std::string name;
   fb::DType dtype = fb::DType::F32;
   std::vector<int64_t> shape;
-  uint64_t size = 0;  // numel * sizeof(dtype)
+  uint64_t size = 0;  // numel * sizeof(dtype); I4: numel / 2
   TensorFill fill;
+  int32_t scales = -1;     // I8, I4: the scale tensor's index (schema/tern.fbs, Tensor)
+  int32_t group_size = 0;  // I8, I4: inputs per scale; 0 = one per output row
 };
 
 struct ValueSpec {
@@ -179,6 +181,9 @@ class GraphBuilder {
   // Each returns the new index. Names are unique within values, tensors and ops respectively.
   Result<int32_t> add_value(const std::string& name, fb::DType dtype, int64_t width);
   Result<int32_t> add_tensor(const std::string& name, fb::DType dtype, std::vector<int64_t> shape, TensorFill fill);
+  // Stores tensor `index` in another form (compress.h): its dtype, byte size, fill, scale tensor and group change;
+  // its name, shape and uses do not.
+  void store_tensor_as(int32_t index, fb::DType dtype, uint64_t size, TensorFill fill, int32_t scales, int32_t group);
   // Ops run in the order added; an op reads only model inputs and values written by earlier ops,
   // and each value is written once.
   Result<int32_t> add_op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "convert.h"
+#include "core/model.h"  // kQuantBlock
 #include "importers/importers.h"
 #include "temp_file.h"
 #include "tern/tern.h"
@@ -15,13 +16,22 @@ namespace {
 
 void print_help() {
   std::printf(
-      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--quiet] [--hash-seed N] [--allow-non-finite]\n"
+      "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--weights f32|f16|int8|int4] [--group-size N]\n"
+      "                    [--weight-type PATTERN=FORMAT]... [--quiet] [--hash-seed N] [--allow-non-finite]\n"
       "\n"
       "Converts a checkpoint directory (config.json plus one or more *.safetensors files) into a single\n"
       ".tern model file that libtern loads with mmap.\n"
       "\n"
       "options:\n"
       "  -o, --output FILE  the .tern file to write; replaced atomically, left untouched on failure\n"
+      "      --weights FORMAT  how weight matrices are stored: f32 (default), f16, int8 (a float32 scale\n"
+      "                     per output row, or per group), int4 (groups of 32 inputs, a float16 scale\n"
+      "                     each). Norms, biases, positions, LSH rotations, routing centroids and matrices\n"
+      "                     under %lld elements stay float32; int8/int4 rows not a multiple of 32 go f16\n"
+      "      --group-size N  int8/int4: inputs per scale, a multiple of 32 (int8 default: one scale per\n"
+      "                     row; int4 default: 32)\n"
+      "      --weight-type PATTERN=FORMAT  tensors whose name matches PATTERN (* ? [..]) take FORMAT,\n"
+      "                     e.g. --weight-type 'lm_head*=f16'; repeatable, the last match wins\n"
       "  -q, --quiet        print nothing but errors\n"
       "      --hash-seed N  Reformer: seed of the LSH rotations drawn when the checkpoint has none\n"
       "                     (default: config.json's hash_seed, else 0; converter/reformer.md)\n"
@@ -30,7 +40,8 @@ void print_help() {
       "  -h, --help         show this help\n"
       "      --version      the converter's version, the .tern format version it writes, its build\n"
       "\n"
-      "supported model types (config.json \"model_type\"):\n");
+      "supported model types (config.json \"model_type\"):\n",
+      static_cast<long long>(tern::convert::kMinCompressedElements));
   for (const auto& imp : tern::convert::importers()) std::printf("  %-16s %s\n", imp.model_type, imp.summary);
   std::printf(
       "\n"
@@ -38,8 +49,8 @@ void print_help() {
       "The written file must pass the runtime's loader before it replaces MODEL.tern; on an error, SIGINT,\n"
       "SIGTERM, SIGHUP or SIGQUIT the temporary file is removed and an existing MODEL.tern is kept.\n"
       "output: .tern format version %u: a size-prefixed FlatBuffer (schema/tern.fbs, identifier \"TERN\")\n"
-      "holding the op graph and tensor table, followed by a data segment with every weight as float32\n"
-      "at a %u-byte aligned offset.\n"
+      "holding the op graph and tensor table, followed by a data segment with every weight (float32 or\n"
+      "as --weights asks) at a %u-byte aligned offset.\n"
       "\n"
       "exit status: 0 on success, 1 if the conversion failed, 2 for bad usage.\n",
       tern::convert::kFormatVersion, tern::convert::kDataAlignment);
@@ -74,6 +85,37 @@ int main(int argc, char** argv) {
       options.quiet = true;
     } else if (arg == "--allow-non-finite") {
       options.allow_non_finite = true;
+    } else if (arg == "--weights" || arg.rfind("--weights=", 0) == 0) {
+      std::string value;
+      if (arg == "--weights") {
+        if (i + 1 >= argc) return usage_error("--weights needs f32, f16, int8 or int4");
+        value = argv[++i];
+      } else {
+        value = arg.substr(std::strlen("--weights="));
+      }
+      if (!tern::convert::parse_weight_format(value, &options.weights.format)) {
+        return usage_error("--weights must be f32, f16, int8 or int4, not '" + value + "'");
+      }
+    } else if (arg == "--group-size") {
+      if (i + 1 >= argc) return usage_error("--group-size needs a number");
+      char* end = nullptr;
+      errno = 0;
+      const long long g = std::strtoll(argv[++i], &end, 10);
+      if (errno != 0 || end == argv[i] || *end != '\0' || g <= 0 || g % tern::kQuantBlock != 0 || g > (1 << 24)) {
+        return usage_error("--group-size needs a positive multiple of 32, got '" + std::string(argv[i]) + "'");
+      }
+      options.weights.group = g;
+    } else if (arg == "--weight-type") {
+      if (i + 1 >= argc) return usage_error("--weight-type needs PATTERN=FORMAT");
+      const std::string value = argv[++i];
+      const size_t eq = value.rfind('=');
+      tern::convert::WeightOverride o;
+      if (eq == std::string::npos || eq == 0 ||
+          !tern::convert::parse_weight_format(value.substr(eq + 1), &o.format)) {
+        return usage_error("--weight-type needs PATTERN=FORMAT with FORMAT f32, f16, int8 or int4, got '" + value + "'");
+      }
+      o.pattern = value.substr(0, eq);
+      options.weights.overrides.push_back(o);
     } else if (arg == "--hash-seed") {
       if (i + 1 >= argc) return usage_error(arg + " needs a number");
       char* end = nullptr;
@@ -108,6 +150,13 @@ int main(int argc, char** argv) {
   }
   if (!options.quiet) {
     std::printf("%s\n", report.description.c_str());
+    const auto& w = report.weights;
+    if (options.weights.format != tern::convert::WeightFormat::kF32 || !options.weights.overrides.empty()) {
+      std::printf("weights: %s, %lld tensors compressed, %s -> %s\n",
+                  tern::convert::weight_format_name(options.weights.format), static_cast<long long>(w.compressed),
+                  mib(w.bytes_before).c_str(), mib(w.bytes_after).c_str());
+      for (const std::string& note : w.notes) std::printf("  kept wider: %s\n", note.c_str());
+    }
     std::printf("wrote %s: %s, %zu tensors, %zu ops, %s in %.2f s\n", out_path.c_str(), report.architecture.c_str(),
                 report.tensors, report.ops, mib(report.file_size).c_str(), report.seconds);
   }

@@ -103,7 +103,8 @@ void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offset
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (size_t i = 0; i < g.tensors().size(); ++i) {
     const TensorSpec& t = g.tensors()[i];
-    tensors.push_back(fb::CreateTensorDirect(fbb, t.name.c_str(), t.dtype, &t.shape, offsets[i], t.size));
+    tensors.push_back(fb::CreateTensorDirect(fbb, t.name.c_str(), t.dtype, &t.shape, offsets[i], t.size,
+                                                  t.scales, t.group_size));
   }
   std::vector<flatbuffers::Offset<fb::Value>> values;
   for (const ValueSpec& v : g.values()) values.push_back(fb::CreateValueDirect(fbb, v.name.c_str(), v.dtype, v.width));

@@ -353,10 +353,13 @@ Status Model::check_ops() {
       }
     }
     if (values_[node.outputs[0]].dtype != fb::DType::F32) return InvalidModel(node.label() + ": output must be F32");
+    const fb::AttentionKind kind = def->code == fb::OpCode::ATTENTION && op->params_as_AttentionParams()
+                                       ? op->params_as_AttentionParams()->kind_type()
+                                       : fb::AttentionKind::NONE;
     for (size_t w = 0; w < node.weights.size(); ++w) {
       const TensorInfo* t = node.weights[w];
       if (!t || t->dtype == fb::DType::F32) continue;
-      if (!is_compressed(t->dtype) || !def->compressible || !def->compressible(node, int(w))) {
+      if (!is_compressed(t->dtype) || !def->compressible || !def->compressible(kind, int(w))) {
         return Unsupported(node.label() + ": weight '" + t->name + "' is " + dtype_name(t->dtype) +
                            "; this weight of the op is read as F32 only");
       }

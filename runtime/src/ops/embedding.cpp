@@ -15,7 +15,7 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
 }
 
 // W (LINEAR) or the table (EMBEDDING); the bias stays F32.
-bool compressible(const Node& /*node*/, int slot) { return slot == 0; }
+bool compressible(fb::AttentionKind /*kind*/, int slot) { return slot == 0; }
 
 }  // namespace
 

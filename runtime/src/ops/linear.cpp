@@ -21,7 +21,7 @@ uint64_t flops(const Node& node, int64_t /*pos0*/, int64_t n) {
 }
 
 // W (LINEAR) or the table (EMBEDDING); the bias stays F32.
-bool compressible(const Node& /*node*/, int slot) { return slot == 0; }
+bool compressible(fb::AttentionKind /*kind*/, int slot) { return slot == 0; }
 
 }  // namespace
 

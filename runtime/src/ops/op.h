@@ -55,8 +55,9 @@ struct OpDef {
   // does not count them.
   uint64_t (*flops)(const Node& node, int64_t pos0, int64_t n);
   // True when weight `slot` may be stored compressed (F16, I8, I4: schema/tern.fbs, Tensor) because every backend
-  // reads it so. Null: every weight is F32.
-  bool (*compressible)(const Node& node, int slot) = nullptr;
+  // reads it so; `kind` is the attention kind of an ATTENTION op, NONE for the others (the converter asks before
+  // there is a Node). Null: every weight is F32.
+  bool (*compressible)(fb::AttentionKind kind, int slot) = nullptr;
 };
 
 // max_sequence of a node that runs sequences of any length in bounded state.
