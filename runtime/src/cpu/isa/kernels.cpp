@@ -15,6 +15,8 @@
 
 #if defined(__F16C__)
 #include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>  // the x86-64 baseline: cvtss2si, rounding as the wider variants do (cpu/isa/quant.inc)
 #elif defined(__aarch64__)
 #include <arm_neon.h>  // AArch64 always has NEON and its float16 <-> float32 conversions (FCVTL, FCVTN)
 #endif
@@ -31,6 +33,7 @@ namespace {
 #include "cpu/isa/rows.inc"
 #include "cpu/isa/attention.inc"
 #include "cpu/isa/attention_tile.inc"
+#include "cpu/isa/quant.inc"
 
 }  // namespace
 
@@ -54,6 +57,10 @@ const IsaKernels kKernels = {
     span_update_row,
     xl_update_row,
     strided_update_row,
+    quantize_rows_q8,
+    linear_i8,
+    linear_i4,
+    linear_f16,
 };
 
 }  // namespace tern::cpu::TERN_ISA_NAMESPACE

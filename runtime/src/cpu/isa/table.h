@@ -82,6 +82,28 @@ struct IsaKernels {
   // row k = kv + t * kv_stride, value k + v_offset, score q · k.
   void (*strided_update_row)(const float* q, int dh, const float* kv, int64_t kv_stride, int64_t v_offset,
                              int64_t count, float* s, float* mx, float* l, float* acc);
+
+  // Compressed weights (cpu/matrix.cpp; schema/tern.fbs, Tensor, and core/dequantize.cpp define the values).
+  // Activations for I8 / I4 weights: x [rows, in] (in a multiple of 32) -> q [rows, in] int8 and s [rows, in / 32]:
+  // per block of 32, s = max|x| / 127 and q = x * (127 / max|x|) rounded to nearest, ties to even, so |q| <= 127
+  // (q = 0, s = 0 for a block whose max|x| is below 2^-100, zeros included). Bit-identical in every variant.
+  void (*quantize_rows_q8)(const float* x, int64_t rows, int64_t in, int8_t* q, float* s);
+  // y[r * y_stride + o] = sum over groups g of ws[o * (in / group) + g] *
+  //     (sum over blocks b in g of s[r * (in / 32) + b] * dot_int(w[o, block b], q[r, block b])) (+ bias[o])
+  // for r < rows, o in [o0, o1); w [out, in] int8 row-major (row o at w + o * in); ws: F32 scales; group: a multiple
+  // of 32 dividing in (in for one scale per row). dot_int is the exact int32 dot product of 32 int8 pairs; q as
+  // quantize_rows_q8 gives it (|q| <= 127).
+  void (*linear_i8)(const int8_t* w, const float* ws, int64_t in, int64_t group, const int8_t* q, const float* s,
+                    int64_t rows, const float* bias_or_null, int64_t o0, int64_t o1, float* y, int64_t y_stride);
+  // The same for I4 weights: row o at w + o * in / 2, in blocks of 32 elements of 16 bytes: byte k holds element k
+  // in its low nibble and element k + 16 in its high nibble, nibble u meaning q = u - 8; ws: float16 scales (IEEE
+  // half bits).
+  void (*linear_i4)(const uint8_t* w, const uint16_t* ws, int64_t in, int64_t group, const int8_t* q, const float* s,
+                    int64_t rows, const float* bias_or_null, int64_t o0, int64_t o1, float* y, int64_t y_stride);
+  // F16 weights w [out, in] (IEEE half bits) against float32 activations x [rows, in]:
+  // y[r * y_stride + o] = x[r] · w[o] (+ bias[o]), for r < rows, o in [o0, o1).
+  void (*linear_f16)(const uint16_t* w, int64_t in, const float* x, int64_t rows, const float* bias_or_null,
+                     int64_t o0, int64_t o1, float* y, int64_t y_stride);
 };
 
 }  // namespace tern::cpu
