@@ -14,15 +14,19 @@
 #    their install scripts;
 # 4. unpacks the llama.cpp sources that node-llama-cpp ships (a git bundle) for llama.h and gguf-py, and compiles
 #    tools/bench/peers/llama_driver.cpp against the package's libllama / libggml;
-# 5. makes the models (tools/bench/peers/make_model.py, fixed seed): safetensors -> .tern (tern-convert), ONNX
-#    (torch.onnx.export), GGUF (gguf-py);
+# 5. makes the models (tools/bench/peers/make_model.py, fixed seed): safetensors -> .tern (tern-convert; the dense
+#    model also with --weights int8 and --weights int4), ONNX (torch.onnx.export), GGUF F32, Q8_0 and Q4_0 (gguf-py,
+#    the tensor types llama-quantize would pick);
 # 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process (prefill: one forward of n
-#    tokens; generation: tg128@d0, d512, d2048 for Tern and llama.cpp with and without flash attention); prints
+#    tokens; generation: tg128@d0, d512, d2048 for Tern and llama.cpp with and without flash attention; compressed
+#    weights: Tern int8 / int4 against llama.cpp FA Q8_0 / Q4_0 and both float32 files, pp512, tg128@d0 and @d512:
+#    file size, peak RSS, speed and the logits' error against each runtime's float32 run and Tern's); prints
 #    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
 # Tern's windowed model at n in {8192, 16384, 32768} (55 min on the 2-core VM shared with other builds, most of it
-# at n = 8192). --quick: n in {512, 2048}, two warm runs, windowed n up to 8192 (over 10 min on that VM).
+# at n = 8192; the compressed-weights phase adds a few minutes). --quick: n in {512, 2048}, two warm runs, windowed n
+# up to 8192 (over 10 min on that VM).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -35,7 +39,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --json) json=$2; shift ;;
     --chart) chart=$2; shift ;;
-    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,29p "$0"; exit 0 ;;
     *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -103,12 +107,16 @@ fi
 
 # ---- 5. models
 models=$work/models
-if [ ! -f "$models/dense.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense.gguf" ]; then
+if [ ! -f "$models/dense-q4_0.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense-q4_0.gguf" ]; then
   say "making the models"
   /usr/bin/python3 tools/bench/peers/make_model.py --out "$models" --gguf-py "$llama_src/gguf-py" 2>/dev/null >&2
 fi
 for m in dense windowed; do
   [ "$models/$m.tern" -nt "$models/$m/model.safetensors" ] || build/converter/tern-convert "$models/$m" -o "$models/$m.tern" --quiet
+done
+for w in int8 int4; do  # the compressed-weights phase: Tern's int8 / int4 against llama.cpp's Q8_0 / Q4_0
+  [ "$models/dense-$w.tern" -nt "$models/dense/model.safetensors" ] ||
+    build/converter/tern-convert "$models/dense" -o "$models/dense-$w.tern" --weights "$w" --quiet
 done
 ids=$work/ids.i32
 /usr/bin/python3 -c "import numpy as np; np.random.default_rng(7).integers(0, 256, 65536).astype(np.int32).tofile('$ids')"

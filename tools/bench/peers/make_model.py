@@ -9,6 +9,17 @@
   OUT/dense.onnx  the dense model for ONNX Runtime (torch.onnx.export, opset 14, dynamic sequence length)
   OUT/dense.gguf  the dense model as a llama.cpp GPT-2-architecture GGUF, F32 (written with gguf-py from the
                   llama.cpp sources shipped in node-llama-cpp: pass --gguf-py DIR)
+  OUT/dense-q8_0.gguf, OUT/dense-q4_0.gguf
+                  the same weights quantised by gguf-py (gguf.quants.quantize, whose Q8_0 and Q4_0 encoders follow
+                  ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref: blocks of 32 along the input, one float16
+                  scale each), with the tensor types llama-quantize would choose for this model without an imatrix
+                  (src/llama-quant.cpp, llama_tensor_get_type and tensor_allows_quantization): the 2-D ".weight"
+                  matrices attn_qkv, attn_output, ffn_up, ffn_down in the file's type; position_embd, the norms and
+                  all biases F32. token_embd is also the (tied) output head, so llama-quantize gives it the output
+                  head's type: Q8_0 in the Q8_0 file; Q6_K in the Q4_0 file, which gguf-py cannot encode, so it is
+                  Q8_0 there too (a little more precision than llama-quantize keeps; 256 x 512, 0.5% of the weights).
+                  Checked against llama_model_quantize() of the same libllama on OUT/dense.gguf: every tensor of both
+                  files byte for byte the same, but for that token_embd.
 
 Runs under Debian's /usr/bin/python3 (python3-torch, python3-numpy). torch.onnx.export in torch 1.13 serialises the
 graph itself and does not need the `onnx` Python module.
@@ -77,9 +88,17 @@ class OnnxWrapper(torch.nn.Module):
         return self.m(ids)
 
 
-def write_gguf(path, tensors, a, gguf_py):
+def write_gguf(path, tensors, a, gguf_py, weights="F32"):
+    """weights: F32, Q8_0 or Q4_0 (the matrices' type; see the module docstring for which tensors stay F32)."""
     sys.path.insert(0, gguf_py)
     import gguf
+
+    Q = gguf.GGMLQuantizationType
+    matrix_type = {"F32": Q.F32, "Q8_0": Q.Q8_0, "Q4_0": Q.Q4_0}[weights]
+    file_type = {"F32": gguf.LlamaFileType.ALL_F32, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+                 "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[weights]
+    # the tied token_embd / output head: llama-quantize's output-head type (Q6_K for Q4_0, not encodable: Q8_0)
+    embd_type = Q.F32 if weights == "F32" else Q.Q8_0
 
     w = gguf.GGUFWriter(path, "gpt2")
     w.add_name("tern-peers-dense")
@@ -89,12 +108,19 @@ def write_gguf(path, tensors, a, gguf_py):
     w.add_feed_forward_length(4 * a.d)
     w.add_head_count(a.heads)
     w.add_layer_norm_eps(1e-5)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(file_type)
     w.add_tokenizer_model("none")  # ids in, logits out: no tokenizer
     w.add_vocab_size(a.vocab)
     # ggml dims are reversed numpy dims, so PyTorch's [out, in] Linear layout is what llama.cpp's loader wants.
     f = lambda k: np.ascontiguousarray(tensors[k], dtype=np.float32)  # noqa: E731
-    w.add_tensor("token_embd.weight", f("embed.weight"))
+
+    def add_matrix(name, x, qtype=matrix_type):
+        if qtype == Q.F32:
+            w.add_tensor(name, x)
+        else:  # uint8 [rows, blocks * block bytes]; the writer recovers the element shape from the type
+            w.add_tensor(name, gguf.quants.quantize(x, qtype), raw_dtype=qtype)
+
+    add_matrix("token_embd.weight", f("embed.weight"), embd_type)
     w.add_tensor("position_embd.weight", f("pos_embed.weight"))
     for i in range(a.layers):
         p, b = f"layers.{i}.", f"blk.{i}."
@@ -102,15 +128,15 @@ def write_gguf(path, tensors, a, gguf_py):
         w.add_tensor(b + "attn_norm.bias", f(p + "attn_norm.bias"))
         qkv_w = np.concatenate([f(p + f"attn.{x}.weight") for x in "qkv"], axis=0)  # [3d, d]
         qkv_b = np.concatenate([f(p + f"attn.{x}.bias") for x in "qkv"], axis=0)
-        w.add_tensor(b + "attn_qkv.weight", qkv_w)
+        add_matrix(b + "attn_qkv.weight", qkv_w)
         w.add_tensor(b + "attn_qkv.bias", qkv_b)
-        w.add_tensor(b + "attn_output.weight", f(p + "attn.out.weight"))
+        add_matrix(b + "attn_output.weight", f(p + "attn.out.weight"))
         w.add_tensor(b + "attn_output.bias", f(p + "attn.out.bias"))
         w.add_tensor(b + "ffn_norm.weight", f(p + "mlp_norm.weight"))
         w.add_tensor(b + "ffn_norm.bias", f(p + "mlp_norm.bias"))
-        w.add_tensor(b + "ffn_up.weight", f(p + "mlp.fc1.weight"))      # [F, d]
+        add_matrix(b + "ffn_up.weight", f(p + "mlp.fc1.weight"))      # [F, d]
         w.add_tensor(b + "ffn_up.bias", f(p + "mlp.fc1.bias"))
-        w.add_tensor(b + "ffn_down.weight", f(p + "mlp.fc2.weight"))    # [d, F]
+        add_matrix(b + "ffn_down.weight", f(p + "mlp.fc2.weight"))    # [d, F]
         w.add_tensor(b + "ffn_down.bias", f(p + "mlp.fc2.bias"))
     w.add_tensor("output_norm.weight", f("final_norm.weight"))
     w.add_tensor("output_norm.bias", f("final_norm.bias"))
@@ -159,6 +185,8 @@ def main():
                           dynamic_axes={"ids": {0: "n"}, "logits": {0: "n"}}, opset_version=14,
                           do_constant_folding=True)
     write_gguf(os.path.join(a.out, "dense.gguf"), tensors, a, a.gguf_py)
+    write_gguf(os.path.join(a.out, "dense-q8_0.gguf"), tensors, a, a.gguf_py, "Q8_0")
+    write_gguf(os.path.join(a.out, "dense-q4_0.gguf"), tensors, a, a.gguf_py, "Q4_0")
     n_params = sum(v.size for k, v in tensors.items())
     print(f"make_model: {a.layers} layers, d {a.d}, {a.heads} heads, vocab {a.vocab}, ctx {a.ctx}, "
           f"{n_params / 1e6:.1f} M parameters; windowed: sliding {a.window}, ctx {a.window_ctx} -> {a.out}")

@@ -6,7 +6,12 @@ Every (runtime, n, threads) is its own process: the process's peak RSS comes fro
 the first run and the median of WARM warm runs from the driver itself. Outputs are compared with Tern's logits at
 every position. Generation (phase decode) is measured like llama-bench's tg128@dD: after D tokens in one call,
 128 tokens one call each, for Tern and llama.cpp with and without flash attention, the logits of every step compared
-with Tern's. Prints markdown tables and writes JSON.
+with Tern's. Compressed weights (phase quant) pair Tern's int8 / int4 files (tern-convert --weights) with
+llama.cpp's Q8_0 / Q4_0 GGUFs of the same weights (make_model.py), plus both float32 files for reference: file size,
+peak RSS, prefill ppN (one forward of N tokens) and generation tg128@dD on each thread count, and the logits' relative
+error ||a - b|| / ||b|| of each compressed run against its own runtime's float32 run of the same test and against
+Tern's float32 run (a Tern run that fails, e.g. a format its CPU backend cannot read yet, is recorded with its error
+and the phase goes on). Prints markdown tables and writes JSON.
 """
 
 import argparse
@@ -29,6 +34,10 @@ RUNTIMES = ["tern", "ort", "llama-fa", "llama", "torch"]
 DECODE_RUNTIMES = ["tern", "llama-fa", "llama"]  # the peers with a decode path (a KV cache)
 LABEL = {"tern": "Tern", "ort": "ONNX Runtime", "llama-fa": "llama.cpp FA", "llama": "llama.cpp",
          "torch": "PyTorch eager"}
+# phase quant: (key, Tern file and its weights, llama.cpp file and its type), all from the same float32 weights
+QUANT_FORMATS = [("f32", "dense.tern", "f32", "dense.gguf", "F32"),
+                 ("int8", "dense-int8.tern", "int8", "dense-q8_0.gguf", "Q8_0"),
+                 ("int4", "dense-int4.tern", "int4", "dense-q4_0.gguf", "Q4_0")]
 
 
 def log(*a):
@@ -80,19 +89,20 @@ def measured(cmd, env=None, timeout=1800):
             ru.ru_maxrss * 1024, time.monotonic() - t0)
 
 
-def command(rt, a, n, threads, warm, logits, depth=None):
-    """The driver's command line; with depth, generation of n tokens after depth (Tern and llama.cpp only)."""
+def command(rt, a, n, threads, warm, logits, depth=None, model=None):
+    """The driver's command line; with depth, generation of n tokens after depth (Tern and llama.cpp only); model:
+    a file in --models other than the runtime's float32 dense model (Tern and llama.cpp only)."""
     m = a.models
     tail = [] if depth is None else [str(depth)]
     if rt == "tern":
-        return [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(m, "dense.tern"), a.ids, str(n),
-                str(threads), str(warm), logits] + tail, None
+        return [os.path.join(a.build, "tools", "bench", "peer_tern"), os.path.join(m, model or "dense.tern"), a.ids,
+                str(n), str(threads), str(warm), logits] + tail, None
     if rt == "ort":
         env = dict(os.environ, PEERS_NODE_MODULES=a.node_modules)
         return ["node", os.path.join(HERE, "ort_driver.js"), os.path.join(m, "dense.onnx"), a.ids, str(n),
                 str(threads), str(warm), logits], env
     if rt in ("llama", "llama-fa"):
-        return [a.peer_llama, os.path.join(m, "dense.gguf"), a.ids, str(n), str(threads), str(warm), logits,
+        return [a.peer_llama, os.path.join(m, model or "dense.gguf"), a.ids, str(n), str(threads), str(warm), logits,
                 "1" if rt == "llama-fa" else "0", a.llama_bins] + tail, None
     if rt == "torch":
         env = dict(os.environ, LD_LIBRARY_PATH=a.openblas_dir, OPENBLAS_NUM_THREADS=str(threads),
@@ -163,7 +173,13 @@ def main():
     ap.add_argument("--decode-depths", default="0,512,2048", help="tokens in the cache before generating")
     ap.add_argument("--decode-tokens", type=int, default=128, help="tokens generated one at a time")
     ap.add_argument("--decode-warm", type=int, default=3)
-    ap.add_argument("--phases", default="dense,decode,windowed,linear", help="which measurements to run")
+    ap.add_argument("--quant-n", type=int, default=512, help="phase quant: prefill length")
+    ap.add_argument("--quant-depths", default="0,512", help="phase quant: generation depths (--decode-tokens each)")
+    ap.add_argument("--quant-formats", default=",".join(f[0] for f in QUANT_FORMATS),
+                    help="phase quant: weight formats (f32 is what the errors are measured against)")
+    ap.add_argument("--quant-llama", default="llama-fa",
+                    help="phase quant: llama.cpp with flash attention (llama-fa), without (llama), or both")
+    ap.add_argument("--phases", default="dense,decode,quant,windowed,linear", help="which measurements to run")
     ap.add_argument("--resume", action="store_true",
                     help="keep what --json already holds and measure only what it lacks (an interrupted run)")
     a = ap.parse_args()
@@ -184,14 +200,16 @@ def main():
            "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
            "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
            "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": [],
-           "decode": [], "decode_tokens": a.decode_tokens, "decode_warm_runs": a.decode_warm}
+           "decode": [], "decode_tokens": a.decode_tokens, "decode_warm_runs": a.decode_warm, "quant": []}
     decode = doc["decode"]
+    quant = doc["quant"]
     if a.resume and os.path.exists(a.json):
         old = json.load(open(a.json))
         results.extend(old.get("dense", []))
         windowed.extend(old.get("windowed", []))
         linear.extend(old.get("linear", []))
         decode.extend(old.get("decode", []))
+        quant.extend(old.get("quant", []))
         t_start -= old.get("total_s", 0)
     done = {(r["runtime"], r["n"], r["threads"]) for r in results + windowed if r["rc"] == 0}
 
@@ -274,6 +292,9 @@ def main():
                 decode.append(rec)
                 save()
 
+    if "quant" in phases:
+        run_quant(a, threads_list, quant, save)
+
     # Tern's windowed model: the same weights with a sliding window, at lengths where the peers' dense (masked)
     # equivalents cannot fit the budget, at the largest thread count (by default one run each: it is the memory
     # that matters here; steady = first when there are no warm runs).
@@ -335,6 +356,121 @@ def main():
     print_tables(doc, runtimes, ns, threads_list)
 
 
+def run_quant(a, threads_list, quant, save):
+    """Phase quant: for each test (prefill, generation at each depth) and thread count, every weight format on Tern
+    and the chosen llama.cpp settings, float32 first: each compressed run's logits are compared with its own
+    runtime's float32 logits of the same test and with Tern's. On --resume a (test, threads) group is kept only when
+    every run in it succeeded; otherwise the whole group runs again (the errors need its float32 logits)."""
+    formats = [f for f in QUANT_FORMATS if f[0] in a.quant_formats.split(",")]
+    formats.sort(key=lambda f: f[0] != "f32")
+    llamas = [r for r in a.quant_llama.split(",") if r]
+    rts = ["tern"] + llamas
+    tests = [(f"pp{a.quant_n}", a.quant_n, None, a.warm)]
+    tests += [(f"tg{a.decode_tokens}@d{d}", a.decode_tokens, d, a.decode_warm)
+              for d in (int(x) for x in a.quant_depths.split(",") if x)]
+    for name, n, depth, warm in tests:
+        for t in threads_list:
+            mine = lambda r: (r["test"], r["threads"]) == (name, t) and (  # noqa: E731
+                r["format"] in [f[0] for f in formats] and r["runtime"] in rts)
+            ok = {(r["format"], r["runtime"]) for r in quant if mine(r) and r["rc"] == 0}
+            if len(ok) == len(formats) * len(rts):
+                continue
+            quant[:] = [r for r in quant if not mine(r)]
+            ref = {}  # runtime -> its float32 logits for this test and thread count
+            for key, tern_file, tern_w, gguf_file, llama_w in formats:
+                for rt in rts:
+                    model = tern_file if rt == "tern" else gguf_file
+                    lp = os.path.join(a.tmp, f"peers_quant_{rt}_{key}_{name}_{t}.f32")
+                    cmd, env = command(rt, a, n, t, warm, lp, depth, model)
+                    path = os.path.join(a.models, model)
+                    rec = {"format": key, "runtime": rt, "weights": tern_w if rt == "tern" else llama_w,
+                           "model": model, "file_bytes": os.path.getsize(path) if os.path.exists(path) else None,
+                           "test": name, "n": n, "depth": depth, "threads": t}
+                    rc, out, err, rss, wall = measured(cmd, env)
+                    rec.update(rc=rc, peak_rss_bytes=rss, wall_s=wall)
+                    if rc != 0:
+                        rec["error"] = err.strip()[-2000:]
+                        log(f"quant {rt} {rec['weights']} {name} t={t}: FAILED rc={rc}: {err.strip()[-300:]}")
+                        quant.append(rec)
+                        if os.path.exists(lp):
+                            os.unlink(lp)
+                        save()
+                        continue
+                    info = json.loads(out.strip().splitlines()[-1])
+                    rec.update(info)
+                    rec["steady_ms"] = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
+                    rec["tokens_per_s"] = n / (rec["steady_ms"] / 1e3)
+                    logits = np.fromfile(lp, dtype=np.float32)
+                    os.unlink(lp)
+                    if key == "f32":
+                        ref[rt] = logits
+                    for field, base in (("vs_own_f32", ref.get(rt) if key != "f32" else None),
+                                        ("vs_tern_f32", ref.get("tern") if (key, rt) != ("f32", "tern") else None)):
+                        if base is not None and base.size == logits.size:
+                            rec[field] = compare(logits, base)
+                        elif base is not None:
+                            rec[field + "_error"] = f"logits size {logits.size} != {base.size}"
+                    errs = ", ".join(f"{k} {rec[k]['rel_l2_err']:.2e}" for k in ("vs_own_f32", "vs_tern_f32")
+                                     if k in rec)
+                    log(f"quant {rt:8s} {rec['weights']:4s} {name:12s} t={t}: {rec['tokens_per_s']:8.1f} tokens/s, "
+                        f"peak RSS {rss / MiB:5.0f} MiB" + (f", rel err {errs}" if errs else ""))
+                    quant.append(rec)
+                    save()
+
+
+def print_quant(doc):
+    rows = doc["quant"]
+    get = lambda f, rt, test, t: next((r for r in rows if (r["format"], r["runtime"], r["test"], r["threads"])  # noqa
+                                       == (f, rt, test, t)), None)
+    tests = list(dict.fromkeys(r["test"] for r in rows))
+    threads = sorted({r["threads"] for r in rows})
+    llamas = [rt for rt in ("llama-fa", "llama") if any(r["runtime"] == rt for r in rows)]
+    print(f"\nCompressed weights: Tern's int8 (a float32 scale per output row) and int4 (groups of 32, float16 scales) "
+          f"against llama.cpp's Q8_0 and Q4_0 (blocks of 32, float16 scales; written by gguf-py as llama-quantize "
+          f"would, but the tied token_embd Q8_0 where llama-quantize picks Q6_K) of the same weights; norms, biases "
+          f"and positions float32 in both. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
+          f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg); tokens/s "
+          f"from it. Time ratio Tern / llama.cpp (lower is better) against "
+          f"{'the faster of ' if len(llamas) > 1 else ''}{' and '.join(LABEL[r] for r in llamas)}. Errors: ||a - b|| / ||b|| over all logits of the test (every "
+          f"position of the prefill, every generated step), against the runtime's own float32 run and against "
+          f"Tern's.\n")
+    print("| weights Tern / llama.cpp | test | threads | file MiB Tern / llama | peak RSS MiB Tern / llama | "
+          "tokens/s Tern / llama | Tern time / llama time | Tern err vs Tern f32 | llama err vs llama F32 | "
+          "llama err vs Tern f32 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    mib = lambda b: f"{b / MiB:.1f}" if b is not None else "?"  # noqa: E731
+    tps = lambda r: f"{r['tokens_per_s']:.1f}"  # noqa: E731
+    failures = {}
+    for key, _, tern_w, _, llama_w in QUANT_FORMATS:
+        for test in tests:
+            for t in threads:
+                tern = get(key, "tern", test, t)
+                peers = [p for p in (get(key, rt, test, t) for rt in llamas) if p]
+                if tern is None and not peers:
+                    continue
+                ok = [p for p in peers if p["rc"] == 0]
+                best = min(ok, key=lambda p: p["steady_ms"]) if ok else (peers[0] if peers else None)
+                tern_ok = tern is not None and tern["rc"] == 0
+                best_ok = best is not None and best["rc"] == 0
+                if tern is not None and tern["rc"] != 0:
+                    failures.setdefault(f"Tern {tern_w}", tern.get("error", "").strip().splitlines()[-1:])
+                if best is not None and best["rc"] != 0:
+                    failures.setdefault(f"{LABEL[best['runtime']]} {llama_w}",
+                                        best.get("error", "").strip().splitlines()[-1:])
+                cell = lambda r, f: f(r) if r is not None and r["rc"] == 0 else "failed"  # noqa: E731
+                err = lambda r, k: f"{r[k]['rel_l2_err']:.2e}" if r is not None and k in r else ""  # noqa: E731
+                name = f"{tern_w} / {llama_w}" + (f" ({LABEL[best['runtime']]})" if best and len(llamas) > 1 else "")
+                ratio = f"{tern['steady_ms'] / best['steady_ms']:.2f}" if tern_ok and best_ok else ""
+                files = f"{mib(tern and tern['file_bytes'])} / {mib(best and best['file_bytes'])}"
+                print(f"| {name} | {test} | {t} | {files} | "
+                      f"{cell(tern, lambda r: fmt_mib(r['peak_rss_bytes']))} / "
+                      f"{cell(best, lambda r: fmt_mib(r['peak_rss_bytes']))} | "
+                      f"{cell(tern, tps)} / {cell(best, tps)} | {ratio} | "
+                      f"{err(tern, 'vs_own_f32')} | {err(best, 'vs_own_f32')} | {err(best, 'vs_tern_f32')} |")
+    for who, msg in failures.items():
+        print(f"\n{who} failed: {msg[0] if msg else '(no message)'}")
+
+
 def print_decode(doc, threads_list):
     dec = [r for r in doc["decode"] if r["rc"] == 0]
     get = lambda rt, d, t: next((r for r in dec if r["runtime"] == rt and r["depth"] == d and r["threads"] == t),  # noqa
@@ -384,27 +520,28 @@ def print_tables(doc, runtimes, ns, threads_list):
     cfg = doc["model"]
     if not res:
         ns = []
-    print(f"\nDense model: {cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads, vocab "
-          f"{cfg['vocab_size']}, GELU tanh, learned positions, tied embeddings; F32 weights everywhere. "
-          f"Steady = median of the warm runs after the first ({doc['warm_runs']} below n = {doc['long_n']}, "
-          f"{doc['long_warm_runs']} from {doc['long_n']} on). Error = max |peer - Tern| / max |Tern| over all "
-          f"logits.\n")
-    print("| n | threads | runtime | first s | steady s | Tern / peer (steady) | peak RSS MiB | error vs Tern |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|")
-    for n in ns:
-        for t in threads_list:
-            tern = get("tern", n, t)
-            for rt in runtimes:
-                r = get(rt, n, t)
-                if r is None and not any(x["n"] == n and x["threads"] == t for x in res):
-                    continue
-                if r is None:
-                    print(f"| {n} | {t} | {LABEL[rt]} | failed | | | | |")
-                    continue
-                ratio = f"{tern['steady_ms'] / r['steady_ms']:.2f}" if tern and rt != "tern" else ""
-                err = f"{r['max_abs_err_over_max_abs']:.1e}" if "max_abs_err_over_max_abs" in r else ""
-                print(f"| {n} | {t} | {LABEL[rt]} | {r['first_ms'] / 1e3:.3f} | {r['steady_ms'] / 1e3:.3f} | "
-                      f"{ratio} | {fmt_mib(r['peak_rss_bytes'])} | {err} |")
+    if res:  # (phases without the dense runs print no dense table)
+        print(f"\nDense model: {cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads, vocab "
+              f"{cfg['vocab_size']}, GELU tanh, learned positions, tied embeddings; F32 weights everywhere. "
+              f"Steady = median of the warm runs after the first ({doc['warm_runs']} below n = {doc['long_n']}, "
+              f"{doc['long_warm_runs']} from {doc['long_n']} on). Error = max |peer - Tern| / max |Tern| over all "
+              f"logits.\n")
+        print("| n | threads | runtime | first s | steady s | Tern / peer (steady) | peak RSS MiB | error vs Tern |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|")
+        for n in ns:
+            for t in threads_list:
+                tern = get("tern", n, t)
+                for rt in runtimes:
+                    r = get(rt, n, t)
+                    if r is None and not any(x["n"] == n and x["threads"] == t for x in res):
+                        continue
+                    if r is None:
+                        print(f"| {n} | {t} | {LABEL[rt]} | failed | | | | |")
+                        continue
+                    ratio = f"{tern['steady_ms'] / r['steady_ms']:.2f}" if tern and rt != "tern" else ""
+                    err = f"{r['max_abs_err_over_max_abs']:.1e}" if "max_abs_err_over_max_abs" in r else ""
+                    print(f"| {n} | {t} | {LABEL[rt]} | {r['first_ms'] / 1e3:.3f} | {r['steady_ms'] / 1e3:.3f} | "
+                          f"{ratio} | {fmt_mib(r['peak_rss_bytes'])} | {err} |")
 
     if 2048 in ns:
         print("\nGoal at n = 2048: Tern's steady time at most 0.8x the faster of ONNX Runtime and llama.cpp FA; "
@@ -426,6 +563,9 @@ def print_tables(doc, runtimes, ns, threads_list):
 
     if doc.get("decode"):
         print_decode(doc, threads_list)
+
+    if doc.get("quant"):
+        print_quant(doc)
 
     if doc["linear"]:
         print("\nLinear layers against bare XNNPACK fully-connected operators of the same shapes "
