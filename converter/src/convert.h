@@ -19,7 +19,7 @@ struct ConvertOptions {
   // Convert weights that hold NaN or infinity; by default the first one is an error naming the tensor and index.
   bool allow_non_finite = false;
   // How weights are stored (--weights, --group-size, --weight-type); float32 by default.
-  CompressOptions weights;
+  CompressOptions weights = {};
 };
 
 // What a successful conversion produced.
@@ -32,7 +32,7 @@ struct ConvertReport {
   uint64_t file_size = 0;
   uint64_t data_size = 0;
   std::vector<std::string> unused_tensors;  // checkpoint tensors the importer did not read, sorted
-  CompressReport weights;                    // what --weights changed
+  CompressReport weights = {};                  // what --weights changed
   double seconds = 0;
 };
 

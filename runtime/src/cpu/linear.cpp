@@ -1,10 +1,12 @@
-// LINEAR on XNNPACK's fully-connected operator: weights packed once per session, setup + run per call.
+// LINEAR through cpu/matrix.h: float32 weights on XNNPACK's fully-connected operator (packed once per session),
+// compressed weights read in place by Tern's kernels.
 #include <xnnpack.h>
 
 #include <limits>
 #include <mutex>
 
 #include "cpu/kernels.h"
+#include "cpu/matrix.h"
 #include "cpu/xnnpack_init.h"
 
 namespace tern::cpu {
@@ -21,41 +23,30 @@ namespace {
 
 class LinearKernel : public CpuKernel {
  public:
-  LinearKernel(const Node& node, xnn_operator_t op, int64_t in, int64_t out)
-      : node_(node), op_(op), in_(in), out_(out) {}
-  ~LinearKernel() override { xnn_delete_operator(op_); }
+  LinearKernel(const Node& node, Matrix m, int64_t max_batch) : node_(node), m_(std::move(m)), max_batch_(max_batch) {}
 
   Status run(const RunContext& ctx) override {
-    if (xnn_setup_fully_connected_nc_f32(op_, size_t(ctx.n), ctx.in(node_, 0), ctx.out(node_, 0), ctx.pool) !=
-            xnn_status_success ||
-        xnn_run_operator(op_, ctx.pool) != xnn_status_success) {
-      return Status(TERN_DEVICE_ERROR, node_.label() + ": XNNPACK fully-connected failed");
-    }
-    return Status::Ok();
+    return m_.run(ctx.pool, ctx.threads, ctx.in(node_, 0), ctx.n, ctx.out(node_, 0), ctx.scratch, node_.label());
   }
-  uint64_t packed_weight_bytes() const override { return uint64_t(in_ + 1) * uint64_t(out_) * sizeof(float); }
-  bool weights_packed() const override { return true; }  // W and b live in XNNPACK's copy; run() reads neither
+  uint64_t packed_weight_bytes() const override { return m_.packed_bytes(); }
+  // Float32: W and b live in XNNPACK's copy and run() reads neither; compressed weights are read in place.
+  bool weights_packed() const override { return m_.packs_weights(); }
+  uint64_t scratch_bytes() const override { return m_.scratch_bytes(max_batch_); }
+  uint64_t scratch_bytes_for(int64_t n) const override { return m_.scratch_bytes(n); }
 
  private:
   const Node& node_;
-  xnn_operator_t op_;
-  int64_t in_, out_;
+  Matrix m_;
+  int64_t max_batch_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<CpuKernel>> make_linear(const Node& node, const Model&, const KernelConfig&) {
-  TERN_RETURN_IF_ERROR(ensure_xnnpack());
+Result<std::unique_ptr<CpuKernel>> make_linear(const Node& node, const Model&, const KernelConfig& cfg) {
   const TensorInfo* w = node.weights[0];  // [out, in]
   const TensorInfo* b = node.weights.size() > 1 ? node.weights[1] : nullptr;  // [out]
-  const int64_t out = w->shape[0], in = w->shape[1];
-  xnn_operator_t op = nullptr;
-  xnn_status st = xnn_create_fully_connected_nc_f32(size_t(in), size_t(out), size_t(in), size_t(out), w->f32(),
-                                                    b ? b->f32() : nullptr, -std::numeric_limits<float>::infinity(),
-                                                    std::numeric_limits<float>::infinity(), 0, &op);
-  if (st == xnn_status_out_of_memory) return OutOfMemory(node.label() + ": no memory to pack weights");
-  if (st != xnn_status_success) return Unsupported(node.label() + ": XNNPACK cannot create this fully-connected op");
-  return std::unique_ptr<CpuKernel>(new LinearKernel(node, op, in, out));
+  TERN_ASSIGN_OR_RETURN(Matrix m, Matrix::create(*w, b ? b->f32() : nullptr, node.label()));
+  return std::unique_ptr<CpuKernel>(new LinearKernel(node, std::move(m), cfg.max_batch));
 }
 
 }  // namespace tern::cpu

@@ -33,13 +33,15 @@ std::vector<LshFold> find_lsh_folds(const Model& model) {
     const int qkv = a.inputs[0];
     if (!made_for(qkv, a.index, fb::OpCode::LINEAR)) continue;
     const Node& proj = nodes[values[qkv].producer];
+    if (proj.weights[0]->dtype != fb::DType::F32) continue;  // the fold packs float32 columns of it
     const int h = proj.inputs[0];
     if (!made_for(h, proj.index, fb::OpCode::LAYER_NORM)) continue;
     const Node& norm = nodes[values[h].producer];
     const int x2 = norm.inputs[0];
     if (x2 == model.input_value() || last_reader[x2] <= a.index) continue;
     LshFold f{a.index, norm.index, proj.index};
-    const int out = only_reader(a.outputs[0], fb::OpCode::LINEAR);
+    int out = only_reader(a.outputs[0], fb::OpCode::LINEAR);
+    if (out >= 0 && nodes[out].weights[0]->dtype != fb::DType::F32) out = -1;
     const int add = out < 0 ? -1 : only_reader(nodes[out].outputs[0], fb::OpCode::ADD);
     if (add >= 0) {
       const Node& r = nodes[add];

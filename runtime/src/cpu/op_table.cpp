@@ -58,12 +58,6 @@ static_assert(covers_every_op_code(kOpKernels), "a CPU kernel for every op code,
 }  // namespace
 
 Result<std::unique_ptr<CpuKernel>> make_kernel(const Node& node, const Model& model, const KernelConfig& cfg) {
-  for (const TensorInfo* w : node.weights) {
-    if (w && is_compressed(w->dtype)) {
-      return Unsupported(node.label() + ": weight '" + w->name + "' is " + dtype_name(w->dtype) +
-                         "; the CPU backend reads F32 weights only so far");
-    }
-  }
   return kOpKernels[size_t(node.code)].make(node, model, cfg);  // a loaded node's code has an OpDef
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/dequantize.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
@@ -25,7 +26,7 @@ class EmbeddingKernel : public CpuKernel {
         return InvalidArgument("token id " + std::to_string(id) + " at position " + std::to_string(ctx.pos0 + i) +
                                " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
       }
-      std::memcpy(out + i * d, table_->f32() + int64_t(id) * d, size_t(d) * sizeof(float));
+      dequantize_rows(*table_, id, 1, out + i * d);  // a copy of a float32 row
     }
     return Status::Ok();
   }

@@ -1,0 +1,90 @@
+#include "cpu/matrix.h"
+
+#include <algorithm>
+
+#include "cpu/isa.h"
+#include "cpu/parallel.h"
+
+namespace tern::cpu {
+namespace {
+
+// Output rows per task: enough tasks to balance threads, each long enough to stream its weights.
+size_t output_tile(int64_t rows, int threads) {
+  const int64_t target = std::max<int64_t>(1, rows / (int64_t(std::max(threads, 1)) * 4));
+  return size_t(std::clamp<int64_t>(target, 8, 256));
+}
+
+uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
+
+}  // namespace
+
+Result<Matrix> Matrix::create(const TensorInfo& t, int64_t row0, int64_t rows, const float* bias, int64_t out_stride,
+                              const std::string& where) {
+  Matrix m;
+  m.t_ = &t;
+  m.dtype_ = t.dtype;
+  m.in_ = t.shape[1];
+  m.rows_ = rows;
+  m.out_stride_ = out_stride;
+  m.bias_ = bias;
+  switch (t.dtype) {
+    case fb::DType::F32: {
+      TERN_ASSIGN_OR_RETURN(m.f32_, XnnLinear::create(t.f32() + row0 * m.in_, bias, m.in_, rows, out_stride, where));
+      break;
+    }
+    case fb::DType::F16:
+      m.w_ = t.data + row0 * m.in_ * 2;
+      break;
+    case fb::DType::I8:
+    case fb::DType::I4: {
+      const int64_t groups = m.in_ / t.group();
+      const size_t scale_size = t.dtype == fb::DType::I8 ? sizeof(float) : sizeof(uint16_t);
+      m.w_ = t.data + (t.dtype == fb::DType::I8 ? row0 * m.in_ : row0 * m.in_ / 2);
+      m.scales_ = t.scales->data + size_t(row0 * groups) * scale_size;
+      break;
+    }
+    default:
+      return Unsupported(where + ": weight '" + t.name + "' is " + dtype_name(t.dtype) + ", not a matrix type");
+  }
+  return m;
+}
+
+uint64_t Matrix::scratch_bytes(int64_t n) const {
+  if (dtype_ != fb::DType::I8 && dtype_ != fb::DType::I4) return 0;
+  return align64(uint64_t(n) * uint64_t(in_)) + uint64_t(n) * uint64_t(in_ / kQuantBlock) * sizeof(float);
+}
+
+Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, float* y, void* scratch,
+                   const std::string& where) const {
+  if (n == 0) return Status::Ok();
+  if (f32_.valid()) return f32_.run(pool, x, n, y, where);
+  const IsaKernels& k = isa();
+  const size_t tile = output_tile(rows_, threads);
+  if (dtype_ == fb::DType::F16) {
+    const auto* w = reinterpret_cast<const uint16_t*>(w_);
+    parallel_for(pool, size_t(rows_), tile, [&](size_t b, size_t e) {
+      k.linear_f16(w, in_, x, n, bias_, int64_t(b), int64_t(e), y, out_stride_);
+    });
+    return Status::Ok();
+  }
+  // Activations as int8 blocks: q [n, in], then one scale per block s [n, in / 32].
+  auto* q = static_cast<int8_t*>(scratch);
+  auto* s = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + align64(uint64_t(n) * uint64_t(in_)));
+  const int64_t blocks = in_ / kQuantBlock;
+  parallel_for(pool, size_t(n), 16, [&](size_t b, size_t e) {
+    k.quantize_rows_q8(x + int64_t(b) * in_, int64_t(e - b), in_, q + int64_t(b) * in_, s + int64_t(b) * blocks);
+  });
+  const int64_t group = t_->group();
+  parallel_for(pool, size_t(rows_), tile, [&](size_t b, size_t e) {
+    if (dtype_ == fb::DType::I8) {
+      k.linear_i8(reinterpret_cast<const int8_t*>(w_), reinterpret_cast<const float*>(scales_), in_, group, q, s, n,
+                  bias_, int64_t(b), int64_t(e), y, out_stride_);
+    } else {
+      k.linear_i4(w_, reinterpret_cast<const uint16_t*>(scales_), in_, group, q, s, n, bias_, int64_t(b), int64_t(e),
+                  y, out_stride_);
+    }
+  });
+  return Status::Ok();
+}
+
+}  // namespace tern::cpu
