@@ -97,7 +97,16 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   } const config{options.device, backend_config.named || options.device > 0, backend_config.max_tokens,
                  backend_config.max_batch, options.weight_storage == TERN_WEIGHT_STORAGE_F16};
   const Model& model = model_;
-  TERN_ASSIGN_OR_RETURN(auto ctx, vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights));
+  // float16 LINEAR weights / EMBEDDING tables in the file are read as they are where the device has 16-bit storage
+  // (linear_f16, embedding_f16), and widened to float32 while staging where it does not.
+  bool f16_in_file = false;
+  for (const Node& node : model.nodes()) {
+    if (node.code == fb::OpCode::LINEAR || node.code == fb::OpCode::EMBEDDING) {
+      f16_in_file |= node.weights[0] && node.weights[0]->dtype == fb::DType::F16;
+    }
+  }
+  TERN_ASSIGN_OR_RETURN(auto ctx, vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights,
+                                                      f16_in_file));
   ctx_ = std::move(ctx);
   memory_ = std::make_unique<vk::Memory>(*ctx_);
   pipelines_ = std::make_unique<vk::PipelineCache>(*ctx_);
@@ -118,6 +127,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
 
   vk::Lowering low(model, *ctx_, *memory_, *program_, config.max_tokens, config.max_batch);
   low.f16_weights = config.f16_weights;
+  low.f16_storage = ctx_->f16_storage_enabled();
   const auto& values = model.values();
   low.values.resize(values.size());
   for (size_t v = 0; v < values.size(); ++v) {

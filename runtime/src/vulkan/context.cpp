@@ -79,9 +79,10 @@ int rank(VkPhysicalDeviceType t) {
 
 uint64_t validation_message_count() { return g_validation_messages.load(); }
 
-Result<std::unique_ptr<Context>> Context::create(int device, bool allow_cpu_device, bool f16_storage) {
+Result<std::unique_ptr<Context>> Context::create(int device, bool allow_cpu_device, bool f16_storage,
+                                                 bool f16_storage_if_available) {
   std::unique_ptr<Context> c(new Context());
-  Status st = c->init(device, allow_cpu_device, f16_storage);
+  Status st = c->init(device, allow_cpu_device, f16_storage, f16_storage_if_available);
   if (!st.ok()) return st;
   return c;
 }
@@ -107,7 +108,7 @@ void Context::read_features(uint32_t api_version) {
   features_.shader_int8 = f16i8.shaderInt8 == VK_TRUE;
 }
 
-Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage) {
+Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage, bool f16_storage_if_available) {
   TERN_RETURN_IF_ERROR(api_.open());
   const bool validation = validation_requested();
   std::vector<const char*> layers, extensions;
@@ -241,6 +242,7 @@ Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage)
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   VkPhysicalDevice16BitStorageFeatures enable16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  if (f16_storage_if_available && features_.storage_buffer_16bit) f16_storage = true;
   if (f16_storage) {  // only what a float16-weight session needs; every other session creates a plain device
     enable16.storageBuffer16BitAccess = VK_TRUE;
     dci.pNext = &enable16;

@@ -16,8 +16,10 @@ class Context {
   // With allow_cpu_device false, CPU implementations (lavapipe, SwiftShader) are passed over: Tern's own CPU
   // path is faster than running shaders on the same cores.
   // With f16_storage, the device must have storageBuffer16BitAccess (TERN_UNSUPPORTED naming it otherwise), and
-  // it is enabled.
-  static Result<std::unique_ptr<Context>> create(int device, bool allow_cpu_device, bool f16_storage = false);
+  // it is enabled. With f16_storage_if_available it is enabled where the device has it (a model with float16 weights
+  // in the file: read as they are where it can, widened to float32 otherwise); f16_storage_enabled() says which.
+  static Result<std::unique_ptr<Context>> create(int device, bool allow_cpu_device, bool f16_storage = false,
+                                                 bool f16_storage_if_available = false);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -34,7 +36,7 @@ class Context {
 
  private:
   Context() = default;
-  Status init(int device, bool allow_cpu_device, bool f16_storage);
+  Status init(int device, bool allow_cpu_device, bool f16_storage, bool f16_storage_if_available);
   void read_features(uint32_t api_version);
 
   Api api_;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "core/dequantize.h"
 #include "core/half.h"
 #include "ops/attention_kinds.h"
 #include "vulkan/ops.h"
@@ -11,7 +12,12 @@
 namespace tern::vk {
 namespace {
 
-Status supports_f32(const Node& node, const Model&) { return f32_weights_only(node); }
+// Ops whose weights go through Lowering: F32 or compressed (a compressed one in a slot the loader allowed is
+// widened by Lowering::weight where the op has no shader for it).
+Status supports_floats(const Node& node, const Model&) { return float_weights_only(node); }
+// Ops whose weights are read on the host as float32 views (ops_adaptive.cpp; adaptive span's key_pe and spans,
+// tabled at session creation): a compressed one there needs widening in ops/ first.
+Status supports_host_f32(const Node& node, const Model&) { return host_f32_weights_only(node); }
 Status supports_any(const Node&, const Model&) { return Status::Ok(); }
 
 struct KindLowering {
@@ -26,10 +32,10 @@ constexpr KindLowering kAttentionLowerings[] = {
     {fb::AttentionKind::ChunkedLocal, supports_any, lower_windowed_attention},
     {fb::AttentionKind::Strided, supports_any, lower_windowed_attention},
     {fb::AttentionKind::Fixed, supports_any, lower_windowed_attention},
-    {fb::AttentionKind::AdaptiveSpan, supports_any, lower_adaptive_span},        // ops_adaptive_span.cpp
-    {fb::AttentionKind::RelativeXL, supports_f32, lower_relative_xl},            // ops_memory.cpp
+    {fb::AttentionKind::AdaptiveSpan, supports_host_f32, lower_adaptive_span},   // ops_adaptive_span.cpp
+    {fb::AttentionKind::RelativeXL, supports_floats, lower_relative_xl},         // ops_memory.cpp
     {fb::AttentionKind::Lsh, supports_any, lower_lsh_attention},                 // ops_lsh.cpp
-    {fb::AttentionKind::Compressive, supports_f32, lower_compressive},           // ops_memory.cpp
+    {fb::AttentionKind::Compressive, supports_floats, lower_compressive},        // ops_memory.cpp
     {fb::AttentionKind::Routing, supports_any, lower_routing},                   // ops_routing.cpp
 };
 static_assert(covers_every_attention_kind(kAttentionLowerings), "a Vulkan lowering for every attention kind, in schema order");
@@ -42,17 +48,17 @@ Status supports_attention(const Node& node, const Model& model) { return kind_lo
 Status lower_attention(const Node& node, Lowering& low) { return kind_lowering(node).lower(node, low); }
 
 constexpr VulkanOp kOps[] = {
-    {fb::OpCode::EMBEDDING, supports_f32, lower_embedding},
+    {fb::OpCode::EMBEDDING, supports_floats, lower_embedding},
     {fb::OpCode::POSITION, supports_position, lower_position},
-    {fb::OpCode::LAYER_NORM, supports_f32, lower_layer_norm},
-    {fb::OpCode::LINEAR, supports_f32, lower_linear},
-    {fb::OpCode::ACTIVATION, supports_f32, lower_activation},
-    {fb::OpCode::ADD, supports_f32, lower_add},
+    {fb::OpCode::LAYER_NORM, supports_floats, lower_layer_norm},
+    {fb::OpCode::LINEAR, supports_floats, lower_linear},
+    {fb::OpCode::ACTIVATION, supports_floats, lower_activation},
+    {fb::OpCode::ADD, supports_floats, lower_add},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention},
-    {fb::OpCode::LOG_SOFTMAX, supports_f32, lower_log_softmax},
-    {fb::OpCode::ADAPTIVE_EMBEDDING, supports_f32, lower_adaptive_embedding},
-    {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_f32, lower_adaptive_log_softmax},
-    {fb::OpCode::CONCAT, supports_f32, lower_concat},
+    {fb::OpCode::LOG_SOFTMAX, supports_floats, lower_log_softmax},
+    {fb::OpCode::ADAPTIVE_EMBEDDING, supports_host_f32, lower_adaptive_embedding},
+    {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_host_f32, lower_adaptive_log_softmax},
+    {fb::OpCode::CONCAT, supports_floats, lower_concat},
 };
 
 static_assert(covers_every_op_code(kOps), "a Vulkan lowering for every op code, in schema order");
@@ -64,11 +70,21 @@ const VulkanOp* find_vulkan_op(fb::OpCode code) {
   return i < std::size(kOps) ? &kOps[i] : nullptr;
 }
 
-Status f32_weights_only(const Node& node) {
+Status host_f32_weights_only(const Node& node) {
   for (const TensorInfo* w : node.weights) {
     if (w && w->dtype != fb::DType::F32) {
       return Unsupported(node.label() + ": weight '" + w->name + "' is " + dtype_name(w->dtype) +
-                         "; the Vulkan backend has fp32 shaders only so far");
+                         "; the Vulkan backend packs this op's weights from float32 only so far");
+    }
+  }
+  return Status::Ok();
+}
+
+Status float_weights_only(const Node& node) {
+  for (const TensorInfo* w : node.weights) {
+    if (w && w->dtype != fb::DType::F32 && !is_compressed(w->dtype)) {
+      return Unsupported(node.label() + ": weight '" + w->name + "' is " + dtype_name(w->dtype) +
+                         "; the Vulkan backend reads float weights only (F32, or compressed F16 / I8 / I4)");
     }
   }
   return Status::Ok();
@@ -83,23 +99,82 @@ Groups stride_groups(int64_t count, int64_t per_group) {
 Result<Slice> Lowering::weight(const TensorInfo* tensor) {
   auto it = weights_.find(tensor);
   if (it != weights_.end()) return it->second;
-  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(tensor->size, MemoryKind::kDevice, tensor->name.c_str()));
+  // A compressed tensor widened to float32 while staging: the fallback for an op without a shader reading it
+  // compressed (see ops.h); LINEAR and EMBEDDING read theirs as stored (matrix_weight).
+  const bool widen = is_compressed(tensor->dtype);
+  const uint64_t bytes = widen ? uint64_t(tensor->numel()) * sizeof(float) : tensor->size;
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, tensor->name.c_str()));
   weights_[tensor] = slice;
-  pending_.push_back({tensor->data, tensor->size, slice});
-  weight_bytes += tensor->size;
+  pending_.push_back({tensor->data, bytes, slice, false, widen ? tensor : nullptr});
+  weight_bytes += bytes;
   return slice;
 }
 
 Result<Slice> Lowering::weight_f16(const TensorInfo* tensor) {
   auto it = weights_f16_.find(tensor);
   if (it != weights_f16_.end()) return it->second;
-  if (tensor->dtype != fb::DType::F32) return Unsupported("weight '" + tensor->name + "' is not float32");
-  const uint64_t elements = tensor->size / sizeof(float);
+  const bool stored = tensor->dtype == fb::DType::F16;  // the file's halves as they are
+  if (!stored && tensor->dtype != fb::DType::F32) {
+    return Unsupported("weight '" + tensor->name + "' is neither float32 nor float16");
+  }
+  const uint64_t elements = uint64_t(tensor->numel());
   TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(elements * 2, MemoryKind::kDevice, tensor->name.c_str()));
   weights_f16_[tensor] = slice;
-  pending_.push_back({tensor->data, elements * 2, slice, true});
+  pending_.push_back({tensor->data, elements * 2, slice, !stored});
   weight_bytes += elements * 2;
   return slice;
+}
+
+Result<Slice> Lowering::weight_packed(const TensorInfo* tensor) {
+  auto it = weights_packed_.find(tensor);
+  if (it != weights_packed_.end()) return it->second;
+  // Whole words: the shaders read packed bytes and float16 scales as uint words, the last one included.
+  TERN_ASSIGN_OR_RETURN(auto slice,
+                        memory.allocate((tensor->size + 3) / 4 * 4, MemoryKind::kDevice, tensor->name.c_str()));
+  weights_packed_[tensor] = slice;
+  pending_.push_back({tensor->data, tensor->size, slice});
+  weight_bytes += tensor->size;
+  return slice;
+}
+
+Result<MatrixWeight> Lowering::matrix_weight(const TensorInfo* tensor, const char* const shaders[4]) {
+  const int64_t cols = tensor->shape.back();
+  MatrixWeight m;
+  switch (tensor->dtype) {
+    case fb::DType::I8:
+    case fb::DType::I4: {
+      const bool i8 = tensor->dtype == fb::DType::I8;
+      TERN_ASSIGN_OR_RETURN(m.data, weight_packed(tensor));
+      TERN_ASSIGN_OR_RETURN(m.scales, weight_packed(tensor->scales));
+      m.shader = shaders[i8 ? 2 : 3];
+      m.element_bytes = 4;  // words
+      m.row_bytes = i8 ? uint64_t(cols) : uint64_t(cols) / 2;
+      m.quantized = true;
+      m.group = uint32_t(tensor->group());
+      m.scale_bytes = i8 ? 4 : 2;
+      m.scale_row_bytes = uint64_t(cols / tensor->group()) * m.scale_bytes;
+      return m;
+    }
+    case fb::DType::F16:
+      if (!f16_storage) break;  // no 16-bit storage: widened to float32 (weight())
+      [[fallthrough]];
+    case fb::DType::F32:
+      if (tensor->dtype == fb::DType::F16 || f16_weights) {
+        TERN_ASSIGN_OR_RETURN(m.data, weight_f16(tensor));
+        m.shader = shaders[1];
+        m.element_bytes = 2;
+        m.row_bytes = uint64_t(cols) * 2;
+        return m;
+      }
+      break;
+    default:
+      break;
+  }
+  TERN_ASSIGN_OR_RETURN(m.data, weight(tensor));
+  m.shader = shaders[0];
+  m.element_bytes = 4;
+  m.row_bytes = uint64_t(cols) * sizeof(float);
+  return m;
 }
 
 Result<Slice> Lowering::constant(std::vector<float> data, const char* what) {
@@ -149,6 +224,10 @@ Status Lowering::upload() {
     uint8_t* dst = buf.mapped + at;
     if (p.to_f16) {  // tensor data is 64-byte aligned (the loader checks), staging offsets multiples of 4
       floats_to_halves(reinterpret_cast<const float*>(p.data), reinterpret_cast<uint16_t*>(dst), 0, p.bytes / 2);
+    } else if (p.widen) {
+      const TensorInfo& t = *p.widen;
+      const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
+      dequantize_rows(t, 0, cols > 0 ? t.numel() / cols : 0, reinterpret_cast<float*>(dst));
     } else {
       std::memcpy(dst, p.data, p.bytes);
     }

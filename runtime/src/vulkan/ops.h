@@ -32,6 +32,33 @@ struct SavedState {
   std::function<void(int64_t position, uint8_t* out)> host;  // host_bytes of them, when not 0
 };
 
+// A LINEAR weight or EMBEDDING table [rows, cols] on the device as one of its shader's variants reads it:
+//   F32 (or a float16 file weight on a device without 16-bit storage, widened): the float shader;
+//   F16 in the file (read as stored) or F32 with weight_storage F16 (converted): the WEIGHT_F16 variant, in halves;
+//   I8 / I4: the file's bytes, read as 32-bit words by the WEIGHT_I8 / WEIGHT_I4 variant, with the scale tensor as
+//   stored (F32 for I8, F16 for I4) in one more binding.
+// Rows are whole bindable units in every form (I8 / I4 rows are multiples of 32 elements: 32 bytes / 4 words for
+// I8, 16 bytes / 4 words for I4), so a part of whole rows (split_rows) starts at an exact binding offset.
+struct MatrixWeight {
+  Slice data;
+  const char* shader = "";       // the variant: one of the four names matrix_weight was given
+  uint32_t element_bytes = 4;    // pc.off units of the data binding: 4 (floats, or I8 / I4 words), 2 (halves)
+  uint64_t row_bytes = 0;        // of one row on the device
+  bool quantized = false;        // I8 / I4: scales and group below
+  Slice scales;                  // [rows, cols / group], F32 (I8) or F16 (I4)
+  uint32_t scale_bytes = 4;      // pc.off units of the scale binding: 4 (F32), 2 (F16, read as words)
+  uint64_t scale_row_bytes = 0;
+  uint32_t group = 0;            // columns per scale
+  // Rows [begin, begin + count) of the data, and of the scales (ending on a whole word, which the allocation has).
+  Binding rows(int64_t begin, int64_t count, const char* what) const {
+    return {data, uint64_t(begin) * row_bytes, uint64_t(count) * row_bytes, what, element_bytes};
+  }
+  Binding scale_rows(int64_t begin, int64_t count) const {
+    const uint64_t at = uint64_t(begin) * scale_row_bytes, end = at + uint64_t(count) * scale_row_bytes;
+    return {scales, at, (scales.offset + end + 3) / 4 * 4 - scales.offset - at, "scales", scale_bytes};
+  }
+};
+
 // What lowering an op may use: where values live, weights on the device, and the program being built.
 class Lowering {
  public:
@@ -47,12 +74,21 @@ class Lowering {
 
   std::vector<Binding> values;  // per value: its place for a call ([max_batch, width]); set by the runner
 
-  // The tensor's data on the device, uploaded once per session however many ops read it.
+  // The tensor's data on the device as float32, uploaded once per session however many ops read it. A compressed
+  // tensor (F16, I8, I4: is_compressed) is widened on the host while staging (core/dequantize.h, dequantize_rows),
+  // counted as the floats uploaded. That is the fallback which keeps any op running whose weight slot becomes
+  // compressible (OpDef::compressible) before it has a shader reading the compressed bytes; the native paths are
+  // LINEAR and EMBEDDING (matrix_weight).
   Result<Slice> weight(const TensorInfo* tensor);
-  // The tensor as float16 (converted on the host while staging, round to nearest even), uploaded once however
-  // many ops read it this way; for the ops with float16-weight shaders when f16_weights is set.
+  // The tensor as float16, uploaded once however many ops read it this way: an F32 tensor converted on the host
+  // while staging (round to nearest even), an F16 one as it is stored; for the ops with float16-weight shaders.
   Result<Slice> weight_f16(const TensorInfo* tensor);
-  bool f16_weights = false;  // weight_storage F16: LINEAR weights and EMBEDDING tables as float16
+  // The tensor's bytes as they are stored (the device copy rounded up to whole 32-bit words), uploaded once.
+  Result<Slice> weight_packed(const TensorInfo* tensor);
+  // A LINEAR weight or EMBEDDING table [rows, cols] as its shader reads it (see MatrixWeight).
+  Result<MatrixWeight> matrix_weight(const TensorInfo* tensor, const char* const shaders[4]);
+  bool f16_weights = false;  // weight_storage F16: LINEAR weights and EMBEDDING tables stored F32 as float16
+  bool f16_storage = false;  // storageBuffer16BitAccess enabled: float16 weights of the file read as they are
   // A table computed on the host at session creation (e.g. sinusoid frequencies), uploaded with the weights.
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
@@ -75,8 +111,9 @@ class Lowering {
     uint64_t bytes;  // on the device
     Slice dst;
     bool to_f16 = false;  // data holds bytes / 2 floats, staged as float16
+    const TensorInfo* widen = nullptr;  // a compressed tensor staged as bytes / 4 floats (dequantize_rows)
   };
-  std::map<const TensorInfo*, Slice> weights_, weights_f16_;
+  std::map<const TensorInfo*, Slice> weights_, weights_f16_, weights_packed_;
   std::vector<std::unique_ptr<std::vector<float>>> constants_;
   std::vector<Pending> pending_;
   std::vector<Slice> zeroed_;
@@ -114,7 +151,13 @@ DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uin
   d.bindings = std::move(bindings);
   return d;
 }
-Status f32_weights_only(const Node& node);
+// TERN_UNSUPPORTED where the op's weights are read on the host as float32 views (the adaptive ops pack theirs at
+// session creation from ops/adaptive.h's float pointers; adaptive span tables key_pe and its spans) and one is not
+// F32. Every other op reads its weights
+// through Lowering (weight() widens a compressed one), so a compressed weight the loader allowed runs.
+Status host_f32_weights_only(const Node& node);
+// TERN_UNSUPPORTED where a weight is neither F32 nor compressed (F16, I8, I4): nothing to read it as floats.
+Status float_weights_only(const Node& node);
 
 // The lowering of each op family.
 Status lower_embedding(const Node& node, Lowering& low);

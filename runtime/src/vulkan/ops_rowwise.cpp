@@ -55,29 +55,29 @@ float top_bits(double x, int bits) {
 Status lower_embedding(const Node& node, Lowering& low) {
   const int64_t d = width(low, node.outputs[0]);
   const int64_t V = node.weights[0]->shape[0];
-  // weight_storage F16: the table as float16 (embedding_f16), its binding's offset counted in halves.
-  const uint32_t elem = low.f16_weights ? 2 : 4;
-  TERN_ASSIGN_OR_RETURN(auto table,
-                        low.f16_weights ? low.weight_f16(node.weights[0]) : low.weight(node.weights[0]));  // [V, d]
+  // The table as embedding.comp's variant for its form reads it (MatrixWeight: float, float16 in halves, int8 /
+  // int4 words with their scales).
+  static const char* const kShaders[4] = {"embedding", "embedding_f16", "embedding_i8", "embedding_i4"};
+  TERN_ASSIGN_OR_RETURN(auto table, low.matrix_weight(node.weights[0], kShaders));  // [V, d]
   // A table over maxStorageBufferRange is bound as parts of whole vocab rows, one dispatch each writing the rows
   // of y whose ids fall in its part; one part, the whole table, otherwise.
-  const uint64_t row_bytes = uint64_t(d) * elem;
-  TERN_ASSIGN_OR_RETURN(auto parts, split_rows(low.ctx.limits(), where(node), "table", table.offset, V, row_bytes));
+  TERN_ASSIGN_OR_RETURN(auto parts,
+                        split_rows(low.ctx.limits(), where(node), "table", table.data.offset, V, table.row_bytes));
   for (const RowRange& part : parts) {
     EmbeddingPush push;
     push.d = uint32_t(d);
     push.first_row = int32_t(part.begin);
     push.rows = int32_t(part.count);
-    DispatchSpec s = elementwise(node, low.f16_weights ? "embedding_f16" : "embedding", d, push);
-    s.bindings = {low.values[node.inputs[0]],
-                  {table, uint64_t(part.begin) * row_bytes, uint64_t(part.count) * row_bytes, "table", elem},
-                  low.values[node.outputs[0]]};
+    push.group = table.group;
+    DispatchSpec s = elementwise(node, table.shader, d, push);
+    s.bindings = {low.values[node.inputs[0]], table.rows(part.begin, part.count, "table"), low.values[node.outputs[0]]};
+    if (table.quantized) s.bindings.push_back(table.scale_rows(part.begin, part.count));  // binding 4
     TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
   }
   return Status::Ok();
 }
 
-Status supports_position(const Node& node, const Model&) { return f32_weights_only(node); }
+Status supports_position(const Node& node, const Model&) { return float_weights_only(node); }
 
 // AXIAL (Reformer): pe[p] = [rows[p / s1] | cols[p % s1]]; shaders/position_axial.comp.
 static Status lower_axial_position(const Node& node, Lowering& low) {

@@ -34,11 +34,13 @@ struct EmbeddingPush {
   uint32_t d = 0;
   int32_t first_row = 0;
   int32_t rows = 0;
+  uint32_t group = 0;  // embedding_i8 / _i4: columns per scale
 };
 TERN_PUSH_FIELD(EmbeddingPush, d, 32);
 TERN_PUSH_FIELD(EmbeddingPush, first_row, 36);
 TERN_PUSH_FIELD(EmbeddingPush, rows, 40);
-TERN_PUSH_SIZE(EmbeddingPush, 3);
+TERN_PUSH_FIELD(EmbeddingPush, group, 44);
+TERN_PUSH_SIZE(EmbeddingPush, 4);
 
 // shaders/concat.comp: y [n, da + db] = [a | b].
 struct ConcatPush {
@@ -80,11 +82,13 @@ struct LinearPush {
   uint32_t in_dim = 0;
   uint32_t out_dim = 0;
   uint32_t y_stride = 0;
+  uint32_t group = 0;  // linear_i8 / _i4: inputs per scale
 };
 TERN_PUSH_FIELD(LinearPush, in_dim, 32);
 TERN_PUSH_FIELD(LinearPush, out_dim, 36);
 TERN_PUSH_FIELD(LinearPush, y_stride, 40);
-TERN_PUSH_SIZE(LinearPush, 3);
+TERN_PUSH_FIELD(LinearPush, group, 44);
+TERN_PUSH_SIZE(LinearPush, 4);
 
 // shaders/attention.comp (the attention kinds with a pattern, and routing's local heads). block is at least 1 (the
 // shader divides by it); ring slots of the state; split: the second half of the heads is the pattern's second kind.
