@@ -15,7 +15,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
-#include "cpu/xnn_linear.h"
+#include "cpu/matrix.h"
 #include "ops/compressive.h"
 
 namespace tern::cpu {
@@ -64,11 +64,12 @@ class CompressiveKernel : public CpuKernel {
 
   Status init() {
     const int64_t inner = c_.inner(), d = c_.d;
-    TERN_ASSIGN_OR_RETURN(q_, XnnLinear::create(c_.qkv, c_.qkv_bias, d, inner, inner, node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, XnnLinear::create(c_.qkv + inner * d, c_.qkv_bias ? c_.qkv_bias + inner : nullptr, d,
-                                                 2 * inner, 2 * inner, node_.label()));
+    const TensorInfo& qkv = *node_.weights[0];  // [3*inner, d], any storage (cpu/matrix.h)
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, 0, inner, c_.qkv_bias, inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, inner, 2 * inner, c_.qkv_bias ? c_.qkv_bias + inner : nullptr,
+                                              2 * inner, node_.label()));
     if (c_.compression == fb::Compression::CONV) {
-      TERN_ASSIGN_OR_RETURN(conv_, XnnLinear::create(c_.conv_weight, c_.conv_bias, c_.rate * d, d, d, node_.label()));
+      TERN_ASSIGN_OR_RETURN(conv_, Matrix::create(*node_.weights[2], c_.conv_bias, node_.label()));  // [d, rate*d]
     }
     mem_.assign(size_t(c_.mem_capacity() * d), 0.0f);
     cmem_.assign(size_t(c_.cmem_len * d), 0.0f);
@@ -78,16 +79,18 @@ class CompressiveKernel : public CpuKernel {
   Status run(const RunContext& ctx) override {
     const int64_t n = ctx.n, d = c_.d, inner = c_.inner(), H = c_.heads;
     const float* a = ctx.in(node_, 0);  // [n, d]
-    float* kv = ctx.scratch;                                   // [C + M + rate - 1 + B, 2*inner]
+    void* quant = ctx.scratch;                                 // the projections' int8 activations (cpu/matrix.h)
+    float* kv = ctx.scratch + quant_floats();                  // [C + M + rate - 1 + B, 2*inner]
     float* q = kv + key_rows() * 2 * inner;                    // [B, inner]
     float* groups = q + max_batch_ * inner;                    // [C, rate*d]
     float* compressed = groups + c_.cmem_len * c_.rate * d;    // [C, d]
     float* tiles = compressed + c_.cmem_len * d;
     const int64_t P = cmem_n_ + mem_n_;
-    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, cmem_.data(), cmem_n_, kv, node_.label()));
-    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, mem_.data(), mem_n_, kv + cmem_n_ * 2 * inner, node_.label()));
-    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, a, n, kv + P * 2 * inner, node_.label()));
-    TERN_RETURN_IF_ERROR(q_.run(ctx.pool, a, n, q, node_.label()));
+    const int t = ctx.threads;
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, t, cmem_.data(), cmem_n_, kv, quant, node_.label()));
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, t, mem_.data(), mem_n_, kv + cmem_n_ * 2 * inner, quant, node_.label()));
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, t, a, n, kv + P * 2 * inner, quant, node_.label()));
+    TERN_RETURN_IF_ERROR(q_.run(ctx.pool, t, a, n, q, quant, node_.label()));
     float* out = ctx.out(node_, 0);
     const int64_t q_blocks = (n + kQueryBlock - 1) / kQueryBlock, items = q_blocks * H;
     const IsaKernels& kernels = isa();
@@ -103,7 +106,7 @@ class CompressiveKernel : public CpuKernel {
         }
       }
     });
-    return update(a, n, groups, compressed, ctx.pool);
+    return update(a, n, groups, compressed, ctx.pool, t, quant);
   }
 
   void reset() override { mem_n_ = cmem_n_ = 0; }
@@ -128,15 +131,22 @@ class CompressiveKernel : public CpuKernel {
   uint64_t packed_weight_bytes() const override { return q_.packed_bytes() + kv_.packed_bytes() + conv_.packed_bytes(); }
   uint64_t scratch_bytes() const override {
     const int64_t d = c_.d, inner = c_.inner();
-    return uint64_t(key_rows() * 2 * inner + max_batch_ * inner + c_.cmem_len * c_.rate * d + c_.cmem_len * d +
-                    int64_t(threads_) * tile_floats(c_.head_dim)) * sizeof(float);
+    return uint64_t(quant_floats() + key_rows() * 2 * inner + max_batch_ * inner + c_.cmem_len * c_.rate * d +
+                    c_.cmem_len * d + int64_t(threads_) * tile_floats(c_.head_dim)) * sizeof(float);
   }
 
  private:
   int64_t key_rows() const { return c_.cmem_len + c_.mem_capacity() + max_batch_; }
+  // The largest of the projections' scratch (one runs at a time), in whole 64-byte lines of floats.
+  int64_t quant_floats() const {
+    const int64_t rows = std::max({c_.cmem_len, c_.mem_capacity(), max_batch_});
+    const uint64_t b = std::max({kv_.scratch_bytes(rows), q_.scratch_bytes(max_batch_), conv_.scratch_bytes(c_.cmem_len)});
+    return int64_t((b + 63) / 64 * 16);
+  }
 
   // mem ++ a, then whole groups beyond mem_len compressed into cmem (its last C rows kept).
-  Status update(const float* a, int64_t n, float* groups, float* compressed, pthreadpool_t pool) {
+  Status update(const float* a, int64_t n, float* groups, float* compressed, pthreadpool_t pool, int threads,
+                void* quant) {
     const int64_t d = c_.d, rate = c_.rate, C = c_.cmem_len, total = mem_n_ + n;
     const int64_t e = std::max<int64_t>(0, total - c_.mem_len) / rate * rate;
     const int64_t g = e / rate, count = std::min(g, C), g0 = g - count;
@@ -146,7 +156,7 @@ class CompressiveKernel : public CpuKernel {
       for (int64_t t = 0; t < rate; ++t)
         std::memcpy(groups + (k * rate + t) * d, row((g0 + k) * rate + t), size_t(d) * sizeof(float));
     if (c_.compression == fb::Compression::CONV) {
-      TERN_RETURN_IF_ERROR(conv_.run(pool, groups, count, compressed, node_.label()));
+      TERN_RETURN_IF_ERROR(conv_.run(pool, threads, groups, count, compressed, quant, node_.label()));
     } else {
       for (int64_t k = 0; k < count; ++k) {
         const float* gk = groups + k * rate * d;
@@ -187,7 +197,7 @@ class CompressiveKernel : public CpuKernel {
   Compressive c_;
   int threads_;
   int64_t max_batch_;
-  XnnLinear q_, kv_, conv_;
+  Matrix q_, kv_, conv_;  // rows [0, inner) and [inner, 3*inner) of qkv; conv_weight
   std::vector<float> mem_;   // [M + rate - 1, d], the first mem_n_ rows in use
   std::vector<float> cmem_;  // [C, d], the first cmem_n_ rows in use
   int64_t mem_n_ = 0, cmem_n_ = 0;

@@ -17,6 +17,8 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
+#include "core/dequantize.h"
+#include "cpu/matrix.h"
 #include "cpu/xnn_linear.h"
 #include "ops/relative_xl.h"
 
@@ -99,13 +101,22 @@ class RelativeXLKernel : public CpuKernel {
 
   Status init(pthreadpool_t pool) {
     const int64_t inner = xl_.inner(), d = xl_.d, H = xl_.heads, dh = xl_.head_dim;
-    TERN_ASSIGN_OR_RETURN(q_, XnnLinear::create(xl_.qkv, nullptr, d, inner, inner, node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, XnnLinear::create(xl_.qkv + inner * d, nullptr, d, 2 * inner, 2 * inner, node_.label()));
+    const TensorInfo& qkv = *node_.weights[0];  // [3*inner, d], any storage (cpu/matrix.h)
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, 0, inner, nullptr, inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, inner, 2 * inner, nullptr, 2 * inner, node_.label()));
     // r(p) for every position a call can read, and scale * r_r_bias . r(p).
     const int64_t P = xl_.position_rows(max_batch_);
     std::vector<float> pe(size_t(P * d));
     xl_.position_encodings(0, P, pe.data());
-    TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(xl_.r_net, nullptr, d, inner, inner, node_.label()));
+    // r_net [inner, d] runs once, here: a compressed one is widened for the call and dropped.
+    const TensorInfo& r_net_weight = *node_.weights[1];
+    std::vector<float> widened;
+    if (r_net_weight.dtype != fb::DType::F32) {
+      widened.resize(size_t(inner * d));
+      dequantize_rows(r_net_weight, 0, inner, widened.data());
+    }
+    TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(widened.empty() ? xl_.r_net : widened.data(), nullptr, d,
+                                                             inner, inner, node_.label()));
     r_.resize(size_t(P * inner));
     TERN_RETURN_IF_ERROR(r_net.run(pool, pe.data(), P, r_.data(), node_.label()));
     vr_.resize(size_t(P * H));
@@ -123,6 +134,7 @@ class RelativeXLKernel : public CpuKernel {
     const int64_t n = ctx.n, M = xl_.mem_len, d = xl_.d, inner = xl_.inner(), H = xl_.heads, dh = xl_.head_dim;
     const float* h = ctx.in(node_, 0);  // [n, d]
     Scratch s = scratch(ctx.scratch);
+    const int t = ctx.threads;
     // Rows the projections read: [memory; h], normalised for pre-LN.
     const float* mem_rows = memory_.data();
     const float* seg_rows = h;
@@ -132,9 +144,9 @@ class RelativeXLKernel : public CpuKernel {
       mem_rows = s.norm;
       seg_rows = s.norm + M * d;
     }
-    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, mem_rows, M, s.kv, node_.label()));
-    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, seg_rows, n, s.kv + M * 2 * inner, node_.label()));
-    TERN_RETURN_IF_ERROR(q_.run(ctx.pool, seg_rows, n, s.q, node_.label()));
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, t, mem_rows, M, s.kv, s.quant, node_.label()));
+    TERN_RETURN_IF_ERROR(kv_.run(ctx.pool, t, seg_rows, n, s.kv + M * 2 * inner, s.quant, node_.label()));
+    TERN_RETURN_IF_ERROR(q_.run(ctx.pool, t, seg_rows, n, s.q, s.quant, node_.label()));
     const int64_t keys = M + n;
     parallel_for(ctx.pool, size_t(keys), 64, [&](size_t b, size_t e) {
       for (size_t j = b; j < e; ++j)
@@ -186,6 +198,7 @@ class RelativeXLKernel : public CpuKernel {
 
  private:
   struct Scratch {
+    void* quant;   // the projections' int8 activations (cpu/matrix.h), quant_floats()
     float* norm;   // [M + B, d], pre-LN only
     float* kv;     // [M + B, 2*inner]
     float* q;      // [B, inner]
@@ -194,13 +207,19 @@ class RelativeXLKernel : public CpuKernel {
   };
   int64_t scratch_floats() const {
     const int64_t K = xl_.mem_len + max_batch_, inner = xl_.inner();
-    return (xl_.pre_norm() ? K * xl_.d : 0) + K * 2 * inner + max_batch_ * inner + K * xl_.heads +
-           int64_t(threads_) * tile_floats(xl_.head_dim);
+    return quant_floats() + (xl_.pre_norm() ? K * xl_.d : 0) + K * 2 * inner + max_batch_ * inner +
+           K * xl_.heads + int64_t(threads_) * tile_floats(xl_.head_dim);
+  }
+  // The larger of the projections' scratch (one runs at a time), in whole 64-byte lines of floats.
+  int64_t quant_floats() const {
+    const uint64_t b = std::max(kv_.scratch_bytes(std::max(xl_.mem_len, max_batch_)), q_.scratch_bytes(max_batch_));
+    return int64_t((b + 63) / 64 * 16);
   }
   Scratch scratch(float* base) const {
     const int64_t K = xl_.mem_len + max_batch_, inner = xl_.inner();
     Scratch s;
-    s.norm = base;
+    s.quant = base;
+    s.norm = base + quant_floats();
     s.kv = s.norm + (xl_.pre_norm() ? K * xl_.d : 0);
     s.q = s.kv + K * 2 * inner;
     s.uk = s.q + max_batch_ * inner;
@@ -212,7 +231,7 @@ class RelativeXLKernel : public CpuKernel {
   RelativeXL xl_;
   int threads_;
   int64_t max_batch_;
-  XnnLinear q_, kv_;            // rows [0, inner) and [inner, 3*inner) of qkv
+  Matrix q_, kv_;               // rows [0, inner) and [inner, 3*inner) of qkv
   std::vector<float> r_;        // [P, inner], r(p)
   std::vector<float> vr_;       // [P, H], scale * r_r_bias . r(p)
   std::vector<float> memory_;   // [M, d], the state

@@ -85,6 +85,14 @@ uint64_t flops(const Node& node, int64_t pos0, int64_t n) {
   return pairs * 4 * uint64_t(p->head_dim());
 }
 
+// The projections of the kinds that carry them: RelativeXL's qkv and r_net, Compressive's qkv and conv weight.
+// LSH rotations and routing centroids decide buckets and clusters, and stay float32 like every other weight here.
+bool compressible(fb::AttentionKind kind, int slot) {
+  if (kind == fb::AttentionKind::RelativeXL) return slot == 0 || slot == 1;
+  if (kind == fb::AttentionKind::Compressive) return slot == 0 || slot == 2;
+  return false;
+}
+
 }  // namespace
 
 void ref::attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
@@ -120,6 +128,6 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
 
 extern const OpDef kAttentionOp = {fb::OpCode::ATTENTION, "ATTENTION", 1, 0, 7, fb::OpParams::AttentionParams,
                                    validate, state_bytes, dense_bytes, streaming, sequence_limit,
-                                   setup_bytes, flops};
+                                   setup_bytes, flops, compressible};
 
 }  // namespace tern

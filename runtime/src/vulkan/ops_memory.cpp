@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/dequantize.h"
 #include "ops/compressive.h"
 #include "ops/relative_xl.h"
 #include "vulkan/ops.h"
@@ -162,10 +163,16 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   TERN_RETURN_IF_ERROR(too_large(node, P, inner));
   std::vector<float> r(size_t(P * inner)), pe(size_t(P * d));
   x.position_encodings(0, P, pe.data());
+  std::vector<float> widened;  // a compressed r_net [inner, d], widened for this product
+  if (w[1]->dtype != fb::DType::F32) {
+    widened.resize(size_t(inner * d));
+    dequantize_rows(*w[1], 0, inner, widened.data());
+  }
+  const float* r_net = widened.empty() ? x.r_net : widened.data();
   for (int64_t p = 0; p < P; ++p) {
     for (int64_t o = 0; o < inner; ++o) {
       double s = 0;
-      for (int64_t c = 0; c < d; ++c) s += double(pe[size_t(p * d + c)]) * double(x.r_net[o * d + c]);
+      for (int64_t c = 0; c < d; ++c) s += double(pe[size_t(p * d + c)]) * double(r_net[o * d + c]);
       r[size_t(p * inner + o)] = float(s);
     }
   }
