@@ -1,12 +1,15 @@
 // ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX on the CPU (definitions: ops/adaptive.h). Every product runs on
-// XNNPACK fully-connected operators packed at session creation; the log-softmax outputs are written straight into
+// cpu/matrix.h (XNNPACK for float32, packed at session creation; compressed weights read in place), except the
+// log-softmax's transposed projections, packed in float32; the log-softmax outputs are written straight into
 // the caller's [n, V] buffer (row stride V), so no [n, V] scratch exists.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/dequantize.h"
 #include "cpu/kernels.h"
+#include "cpu/matrix.h"
 #include "cpu/parallel.h"
 #include "cpu/xnn_linear.h"
 #include "ops/adaptive.h"
@@ -26,12 +29,13 @@ class AdaptiveEmbeddingKernel : public CpuKernel {
 
   Status init() {
     for (size_t i = 0; i < a_.clusters(); ++i) {
-      XnnLinear l;
-      if (a_.projs[i]) {
+      Matrix m;
+      if (a_.proj_tensors[i]) {
         // proj_i [d, d_i] is already [out, in].
-        TERN_ASSIGN_OR_RETURN(l, XnnLinear::create(a_.projs[i], nullptr, a_.dims[i], a_.d, a_.d, node_.label()));
+        TERN_ASSIGN_OR_RETURN(m, Matrix::create(*a_.proj_tensors[i], nullptr, node_.label()));
+        quant_bytes_ = std::max(quant_bytes_, (m.scratch_bytes(max_batch_) + 63) / 64 * 64);
       }
-      proj_.push_back(std::move(l));
+      proj_.push_back(std::move(m));
     }
     return Status::Ok();
   }
@@ -45,7 +49,8 @@ class AdaptiveEmbeddingKernel : public CpuKernel {
       }
     }
     float* out = ctx.out(node_, 0);       // [n, d]
-    float* gathered = ctx.scratch;        // [n, max d_i]
+    void* quant = ctx.scratch;            // the projections' int8 activations (cpu/matrix.h)
+    float* gathered = ctx.scratch + quant_bytes_ / sizeof(float);  // [n, max d_i]
     float* projected = gathered + max_batch_ * max_dim_;  // [n, d]
     for (size_t i = 0; i < a_.clusters(); ++i) {
       const int64_t l = a_.ends[i], r = a_.ends[i + 1], di = a_.dims[i];
@@ -55,11 +60,11 @@ class AdaptiveEmbeddingKernel : public CpuKernel {
       }
       if (count == 0) continue;
       for (int64_t k = 0; k < count; ++k) {
-        std::memcpy(gathered + k * di, a_.tables[i] + (ctx.ids[rows_[size_t(k)]] - l) * di, size_t(di) * sizeof(float));
+        dequantize_rows(*a_.table_tensors[i], ctx.ids[rows_[size_t(k)]] - l, 1, gathered + k * di);
       }
       const float* src = gathered;
-      if (proj_[i].valid()) {
-        TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, gathered, count, projected, node_.label()));
+      if (a_.proj_tensors[i]) {
+        TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, ctx.threads, gathered, count, projected, quant, node_.label()));
         src = projected;
       }
       for (int64_t k = 0; k < count; ++k) {
@@ -75,13 +80,16 @@ class AdaptiveEmbeddingKernel : public CpuKernel {
     for (const auto& p : proj_) b += p.packed_bytes();
     return b;
   }
-  uint64_t scratch_bytes() const override { return uint64_t(max_batch_) * uint64_t(max_dim_ + a_.d) * sizeof(float); }
+  uint64_t scratch_bytes() const override {
+    return quant_bytes_ + uint64_t(max_batch_) * uint64_t(max_dim_ + a_.d) * sizeof(float);
+  }
 
  private:
   const Node& node_;
   AdaptiveInput a_;
   int64_t max_batch_, max_dim_ = 1;
-  std::vector<XnnLinear> proj_;   // per cluster; empty without a projection
+  uint64_t quant_bytes_ = 0;      // the largest projection's scratch, whole 64-byte lines
+  std::vector<Matrix> proj_;      // per cluster; empty without a projection
   std::vector<int64_t> rows_;     // [max_batch], the call's rows in one cluster
 };
 
@@ -103,25 +111,34 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
 
   Status init() {
     const int64_t V = a_.vocab(), d = a_.d;
-    std::vector<float> transposed;
+    std::vector<float> widened, transposed;
+    auto note_scratch = [&](const Matrix& m) {
+      quant_bytes_ = std::max(quant_bytes_, (m.scratch_bytes(max_batch_) + 63) / 64 * 64);
+    };
     for (size_t i = 0; i < a_.clusters(); ++i) {
       const int64_t di = a_.dims[i], rows = a_.ends[i + 1] - a_.ends[i];
       XnnLinear p;
-      if (a_.projs[i]) {
-        // x proj_i with proj_i [d, d_i]: a linear layer with weight proj_i^T [d_i, d].
+      if (const TensorInfo* proj = a_.proj_tensors[i]) {
+        // x proj_i with proj_i [d, d_i]: a linear layer with weight proj_i^T [d_i, d], packed in float32 (a
+        // compressed proj_i is widened for the transpose).
+        widened.resize(size_t(d * di));
+        dequantize_rows(*proj, 0, d, widened.data());
         transposed.assign(size_t(di * d), 0.0f);
         for (int64_t k = 0; k < d; ++k)
-          for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = a_.projs[i][k * di + c];
+          for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = widened[size_t(k * di + c)];
         TERN_ASSIGN_OR_RETURN(p, XnnLinear::create(transposed.data(), nullptr, d, di, di, node_.label()));
       }
       proj_.push_back(std::move(p));
       // Cluster i's logits go straight to its columns of the output (row stride V).
-      TERN_ASSIGN_OR_RETURN(XnnLinear out, XnnLinear::create(a_.weights[i], a_.biases[i], di, rows, V, node_.label()));
+      TERN_ASSIGN_OR_RETURN(Matrix out, Matrix::create(*a_.weight_tensors[i], a_.weight_row0[i], rows, a_.biases[i], V,
+                                                       node_.label()));
+      note_scratch(out);
       out_.push_back(std::move(out));
     }
     if (a_.tails() > 0) {
-      TERN_ASSIGN_OR_RETURN(cluster_, XnnLinear::create(a_.cluster_weight, a_.cluster_bias, a_.dims[0], a_.tails(),
-                                                        a_.tails(), node_.label()));
+      TERN_ASSIGN_OR_RETURN(cluster_, Matrix::create(*a_.cluster_weight_tensor, 0, a_.tails(), a_.cluster_bias,
+                                                     a_.tails(), node_.label()));
+      note_scratch(cluster_);
     }
     return Status::Ok();
   }
@@ -130,7 +147,8 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
     const int64_t n = ctx.n, V = a_.vocab(), C = a_.tails(), shortlist = a_.shortlist();
     const float* x = ctx.in(node_, 0);   // [n, d]
     float* out = ctx.out(node_, 0);      // [n, V]
-    float* px = ctx.scratch;             // [n, max d_i]: x proj_i
+    void* quant = ctx.scratch;           // the products' int8 activations (cpu/matrix.h)
+    float* px = ctx.scratch + quant_bytes_ / sizeof(float);  // [n, max d_i]: x proj_i
     float* head_c = px + max_batch_ * max_dim_;  // [n, C]: the head's cluster columns
     for (size_t i = 0; i < a_.clusters(); ++i) {
       const float* xi = x;
@@ -138,8 +156,10 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
         TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, x, n, px, node_.label()));
         xi = px;
       }
-      TERN_RETURN_IF_ERROR(out_[i].run(ctx.pool, xi, n, out + a_.ends[i], node_.label()));
-      if (i == 0 && C > 0) TERN_RETURN_IF_ERROR(cluster_.run(ctx.pool, xi, n, head_c, node_.label()));
+      TERN_RETURN_IF_ERROR(out_[i].run(ctx.pool, ctx.threads, xi, n, out + a_.ends[i], quant, node_.label()));
+      if (i == 0 && C > 0) {
+        TERN_RETURN_IF_ERROR(cluster_.run(ctx.pool, ctx.threads, xi, n, head_c, quant, node_.label()));
+      }
     }
     parallel_for(ctx.pool, size_t(n), kRowTile, [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
@@ -174,16 +194,17 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
     return b;
   }
   uint64_t scratch_bytes() const override {
-    return uint64_t(max_batch_) * uint64_t(max_dim_ + std::max<int64_t>(a_.tails(), 1)) * sizeof(float);
+    return quant_bytes_ + uint64_t(max_batch_) * uint64_t(max_dim_ + std::max<int64_t>(a_.tails(), 1)) * sizeof(float);
   }
 
  private:
   const Node& node_;
   AdaptiveSoftmax a_;
   int64_t max_batch_, max_dim_ = 1;
+  uint64_t quant_bytes_ = 0;     // the largest product's scratch, whole 64-byte lines
   std::vector<XnnLinear> proj_;  // per cluster; empty without a projection
-  std::vector<XnnLinear> out_;   // per cluster
-  XnnLinear cluster_;            // the head's cluster columns
+  std::vector<Matrix> out_;      // per cluster
+  Matrix cluster_;               // the head's cluster columns
 };
 
 }  // namespace

@@ -25,9 +25,11 @@ struct AdaptiveInput {
   std::vector<int64_t> ends;          // [clusters + 1]
   int64_t d = 0;                      // output width
   float scale = 1.0f;
-  std::vector<const float*> tables;   // per cluster [r_i - l_i, d_i]
-  std::vector<const float*> projs;    // per cluster [d, d_i] or null (d_i = d)
+  std::vector<const float*> tables;   // per cluster [r_i - l_i, d_i]; null when compressed
+  std::vector<const float*> projs;    // per cluster [d, d_i] or null (d_i = d); null when compressed
   std::vector<int64_t> dims;          // per cluster d_i
+  // The tensors themselves, in any storage (schema/tern.fbs, Tensor): what backends read compressed weights from.
+  std::vector<const TensorInfo*> table_tensors, proj_tensors;
   int64_t vocab() const { return ends.back(); }
   size_t clusters() const { return tables.size(); }
 
@@ -45,6 +47,11 @@ struct AdaptiveSoftmax {
   std::vector<const float*> biases;    // per cluster [r_i - l_i] or null, likewise
   std::vector<const float*> projs;     // per cluster [d, d_i] or null (d_i = d)
   std::vector<int64_t> dims;           // per cluster d_i
+  // The tensors themselves, in any storage (schema/tern.fbs, Tensor); cluster i's weight rows start at
+  // weight_row0[i] of its tensor. The float pointers above are null for a compressed tensor.
+  const TensorInfo* cluster_weight_tensor = nullptr;
+  std::vector<const TensorInfo*> weight_tensors, proj_tensors;
+  std::vector<int64_t> weight_row0;
   int64_t vocab() const { return ends.back(); }
   size_t clusters() const { return weights.size(); }
   int64_t shortlist() const { return ends[1]; }

@@ -62,8 +62,10 @@ Result<AdaptiveInput> AdaptiveInput::from(const Node& node, const std::vector<Va
       return InvalidModel(where + ": table '" + t->name + "' has width " + std::to_string(di) +
                           " and no projection to the output width " + std::to_string(a.d));
     }
-    a.tables.push_back(t->f32());
-    a.projs.push_back(proj ? proj->f32() : nullptr);
+    a.tables.push_back(is_compressed(t->dtype) ? nullptr : t->f32());
+    a.projs.push_back(proj && !is_compressed(proj->dtype) ? proj->f32() : nullptr);
+    a.table_tensors.push_back(t);
+    a.proj_tensors.push_back(proj);
     a.dims.push_back(di);
   }
   return a;
@@ -76,6 +78,9 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   auto a = AdaptiveInput::from(node, values);
   return a.ok() ? Status::Ok() : a.status();
 }
+
+// Every table and projection.
+bool compressible(fb::AttentionKind /*kind*/, int /*slot*/) { return true; }
 
 }  // namespace
 
@@ -99,6 +104,7 @@ void ref::adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput&
 
 extern const OpDef kAdaptiveEmbeddingOp = {fb::OpCode::ADAPTIVE_EMBEDDING, "ADAPTIVE_EMBEDDING", 1, 1,
                                            2 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveEmbeddingParams, validate,
-                                           nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr};
+                                           nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr,
+                                           compressible};
 
 }  // namespace tern

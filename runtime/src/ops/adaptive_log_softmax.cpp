@@ -36,7 +36,10 @@ Result<AdaptiveSoftmax> AdaptiveSoftmax::from(const Node& node, const std::vecto
     }
     const int64_t di = weight->shape[1];
     if (di < 1) return InvalidModel(where + ": weight '" + weight->name + "' is empty");
-    a.weights.push_back(weight->f32() + (weight->shape[0] == V ? l * di : 0));
+    const int64_t row0 = weight->shape[0] == V ? l : 0;
+    a.weights.push_back(is_compressed(weight->dtype) ? nullptr : weight->f32() + row0 * di);
+    a.weight_tensors.push_back(weight);
+    a.weight_row0.push_back(row0);
     a.biases.push_back(nullptr);
     if (bias) {
       if (bias->shape.size() != 1 || (bias->shape[0] != rows && bias->shape[0] != V)) {
@@ -51,7 +54,8 @@ Result<AdaptiveSoftmax> AdaptiveSoftmax::from(const Node& node, const std::vecto
       return InvalidModel(where + ": weight '" + weight->name + "' has width " + std::to_string(di) +
                           " and no projection from the input width " + std::to_string(a.d));
     }
-    a.projs.push_back(proj ? proj->f32() : nullptr);
+    a.projs.push_back(proj && !is_compressed(proj->dtype) ? proj->f32() : nullptr);
+    a.proj_tensors.push_back(proj);
     a.dims.push_back(di);
   }
   const int64_t tails = int64_t(clusters) - 1;
@@ -60,7 +64,8 @@ Result<AdaptiveSoftmax> AdaptiveSoftmax::from(const Node& node, const std::vecto
   } else {
     if (!w[0]) return InvalidModel(where + ": " + std::to_string(tails) + " tail clusters need a cluster_weight");
     TERN_RETURN_IF_ERROR(expect_shape(node, 0, {tails, a.dims[0]}));
-    a.cluster_weight = w[0]->f32();
+    a.cluster_weight = is_compressed(w[0]->dtype) ? nullptr : w[0]->f32();
+    a.cluster_weight_tensor = w[0];
     if (w[1]) {
       TERN_RETURN_IF_ERROR(expect_shape(node, 1, {tails}));
       a.cluster_bias = w[1]->f32();
@@ -106,6 +111,9 @@ void log_softmax_in_place(std::vector<double>& z) {
   for (double& v : z) v -= lse;
 }
 
+// cluster_weight, and each cluster's weight and projection; the biases stay float32.
+bool compressible(fb::AttentionKind /*kind*/, int slot) { return slot == 0 || (slot >= 2 && (slot - 2) % 3 != 1); }
+
 }  // namespace
 
 void ref::adaptive_log_softmax(const float* x, int64_t n, const AdaptiveSoftmax& a, float* out) {
@@ -131,6 +139,7 @@ void ref::adaptive_log_softmax(const float* x, int64_t n, const AdaptiveSoftmax&
 
 extern const OpDef kAdaptiveLogSoftmaxOp = {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "ADAPTIVE_LOG_SOFTMAX", 1, 0,
                                             2 + 3 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveLogSoftmaxParams,
-                                            validate, nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr};
+                                            validate, nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr,
+                                           compressible};
 
 }  // namespace tern

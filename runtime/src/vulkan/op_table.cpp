@@ -15,7 +15,7 @@ namespace {
 // Ops whose weights go through Lowering: F32 or compressed (a compressed one in a slot the loader allowed is
 // widened by Lowering::weight where the op has no shader for it).
 Status supports_floats(const Node& node, const Model&) { return float_weights_only(node); }
-// Ops whose weights are read on the host as float32 views (ops_adaptive.cpp; adaptive span's key_pe and spans,
+// Ops whose weights are read on the host as float32 views (adaptive span's key_pe and spans,
 // tabled at session creation): a compressed one there needs widening in ops/ first.
 Status supports_host_f32(const Node& node, const Model&) { return host_f32_weights_only(node); }
 Status supports_any(const Node&, const Model&) { return Status::Ok(); }
@@ -56,8 +56,8 @@ constexpr VulkanOp kOps[] = {
     {fb::OpCode::ADD, supports_floats, lower_add},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention},
     {fb::OpCode::LOG_SOFTMAX, supports_floats, lower_log_softmax},
-    {fb::OpCode::ADAPTIVE_EMBEDDING, supports_host_f32, lower_adaptive_embedding},
-    {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_host_f32, lower_adaptive_log_softmax},
+    {fb::OpCode::ADAPTIVE_EMBEDDING, supports_floats, lower_adaptive_embedding},  // widened on the host
+    {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_floats, lower_adaptive_log_softmax},
     {fb::OpCode::CONCAT, supports_floats, lower_concat},
 };
 

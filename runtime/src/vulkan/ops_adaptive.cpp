@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/dequantize.h"
 #include "ops/adaptive.h"
 #include "vulkan/ops.h"
 
@@ -21,6 +22,15 @@ struct Packed {
     if (!p) return -1;
     const auto at = int32_t(data.size());
     data.insert(data.end(), p, p + count);
+    return at;
+  }
+  // Rows [row0, row0 + rows) of a matrix t in any storage, widened to float32 (these ops' shaders read floats).
+  int32_t add_rows(const TensorInfo* t, int64_t row0, int64_t rows) {
+    if (!t) return -1;
+    const auto at = int32_t(data.size());
+    const int64_t cols = t->shape[1];
+    data.resize(data.size() + size_t(rows * cols));
+    dequantize_rows(*t, row0, rows, data.data() + at);
     return at;
   }
 };
@@ -62,8 +72,8 @@ Status lower_adaptive_embedding(const Node& node, Lowering& low) {
   for (int64_t di : a.dims) p.hdr.push_back(int32_t(di));
   std::vector<int32_t> tables, projs;
   for (int32_t i = 0; i < K; ++i) {
-    tables.push_back(p.add(a.tables[size_t(i)], (a.ends[size_t(i) + 1] - a.ends[size_t(i)]) * a.dims[size_t(i)]));
-    projs.push_back(p.add(a.projs[size_t(i)], a.d * a.dims[size_t(i)]));
+    tables.push_back(p.add_rows(a.table_tensors[size_t(i)], 0, a.ends[size_t(i) + 1] - a.ends[size_t(i)]));
+    projs.push_back(p.add_rows(a.proj_tensors[size_t(i)], 0, a.d));
   }
   p.hdr.insert(p.hdr.end(), tables.begin(), tables.end());
   p.hdr.insert(p.hdr.end(), projs.begin(), projs.end());
@@ -93,15 +103,15 @@ Status lower_adaptive_log_softmax(const Node& node, Lowering& low) {
   int32_t pxw = 0;
   for (int32_t i = 0; i < K; ++i) {
     const int64_t rows = a.ends[size_t(i) + 1] - a.ends[size_t(i)], di = a.dims[size_t(i)];
-    w.push_back(p.add(a.weights[size_t(i)], rows * di));
+    w.push_back(p.add_rows(a.weight_tensors[size_t(i)], a.weight_row0[size_t(i)], rows));
     b.push_back(p.add(a.biases[size_t(i)], rows));
-    pr.push_back(p.add(a.projs[size_t(i)], d * di));
+    pr.push_back(p.add_rows(a.proj_tensors[size_t(i)], 0, d));
     px.push_back(pxw);
     pxw += int32_t(di);
   }
   px.push_back(pxw);
   for (const auto* v : {&w, &b, &pr, &px}) p.hdr.insert(p.hdr.end(), v->begin(), v->end());
-  p.hdr.push_back(p.add(a.cluster_weight, T * a.dims[0]));
+  p.hdr.push_back(p.add_rows(a.cluster_weight_tensor, 0, T));
   p.hdr.push_back(p.add(a.cluster_bias, T));
   TERN_RETURN_IF_ERROR(check_size(node, p));
   Slice hdr, data;
