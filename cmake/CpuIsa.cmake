@@ -5,7 +5,9 @@
 #
 #   x86-64, GCC or Clang: baseline (the target's default ISA: x86-64 SSE2, or whatever CMAKE_CXX_FLAGS ask for),
 #                         avx2 (-march=x86-64-v3: AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE),
-#                         avx512 (-march=x86-64-v4: x86-64-v3 + AVX-512 F, BW, CD, DQ, VL)
+#                         avx512 (-march=x86-64-v4 -mavx512vnni: x86-64-v3 + AVX-512 F, BW, CD, DQ, VL and VNNI,
+#                         which the int8 / int4 weight loops use; a CPU with AVX-512 but not VNNI, e.g.
+#                         Skylake-SP, runs avx2)
 #   TERN_NATIVE=ON:       one variant, native: everything is already compiled with -march=native
 #   aarch64, GCC or Clang: one variant, baseline (ARMv8-A: NEON is always there, so auto-vectorisation targets it
 #                         with no -march), with -fno-trapping-math: without it GCC keeps the clamps of exp_approx
@@ -26,7 +28,7 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|x64)$" AND CMAKE_SIZ
   set(TERN_CPU_ISA_VARIANTS baseline avx2 avx512)
   set(TERN_CPU_ISA_FLAGS_baseline "")
   set(TERN_CPU_ISA_FLAGS_avx2 -march=x86-64-v3)
-  set(TERN_CPU_ISA_FLAGS_avx512 -march=x86-64-v4)
+  set(TERN_CPU_ISA_FLAGS_avx512 -march=x86-64-v4 -mavx512vnni)
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set(TERN_CPU_ISA_VARIANTS baseline)
   set(TERN_CPU_ISA_FLAGS_baseline -fno-trapping-math)

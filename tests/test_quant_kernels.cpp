@@ -84,8 +84,12 @@ struct Shape {
 std::vector<Shape> shapes() {
   std::vector<Shape> v;
   for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
-    for (int64_t in : {32, 64, 96, 512}) {
-      for (int64_t group : {int64_t(32), int64_t(64), in}) {
+    // in: 1 to 16 blocks, whole steps of the 512-bit loops (2 or 4 blocks) and not; groups of 1 to 4 blocks and
+    // one a row, within a step, of whole steps and not (96: 3 blocks)
+    for (int64_t in : {32, 64, 96, 160, 384, 512}) {
+      std::vector<int64_t> groups = {32, 64, 96, 128};
+      if (in > 128) groups.push_back(in);
+      for (int64_t group : groups) {
         if (in % group != 0) continue;
         const bool bias = (rows + in / 32 + group / 32) % 2 == 0;
         // out 13: o range [3, 12) (odd lengths, not starting at 0, so every tile shape and its remainder runs)

@@ -53,9 +53,10 @@ std::vector<std::pair<const IsaKernels*, Requirement>> built() {
 #endif
 #if TERN_CPU_ISA_HAVE_AVX512
   v.push_back({&isa_avx512::kKernels,
-               {"x86-64-v4 (x86-64-v3 and AVX-512 F, BW, CD, DQ, VL)",
+               {"x86-64-v4 and AVX-512 VNNI (x86-64-v3 and AVX-512 F, BW, CD, DQ, VL, VNNI)",
                 known && has_x86_64_v3() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
-                    cpuinfo_has_x86_avx512cd() && cpuinfo_has_x86_avx512dq() && cpuinfo_has_x86_avx512vl()}});
+                    cpuinfo_has_x86_avx512cd() && cpuinfo_has_x86_avx512dq() && cpuinfo_has_x86_avx512vl() &&
+                    cpuinfo_has_x86_avx512vnni()}});
 #endif
 #if TERN_CPU_ISA_HAVE_NATIVE
   v.push_back({&isa_native::kKernels, {"the build machine's CPU (TERN_NATIVE)", true}});

@@ -14,7 +14,7 @@ namespace tern::cpu {
 // The kernels in use.
 const IsaKernels& isa();
 // What users see (tern_backend_info.driver on the CPU): "kernels: avx512", with a note where TERN_CPU_ISA asked
-// for something else, e.g. "kernels: avx2 (TERN_CPU_ISA=avx512: this CPU lacks x86-64-v4)".
+// for something else, e.g. "kernels: avx2 (TERN_CPU_ISA=avx512: this CPU lacks x86-64-v4 and AVX-512 VNNI ...)".
 const std::string& isa_description();
 
 // Every variant built into this library, narrowest first, with whether this CPU runs it (white-box tests).
