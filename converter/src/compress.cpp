@@ -144,6 +144,15 @@ Status compress_weights(GraphBuilder& graph, const CompressOptions& options, Com
       return InvalidArgument("--weight-type: tensor '" + t.name + "' is not a float32 matrix read by an op");
     }
     const int64_t out = t.shape[0], in = t.shape[1];
+    // int4 keeps token embeddings (and a head tied to one) in int8, as llama.cpp's quantizer keeps them wider:
+    // every logit and every input row goes through them.
+    bool embedding = false;
+    for (const Use& u : uses[i])
+      embedding |= u.op->code == fb::OpCode::EMBEDDING || u.op->code == fb::OpCode::ADAPTIVE_EMBEDDING;
+    if (want == WeightFormat::kInt4 && !named && embedding) {
+      r.notes.push_back(t.name + ": int8, not int4 (a token embedding; --weight-type '" + t.name + "=int4' asks)");
+      want = WeightFormat::kInt8;
+    }
     int64_t group = 0;
     if (want == WeightFormat::kInt8 || want == WeightFormat::kInt4) {
       if (in % kQuantBlock != 0) {

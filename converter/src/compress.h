@@ -1,8 +1,8 @@
 // tern-convert --weights: which tensors of an imported graph are stored compressed, and in which form
 // (schema/tern.fbs, Tensor). A tensor is eligible when every op weight slot that reads it allows compression
-// (OpDef::compressible); eligible matrices of at least kMinCompressedElements elements take the chosen format,
-// everything else (norms, biases, positions, rotations, centroids, small tensors) stays float32 unless an override
-// names it.
+// (OpDef::compressible); eligible matrices of at least kMinCompressedElements elements take the chosen format
+// (int4 stores token embedding tables, and heads tied to them, as int8), everything else (norms, biases, positions,
+// rotations, centroids, small tensors) stays float32 unless an override names it.
 #pragma once
 
 #include <cstdint>
