@@ -63,13 +63,13 @@ void quantize_i4(const float* w, int64_t out, int64_t in, int64_t group, uint8_t
       float peak = 0;  // the value of largest magnitude, with its sign
       for (int64_t i = 0; i < g; ++i)
         if (std::fabs(x[i]) > std::fabs(peak)) peak = x[i];
-      // Candidates: Q4_0's -peak/8, then the peak mapped onto levels -8 .. -4 and 4 .. 7 of either sign.
+      // Candidates: Q4_0's -peak/8, then the peak mapped onto -t and +t for t from 4 to 9 in steps of 1/4 (the
+      // clamp to [-8, 7] decides what lands beyond the levels).
       uint16_t best = float_to_half(-peak / 8.0f);
       double best_error = group_error(x, g, best);
-      for (int level = 4; level <= 8; ++level) {
+      for (int quarter = 16; quarter <= 36; ++quarter) {
         for (float sign : {1.0f, -1.0f}) {
-          if (level == 8 && sign > 0) continue;  // +8 is not a level
-          const uint16_t cand = float_to_half(sign * peak / float(level));
+          const uint16_t cand = float_to_half(sign * peak * 4.0f / float(quarter));
           const double e = group_error(x, g, cand);
           if (e < best_error) best_error = e, best = cand;
         }

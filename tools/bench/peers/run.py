@@ -425,10 +425,10 @@ def print_quant(doc):
     tests = list(dict.fromkeys(r["test"] for r in rows))
     threads = sorted({r["threads"] for r in rows})
     llamas = [rt for rt in ("llama-fa", "llama") if any(r["runtime"] == rt for r in rows)]
-    print(f"\nCompressed weights: Tern's int8 (a float32 scale per output row) and int4 (groups of 32, float16 scales) "
-          f"against llama.cpp's Q8_0 and Q4_0 (blocks of 32, float16 scales; written by gguf-py as llama-quantize "
-          f"would, but the tied token_embd Q8_0 where llama-quantize picks Q6_K) of the same weights; norms, biases "
-          f"and positions float32 in both. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
+    print(f"\nCompressed weights: Tern's int8 (a float32 scale per output row) and int4 (groups of 32, float16 scales; "
+          f"the tied token embedding int8) against llama.cpp's Q8_0 and Q4_0 (blocks of 32, float16 scales; written "
+          f"by gguf-py as llama-quantize would, but the tied token_embd Q8_0 where llama-quantize picks Q6_K) of the "
+          f"same weights; norms, biases and positions float32 in both. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
           f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg); tokens/s "
           f"from it. Time ratio Tern / llama.cpp (lower is better) against "
           f"{'the faster of ' if len(llamas) > 1 else ''}{' and '.join(LABEL[r] for r in llamas)}. Errors: ||a - b|| / ||b|| over all logits of the test (every "
