@@ -8,15 +8,10 @@
 // quantisation itself) is a property of the format, measured on the shipped model in the README's table.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "cli.h"
 #include "convert.h"
-#include "core/dequantize.h"
-#include "core/model.h"
 #include "op_graph.h"
 #include "tern/tern.h"
 #include "test_support.h"
@@ -42,36 +37,6 @@ std::string convert(const std::string& dir, const std::string& out, tern::conver
   const tern::Status st = tern::convert::convert_checkpoint(dir, out, opts);
   INFO(out << ": " << st.message());
   REQUIRE(st.ok());
-  return out;
-}
-
-// The float32 file with every tensor that `compressed` stores compressed overwritten by its dequantised values.
-std::string write_twin(const std::string& f32_path, const std::string& compressed_path, const std::string& out,
-                       int* changed) {
-  auto f32 = tern::Model::load_file(f32_path);
-  auto comp = tern::Model::load_file(compressed_path);
-  REQUIRE(f32.ok());
-  REQUIRE(comp.ok());
-  std::string bytes = tern::test::read_file(f32_path);
-  const uint8_t* base = f32.value()->graph_bytes();
-  *changed = 0;
-  std::vector<const tern::TensorInfo*> scales;
-  for (const tern::TensorInfo& c : comp.value()->tensors())
-    if (c.scales) scales.push_back(c.scales);
-  for (const tern::TensorInfo& c : comp.value()->tensors()) {
-    if (!tern::is_compressed(c.dtype) || std::count(scales.begin(), scales.end(), &c)) continue;  // F16 scales
-    const tern::TensorInfo* t = nullptr;
-    for (const tern::TensorInfo& f : f32.value()->tensors())
-      if (f.name == c.name) t = &f;
-    REQUIRE(t != nullptr);
-    REQUIRE(t->shape == c.shape);
-    REQUIRE(t->dtype == tern::fb::DType::F32);
-    std::vector<float> values(size_t(c.numel()));
-    tern::dequantize_rows(c, 0, c.shape[0], values.data());
-    std::memcpy(&bytes[size_t(t->data - base)], values.data(), values.size() * sizeof(float));
-    ++*changed;
-  }
-  tern::test::write_file(out, bytes);
   return out;
 }
 
@@ -110,7 +75,8 @@ TEST_CASE("compressed weights: every family and format runs as its dequantised f
       const std::string fname = tern::convert::weight_format_name(format);
       const std::string comp = convert(dir, scratch + "/" + fname + ".tern", format);
       int changed = 0;
-      const std::string twin = write_twin(f32, comp, scratch + "/" + fname + "_twin.tern", &changed);
+      const std::string twin = scratch + "/" + fname + "_twin.tern";
+      tern::test::write_dequantised_twin(f32, comp, twin, &changed);
       CHECK(changed > 0);  // every case has matrices large enough to compress
       const std::vector<float> want = forward(TERN_BACKEND_CPU, twin, ids, 1);
       if (format == WeightFormat::kInt8) int8_weight_error = relative_error(want.data(), plain.data(), want.size());

@@ -180,30 +180,37 @@ TEST_CASE("Compressed weights: I8 and I4 kernels match the definition", "[isa][q
     const std::vector<float> ws = randoms(size_t(sh.out * groups), ++seed, 0.05f);
     const std::vector<uint16_t> ws16 = halves(ws);
 
+    // The definition in double: y = bias + sum over groups and blocks of scale * s * (exact int dot), with the sum
+    // of |terms| for the tolerance. weight(o, c) is the stored integer, scale(o, g) the group's scale.
+    std::vector<double> ref(size_t(sh.rows * sh.out)), mag(ref.size());
+    auto reference = [&](auto weight, auto scale_of) {
+      for (int64_t r = 0; r < sh.rows; ++r) {
+        for (int64_t o = 0; o < sh.out; ++o) {
+          double sum = b ? b[o] : 0.0, m = b ? std::fabs(b[o]) : 0.0;
+          for (int64_t g = 0; g < groups; ++g) {
+            const double scale = scale_of(o, g);
+            for (int64_t blk = g * sh.group / kBlock; blk < (g + 1) * sh.group / kBlock; ++blk) {
+              int64_t dot = 0, dot_abs = 0;
+              for (int64_t c = blk * kBlock; c < (blk + 1) * kBlock; ++c) {
+                const int64_t p = int64_t(weight(o, c)) * q[size_t(r * sh.in + c)];
+                dot += p;
+                dot_abs += std::abs(p);
+              }
+              const double sb = s[size_t(r * nb + blk)];
+              sum += scale * sb * double(dot);
+              m += std::fabs(scale * sb) * double(dot_abs);
+            }
+          }
+          ref[size_t(r * sh.out + o)] = sum;
+          mag[size_t(r * sh.out + o)] = m;
+        }
+      }
+    };
+
     // I8, every int8 value including -128.
     const std::vector<int8_t> w8 = random_int8(size_t(sh.out * sh.in), ++seed);
-    std::vector<double> ref(size_t(sh.rows * sh.out)), mag(ref.size());
-    for (int64_t r = 0; r < sh.rows; ++r) {
-      for (int64_t o = 0; o < sh.out; ++o) {
-        double sum = b ? b[o] : 0.0, m = b ? std::fabs(b[o]) : 0.0;
-        for (int64_t g = 0; g < groups; ++g) {
-          const double scale = ws[size_t(o * groups + g)];
-          for (int64_t blk = g * sh.group / kBlock; blk < (g + 1) * sh.group / kBlock; ++blk) {
-            int64_t dot = 0, dot_abs = 0;
-            for (int64_t c = blk * kBlock; c < (blk + 1) * kBlock; ++c) {
-              const int64_t p = int64_t(w8[size_t(o * sh.in + c)]) * q[size_t(r * sh.in + c)];
-              dot += p;
-              dot_abs += std::abs(p);
-            }
-            const double sb = s[size_t(r * nb + blk)];
-            sum += scale * sb * double(dot);
-            m += std::fabs(scale * sb) * double(dot_abs);
-          }
-        }
-        ref[size_t(r * sh.out + o)] = sum;
-        mag[size_t(r * sh.out + o)] = m;
-      }
-    }
+    reference([&](int64_t o, int64_t c) { return w8[size_t(o * sh.in + c)]; },
+              [&](int64_t o, int64_t g) { return double(ws[size_t(o * groups + g)]); });
     {
       std::vector<float> y(size_t(sh.rows * sh.y_stride), kSentinel);
       k.linear_i8(w8.data(), ws.data(), sh.in, sh.group, q.data(), s.data(), sh.rows, b, sh.o0, sh.o1, y.data(),
@@ -214,27 +221,8 @@ TEST_CASE("Compressed weights: I8 and I4 kernels match the definition", "[isa][q
 
     // I4: random bytes cover every nibble.
     const std::vector<uint8_t> w4 = random_bytes(size_t(sh.out * sh.in / 2), ++seed);
-    for (int64_t r = 0; r < sh.rows; ++r) {
-      for (int64_t o = 0; o < sh.out; ++o) {
-        double sum = b ? b[o] : 0.0, m = b ? std::fabs(b[o]) : 0.0;
-        for (int64_t g = 0; g < groups; ++g) {
-          const double scale = tern::half_to_float(ws16[size_t(o * groups + g)]);
-          for (int64_t blk = g * sh.group / kBlock; blk < (g + 1) * sh.group / kBlock; ++blk) {
-            int64_t dot = 0, dot_abs = 0;
-            for (int64_t c = blk * kBlock; c < (blk + 1) * kBlock; ++c) {
-              const int64_t p = int64_t(i4_at(w4, sh.in, o, c)) * q[size_t(r * sh.in + c)];
-              dot += p;
-              dot_abs += std::abs(p);
-            }
-            const double sb = s[size_t(r * nb + blk)];
-            sum += scale * sb * double(dot);
-            m += std::fabs(scale * sb) * double(dot_abs);
-          }
-        }
-        ref[size_t(r * sh.out + o)] = sum;
-        mag[size_t(r * sh.out + o)] = m;
-      }
-    }
+    reference([&](int64_t o, int64_t c) { return i4_at(w4, sh.in, o, c); },
+              [&](int64_t o, int64_t g) { return double(tern::half_to_float(ws16[size_t(o * groups + g)])); });
     std::vector<float> y(size_t(sh.rows * sh.y_stride), kSentinel);
     k.linear_i4(w4.data(), ws16.data(), sh.in, sh.group, q.data(), s.data(), sh.rows, b, sh.o0, sh.o1, y.data(),
                 sh.y_stride);

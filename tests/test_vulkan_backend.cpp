@@ -211,26 +211,9 @@ constexpr double kModelTolerance = 1e-4;
 constexpr const char* kRangeVar = "TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE";
 
 // Sets the range override for the sessions created in its scope, then restores what was there.
-class RangeOverride {
+class RangeOverride : public test::EnvOverride {
  public:
-  explicit RangeOverride(const std::string& bytes) {
-    if (const char* v = std::getenv(kRangeVar)) {
-      had_ = true;
-      old_ = v;
-    }
-    setenv(kRangeVar, bytes.c_str(), 1);
-  }
-  ~RangeOverride() {
-    if (had_) {
-      setenv(kRangeVar, old_.c_str(), 1);
-    } else {
-      unsetenv(kRangeVar);
-    }
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
+  explicit RangeOverride(const std::string& bytes) : EnvOverride(kRangeVar, bytes) {}
 };
 
 void check_vs_cpu(tern_model* model, const std::vector<int32_t>& ids, int64_t width, int64_t batch,

@@ -29,29 +29,6 @@ namespace {
 
 constexpr double kTolerance = 1e-4;
 
-// Sets an environment variable for the sessions created in its scope, then restores what was there.
-class EnvOverride {
- public:
-  EnvOverride(const char* name, const std::string& value) : name_(name) {
-    if (const char* v = std::getenv(name)) {
-      had_ = true;
-      old_ = v;
-    }
-    setenv(name, value.c_str(), 1);
-  }
-  ~EnvOverride() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 struct Format {
   const char* name;
@@ -62,37 +39,11 @@ const Format kFormats[] = {{"f16", convert::WeightFormat::kF16, -1},
                            {"int8", convert::WeightFormat::kInt8, -1},
                            {"int4", convert::WeightFormat::kInt4, -1}};
 
-// Writes <f32_path> with each tensor that is compressed in <compressed_path> overwritten by its widening; returns
-// the twin's path, and in *compressed_tensors how many tensors were replaced.
+// The float32 twin of compressed_path (test::write_dequantised_twin) next to f32_path; *compressed_tensors counts
+// the tensors replaced.
 std::string write_twin(const std::string& compressed_path, const std::string& f32_path, int* compressed_tensors) {
-  auto c = Model::load_file(compressed_path);
-  REQUIRE(c.ok());
-  auto f = Model::load_file(f32_path);
-  REQUIRE(f.ok());
-  std::string bytes = test::read_file(f32_path);
-  const uint8_t* base = f.value()->graph_bytes();  // the mapping starts at the file's first byte
-  *compressed_tensors = 0;
-  std::vector<const TensorInfo*> scales;  // I4's float16 scale tensors: not weights of their own
-  for (const TensorInfo& t : c.value()->tensors()) scales.push_back(t.scales);
-  for (const TensorInfo& t : c.value()->tensors()) {
-    if (!is_compressed(t.dtype) || std::find(scales.begin(), scales.end(), &t) != scales.end()) continue;
-    const TensorInfo* twin = nullptr;
-    for (const TensorInfo& u : f.value()->tensors()) {
-      if (u.name == t.name) twin = &u;
-    }
-    INFO("tensor " << t.name);
-    REQUIRE(twin);
-    REQUIRE(twin->dtype == fb::DType::F32);
-    REQUIRE(twin->shape == t.shape);
-    REQUIRE(twin->size == uint64_t(t.numel()) * sizeof(float));
-    std::vector<float> wide(size_t(t.numel()));
-    const int64_t cols = t.shape.back();
-    dequantize_rows(t, 0, t.numel() / cols, wide.data());
-    std::memcpy(&bytes[size_t(twin->data - base)], wide.data(), size_t(twin->size));
-    ++*compressed_tensors;
-  }
   const std::string out = f32_path + ".twin.tern";
-  test::write_file(out, bytes);
+  test::write_dequantised_twin(f32_path, compressed_path, out, compressed_tensors);
   return out;
 }
 
@@ -148,8 +99,8 @@ void check_golden(const std::string& name, const Format& fmt, bool no_16bit_stor
   tern_model* twin = load(twin_path);
   tern_model* packed = load(packed_path);
   const auto want = test::run_on(TERN_BACKEND_CPU, twin, ids, vocab, segment, 2);
-  std::unique_ptr<EnvOverride> no16;
-  if (no_16bit_storage) no16 = std::make_unique<EnvOverride>("TERN_VULKAN_NO_16BIT_STORAGE", "1");
+  std::unique_ptr<test::EnvOverride> no16;
+  if (no_16bit_storage) no16 = std::make_unique<test::EnvOverride>("TERN_VULKAN_NO_16BIT_STORAGE", "1");
   tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, packed, 1, int64_t(ids.size()), segment);
   no16.reset();
   const auto got = test::run_ids(s, ids, vocab, segment);
@@ -233,7 +184,7 @@ void check_split_linear(const Format& fmt, uint32_t seed) {
   {
     // I8 rows of 96 bytes (W 19200, the table 9600), I4 rows of 48 (9600, 4800): parts of 20 and 41 rows at 2000.
     // I4's three float16 scales a row (6 bytes) start every other part's scales at 2 mod 4 bytes.
-    EnvOverride lowered("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE", "2000");
+    test::EnvOverride lowered("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE", "2000");
     tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, packed, 1, n, batch);
     split = test::run_ids(s, ids, out, batch);
     CHECK(device_weight_bytes(s) == stored);

@@ -36,29 +36,7 @@ std::vector<float> rounded(std::vector<float> v) {
   return v;
 }
 
-// Sets an environment variable for the sessions created in its scope, then restores what was there.
-class EnvOverride {
- public:
-  EnvOverride(const char* name, const std::string& value) : name_(name) {
-    if (const char* v = std::getenv(name)) {
-      had_ = true;
-      old_ = v;
-    }
-    setenv(name, value.c_str(), 1);
-  }
-  ~EnvOverride() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using tern::test::EnvOverride;
 
 tern_session_options options(tern_backend backend, tern_weight_storage storage, int64_t max_tokens, int64_t max_batch) {
   tern_session_options so;

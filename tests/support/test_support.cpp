@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -11,6 +12,10 @@
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
+
+#include "core/dequantize.h"
+#include "core/model.h"
 #include "cpu/isa.h"
 #ifdef TERN_HAVE_VULKAN
 #include "convert.h"
@@ -139,6 +144,51 @@ std::string convert_golden(const std::string& golden, const std::string& scratch
   convert::ConvertOptions o;
   o.quiet = true;
   return convert::convert_checkpoint(source_path("tests/goldens/" + golden), out, o).ok() ? out : "";
+}
+
+EnvOverride::EnvOverride(const char* name, const std::string& value) : name_(name) {
+  if (const char* v = std::getenv(name)) {
+    had_ = true;
+    old_ = v;
+  }
+  setenv(name, value.c_str(), 1);
+}
+
+EnvOverride::~EnvOverride() {
+  if (had_) {
+    setenv(name_, old_.c_str(), 1);
+  } else {
+    unsetenv(name_);
+  }
+}
+
+void write_dequantised_twin(const std::string& f32_path, const std::string& compressed_path, const std::string& out,
+                            int* replaced) {
+  auto f32 = Model::load_file(f32_path);
+  auto comp = Model::load_file(compressed_path);
+  REQUIRE(f32.ok());
+  REQUIRE(comp.ok());
+  std::string bytes = read_file(f32_path);
+  const uint8_t* base = f32.value()->graph_bytes();  // the mapping starts at the file's first byte
+  *replaced = 0;
+  std::vector<const TensorInfo*> scales;  // I4's float16 scale tensors: not weights of their own
+  for (const TensorInfo& c : comp.value()->tensors())
+    if (c.scales) scales.push_back(c.scales);
+  for (const TensorInfo& c : comp.value()->tensors()) {
+    if (!is_compressed(c.dtype) || std::count(scales.begin(), scales.end(), &c)) continue;
+    const TensorInfo* t = nullptr;
+    for (const TensorInfo& f : f32.value()->tensors())
+      if (f.name == c.name) t = &f;
+    INFO("tensor " << c.name);
+    REQUIRE(t != nullptr);
+    REQUIRE(t->shape == c.shape);
+    REQUIRE(t->dtype == fb::DType::F32);
+    std::vector<float> values(size_t(c.numel()));
+    dequantize_rows(c, 0, c.numel() / c.shape.back(), values.data());
+    std::memcpy(&bytes[size_t(t->data - base)], values.data(), values.size() * sizeof(float));
+    ++*replaced;
+  }
+  write_file(out, bytes);
 }
 
 }  // namespace tern::test

@@ -50,6 +50,28 @@ bool skipped_any();
 // the test cases alone, where no Vulkan device can exist (a cross build's suite under qemu, tools/cross/aarch64.sh).
 bool cpu_only_run();
 
+// Sets an environment variable for what runs in its scope (sessions read TERN_VULKAN_* at creation), then restores
+// what was there.
+class EnvOverride {
+ public:
+  EnvOverride(const char* name, const std::string& value);
+  ~EnvOverride();
+  EnvOverride(const EnvOverride&) = delete;
+  EnvOverride& operator=(const EnvOverride&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// The float32 "twin" of a compressed model: the float32 file f32_path (the same checkpoint converted without
+// --weights) with every tensor that compressed_path stores compressed overwritten by its dequantised values
+// (core/dequantize.h), written to out; *replaced counts the tensors. What a compressed model computes is defined
+// as what its twin computes.
+void write_dequantised_twin(const std::string& f32_path, const std::string& compressed_path, const std::string& out,
+                            int* replaced);
+
 }  // namespace tern::test
 
 // Ends the test case (or, under GENERATE, this backend's run of it) as a visible skip where `backend` is Vulkan and no
