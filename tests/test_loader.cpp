@@ -13,12 +13,16 @@ using namespace tern;
 
 namespace {
 
-// A valid model to corrupt: the learned-position golden (its context bounds any session it creates).
-const std::string& valid_model_bytes() {
-  static const std::string bytes = [] {
+// A valid model to corrupt: the learned-position golden (its context bounds any session it creates), with its
+// weights as float32 or compressed.
+const std::string& valid_model_bytes(convert::WeightFormat weights = convert::WeightFormat::kF32) {
+  static std::string stored[4];
+  std::string& bytes = stored[int(weights)];
+  if (bytes.empty()) bytes = [weights] {
     std::string out = test::scratch_dir("loader_valid") + "/model.tern";
     convert::ConvertOptions opts;
     opts.quiet = true;
+    opts.weights.format = weights;
     Status st = convert::convert_checkpoint(test::source_path("tests/goldens/pre_untied_nobias_gelutanh"), out, opts);
     REQUIRE(st.ok());
     return test::read_file(out);
@@ -52,8 +56,9 @@ LoadResult load_bytes(const std::string& bytes, const std::string& name) {
 }
 
 // Re-serialises the valid model after `mutate` changes its graph; the data segment is kept as it was.
-std::string rebuild(const std::function<void(fb::ModelT&)>& mutate) {
-  const std::string& src = valid_model_bytes();
+std::string rebuild(const std::function<void(fb::ModelT&)>& mutate,
+                    convert::WeightFormat weights = convert::WeightFormat::kF32) {
+  const std::string& src = valid_model_bytes(weights);
   uint32_t fb_size;
   std::memcpy(&fb_size, src.data(), 4);
   std::unique_ptr<fb::ModelT> model(fb::GetSizePrefixedModel(src.data())->UnPack());
@@ -236,4 +241,63 @@ TEST_CASE("loader: hostile graphs are rejected with a message naming the problem
        "eps"},
   };
   for (const Case& c : cases) expect_rejected(rebuild(c.mutate), c.name, c.words);
+}
+
+TEST_CASE("loader: compressed tensors with bad scales, groups or slots are rejected by name", "[loader]") {
+  using convert::WeightFormat;
+  // The first I8 matrix of the int8 model and the first op weight it is not (a norm's gain).
+  auto first_i8 = [](const fb::ModelT& m) {
+    for (size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i]->dtype == fb::DType::I8) return i;
+    FAIL("no I8 tensor");
+    return size_t(0);
+  };
+  auto norm_op = [](fb::ModelT& m) -> fb::OpT& {
+    for (auto& op : m.ops)
+      if (op->code == fb::OpCode::LAYER_NORM) return *op;
+    FAIL("no LAYER_NORM op");
+    return *m.ops[0];
+  };
+  struct Case {
+    const char* name;
+    std::function<void(fb::ModelT&)> mutate;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"scales missing", [&](fb::ModelT& m) { m.tensors[first_i8(m)]->scales = -1; }, "scale tensor -1 does not exist"},
+      {"scales out of range", [&](fb::ModelT& m) { m.tensors[first_i8(m)]->scales = 100000; }, "does not exist"},
+      {"scales itself",
+       [&](fb::ModelT& m) {
+         const size_t i = first_i8(m);
+         m.tensors[i]->scales = int32_t(i);
+       },
+       "does not exist"},
+      {"scales of the wrong dtype",  // an I4 tensor needs F16 scales
+       [&](fb::ModelT& m) {
+         fb::TensorT& t = *m.tensors[first_i8(m)];
+         t.dtype = fb::DType::I4;
+         t.size /= 2;
+       },
+       "must be F16, not F32"},
+      {"group not a multiple of 32", [&](fb::ModelT& m) { m.tensors[first_i8(m)]->group_size = 48; }, "group size 48"},
+      {"scales of the wrong shape", [&](fb::ModelT& m) { m.tensors[first_i8(m)]->group_size = 32; }, "its scales"},
+      {"scales on a float32 tensor",
+       [](fb::ModelT& m) {
+         for (auto& t : m.tensors)
+           if (t->dtype == fb::DType::F32) {
+             t->scales = 0;
+             return;
+           }
+       },
+       "has no scales or group size"},
+      {"compressed weight where the op reads float32",
+       [&](fb::ModelT& m) { norm_op(m).weights[0] = int32_t(first_i8(m)); }, "read as F32 only"},
+  };
+  for (const Case& c : cases) expect_rejected(rebuild(c.mutate, WeightFormat::kInt8), c.name, c.words);
+  // The unmodified compressed models load and run.
+  for (WeightFormat f : {WeightFormat::kF16, WeightFormat::kInt8, WeightFormat::kInt4}) {
+    const LoadResult r = load_bytes(valid_model_bytes(f), "compressed_valid");
+    INFO(r.message);
+    CHECK(r.status == TERN_OK);
+  }
 }

@@ -15,11 +15,11 @@
 # 4. unpacks the llama.cpp sources that node-llama-cpp ships (a git bundle) for llama.h and gguf-py, and compiles
 #    tools/bench/peers/llama_driver.cpp against the package's libllama / libggml;
 # 5. makes the models (tools/bench/peers/make_model.py, fixed seed): safetensors -> .tern (tern-convert; the dense
-#    model also with --weights int8 and --weights int4), ONNX (torch.onnx.export), GGUF F32, Q8_0 and Q4_0 (gguf-py,
+#    model also with --weights f16, int8 and int4), ONNX (torch.onnx.export), GGUF F32, F16, Q8_0 and Q4_0 (gguf-py,
 #    the tensor types llama-quantize would pick);
 # 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process (prefill: one forward of n
 #    tokens; generation: tg128@d0, d512, d2048 for Tern and llama.cpp with and without flash attention; compressed
-#    weights: Tern int8 / int4 against llama.cpp FA Q8_0 / Q4_0 and both float32 files, pp512, tg128@d0 and @d512:
+#    weights: Tern f16 / int8 / int4 against llama.cpp FA F16 / Q8_0 / Q4_0 and both float32 files, pp512, tg128@d0 and @d512:
 #    file size, peak RSS, speed and the logits' error against each runtime's float32 run and Tern's); prints
 #    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
 #
@@ -107,14 +107,14 @@ fi
 
 # ---- 5. models
 models=$work/models
-if [ ! -f "$models/dense-q4_0.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense-q4_0.gguf" ]; then
+if [ ! -f "$models/dense-f16.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense-q4_0.gguf" ]; then
   say "making the models"
   /usr/bin/python3 tools/bench/peers/make_model.py --out "$models" --gguf-py "$llama_src/gguf-py" 2>/dev/null >&2
 fi
 for m in dense windowed; do
   [ "$models/$m.tern" -nt "$models/$m/model.safetensors" ] || build/converter/tern-convert "$models/$m" -o "$models/$m.tern" --quiet
 done
-for w in int8 int4; do  # the compressed-weights phase: Tern's int8 / int4 against llama.cpp's Q8_0 / Q4_0
+for w in f16 int8 int4; do  # the compressed-weights phase: Tern's f16 / int8 / int4 against llama.cpp's F16 / Q8_0 / Q4_0
   [ "$models/dense-$w.tern" -nt "$models/dense/model.safetensors" ] ||
     build/converter/tern-convert "$models/dense" -o "$models/dense-$w.tern" --weights "$w" --quiet
 done

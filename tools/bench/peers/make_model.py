@@ -9,6 +9,7 @@
   OUT/dense.onnx  the dense model for ONNX Runtime (torch.onnx.export, opset 14, dynamic sequence length)
   OUT/dense.gguf  the dense model as a llama.cpp GPT-2-architecture GGUF, F32 (written with gguf-py from the
                   llama.cpp sources shipped in node-llama-cpp: pass --gguf-py DIR)
+  OUT/dense-f16.gguf the dense model's matrices and token_embd as F16 (llama-quantize's F16)
   OUT/dense-q8_0.gguf, OUT/dense-q4_0.gguf
                   the same weights quantised by gguf-py (gguf.quants.quantize, whose Q8_0 and Q4_0 encoders follow
                   ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref: blocks of 32 along the input, one float16
@@ -89,16 +90,16 @@ class OnnxWrapper(torch.nn.Module):
 
 
 def write_gguf(path, tensors, a, gguf_py, weights="F32"):
-    """weights: F32, Q8_0 or Q4_0 (the matrices' type; see the module docstring for which tensors stay F32)."""
+    """weights: F32, F16, Q8_0 or Q4_0 (the matrices' type; see the module docstring for which tensors stay F32)."""
     sys.path.insert(0, gguf_py)
     import gguf
 
     Q = gguf.GGMLQuantizationType
-    matrix_type = {"F32": Q.F32, "Q8_0": Q.Q8_0, "Q4_0": Q.Q4_0}[weights]
-    file_type = {"F32": gguf.LlamaFileType.ALL_F32, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
-                 "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[weights]
+    matrix_type = {"F32": Q.F32, "F16": Q.F16, "Q8_0": Q.Q8_0, "Q4_0": Q.Q4_0}[weights]
+    file_type = {"F32": gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
+                 "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[weights]
     # the tied token_embd / output head: llama-quantize's output-head type (Q6_K for Q4_0, not encodable: Q8_0)
-    embd_type = Q.F32 if weights == "F32" else Q.Q8_0
+    embd_type = {"F32": Q.F32, "F16": Q.F16}.get(weights, Q.Q8_0)
 
     w = gguf.GGUFWriter(path, "gpt2")
     w.add_name("tern-peers-dense")
@@ -117,6 +118,8 @@ def write_gguf(path, tensors, a, gguf_py, weights="F32"):
     def add_matrix(name, x, qtype=matrix_type):
         if qtype == Q.F32:
             w.add_tensor(name, x)
+        elif qtype == Q.F16:
+            w.add_tensor(name, x.astype(np.float16))
         else:  # uint8 [rows, blocks * block bytes]; the writer recovers the element shape from the type
             w.add_tensor(name, gguf.quants.quantize(x, qtype), raw_dtype=qtype)
 
@@ -185,6 +188,7 @@ def main():
                           dynamic_axes={"ids": {0: "n"}, "logits": {0: "n"}}, opset_version=14,
                           do_constant_folding=True)
     write_gguf(os.path.join(a.out, "dense.gguf"), tensors, a, a.gguf_py)
+    write_gguf(os.path.join(a.out, "dense-f16.gguf"), tensors, a, a.gguf_py, "F16")
     write_gguf(os.path.join(a.out, "dense-q8_0.gguf"), tensors, a, a.gguf_py, "Q8_0")
     write_gguf(os.path.join(a.out, "dense-q4_0.gguf"), tensors, a, a.gguf_py, "Q4_0")
     n_params = sum(v.size for k, v in tensors.items())

@@ -6,8 +6,8 @@ Every (runtime, n, threads) is its own process: the process's peak RSS comes fro
 the first run and the median of WARM warm runs from the driver itself. Outputs are compared with Tern's logits at
 every position. Generation (phase decode) is measured like llama-bench's tg128@dD: after D tokens in one call,
 128 tokens one call each, for Tern and llama.cpp with and without flash attention, the logits of every step compared
-with Tern's. Compressed weights (phase quant) pair Tern's int8 / int4 files (tern-convert --weights) with
-llama.cpp's Q8_0 / Q4_0 GGUFs of the same weights (make_model.py), plus both float32 files for reference: file size,
+with Tern's. Compressed weights (phase quant) pair Tern's f16 / int8 / int4 files (tern-convert --weights) with
+llama.cpp's F16 / Q8_0 / Q4_0 GGUFs of the same weights (make_model.py), plus both float32 files for reference: file size,
 peak RSS, prefill ppN (one forward of N tokens) and generation tg128@dD on each thread count, and the logits' relative
 error ||a - b|| / ||b|| of each compressed run against its own runtime's float32 run of the same test and against
 Tern's float32 run (a Tern run that fails, e.g. a format its CPU backend cannot read yet, is recorded with its error
@@ -36,6 +36,7 @@ LABEL = {"tern": "Tern", "ort": "ONNX Runtime", "llama-fa": "llama.cpp FA", "lla
          "torch": "PyTorch eager"}
 # phase quant: (key, Tern file and its weights, llama.cpp file and its type), all from the same float32 weights
 QUANT_FORMATS = [("f32", "dense.tern", "f32", "dense.gguf", "F32"),
+                 ("f16", "dense-f16.tern", "f16", "dense-f16.gguf", "F16"),
                  ("int8", "dense-int8.tern", "int8", "dense-q8_0.gguf", "Q8_0"),
                  ("int4", "dense-int4.tern", "int4", "dense-q4_0.gguf", "Q4_0")]
 
@@ -425,8 +426,8 @@ def print_quant(doc):
     tests = list(dict.fromkeys(r["test"] for r in rows))
     threads = sorted({r["threads"] for r in rows})
     llamas = [rt for rt in ("llama-fa", "llama") if any(r["runtime"] == rt for r in rows)]
-    print(f"\nCompressed weights: Tern's int8 (a float32 scale per output row) and int4 (groups of 32, float16 scales; "
-          f"the tied token embedding int8) against llama.cpp's Q8_0 and Q4_0 (blocks of 32, float16 scales; written "
+    print(f"\nCompressed weights: Tern's f16, int8 (a float32 scale per output row) and int4 (groups of 32, float16 scales; "
+          f"the tied token embedding int8) against llama.cpp's F16, Q8_0 and Q4_0 (blocks of 32, float16 scales; written "
           f"by gguf-py as llama-quantize would, but the tied token_embd Q8_0 where llama-quantize picks Q6_K) of the "
           f"same weights; norms, biases and positions float32 in both. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
           f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg); tokens/s "
