@@ -47,7 +47,9 @@ function(tern_add_cpu_isa_kernels)
       add_library(tern_cpu_isa_${isa} OBJECT ${runtime_src}/cpu/isa/kernels.cpp)
       target_include_directories(tern_cpu_isa_${isa} PRIVATE ${runtime_src})
       target_compile_definitions(tern_cpu_isa_${isa} PRIVATE TERN_ISA_NAMESPACE=isa_${isa} TERN_ISA_NAME="${isa}")
-      target_compile_options(tern_cpu_isa_${isa} PRIVATE ${TERN_CPU_ISA_FLAGS_${isa}})
+      # The hot loops throw nothing and call nothing that does: without exception tables no object refers to the
+      # C++ personality routine (a weak DW.ref symbol, shared across variants, that instrumented builds emit).
+      target_compile_options(tern_cpu_isa_${isa} PRIVATE ${TERN_CPU_ISA_FLAGS_${isa}} -fno-exceptions)
       # Only the library itself calls into the variants.
       set_target_properties(tern_cpu_isa_${isa} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
       string(TOUPPER ${isa} upper)
