@@ -121,11 +121,10 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
       if (const TensorInfo* proj = a_.proj_tensors[i]) {
         // x proj_i with proj_i [d, d_i]: a linear layer with weight proj_i^T [d_i, d], packed in float32 (a
         // compressed proj_i is widened for the transpose).
-        widened.resize(size_t(d * di));
-        dequantize_rows(*proj, 0, d, widened.data());
+        const float* values = float_values(*proj, &widened);
         transposed.assign(size_t(di * d), 0.0f);
         for (int64_t k = 0; k < d; ++k)
-          for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = widened[size_t(k * di + c)];
+          for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = values[k * di + c];
         TERN_ASSIGN_OR_RETURN(p, XnnLinear::create(transposed.data(), nullptr, d, di, di, node_.label()));
       }
       proj_.push_back(std::move(p));

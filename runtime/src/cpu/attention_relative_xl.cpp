@@ -14,10 +14,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/dequantize.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
-#include "core/dequantize.h"
 #include "cpu/matrix.h"
 #include "cpu/xnn_linear.h"
 #include "ops/relative_xl.h"
@@ -109,13 +109,8 @@ class RelativeXLKernel : public CpuKernel {
     std::vector<float> pe(size_t(P * d));
     xl_.position_encodings(0, P, pe.data());
     // r_net [inner, d] runs once, here: a compressed one is widened for the call and dropped.
-    const TensorInfo& r_net_weight = *node_.weights[1];
     std::vector<float> widened;
-    if (r_net_weight.dtype != fb::DType::F32) {
-      widened.resize(size_t(inner * d));
-      dequantize_rows(r_net_weight, 0, inner, widened.data());
-    }
-    TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(widened.empty() ? xl_.r_net : widened.data(), nullptr, d,
+    TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(float_values(*node_.weights[1], &widened), nullptr, d,
                                                              inner, inner, node_.label()));
     r_.resize(size_t(P * inner));
     TERN_RETURN_IF_ERROR(r_net.run(pool, pe.data(), P, r_.data(), node_.label()));

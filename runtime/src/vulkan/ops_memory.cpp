@@ -164,11 +164,7 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   std::vector<float> r(size_t(P * inner)), pe(size_t(P * d));
   x.position_encodings(0, P, pe.data());
   std::vector<float> widened;  // a compressed r_net [inner, d], widened for this product
-  if (w[1]->dtype != fb::DType::F32) {
-    widened.resize(size_t(inner * d));
-    dequantize_rows(*w[1], 0, inner, widened.data());
-  }
-  const float* r_net = widened.empty() ? x.r_net : widened.data();
+  const float* r_net = float_values(*w[1], &widened);
   for (int64_t p = 0; p < P; ++p) {
     for (int64_t o = 0; o < inner; ++o) {
       double s = 0;
