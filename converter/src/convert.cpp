@@ -15,6 +15,7 @@
 #include "input_file.h"
 #include "json_text.h"
 #include "temp_file.h"
+#include "sentencepiece_file.h"
 #include "writer.h"
 
 namespace tern::convert {
@@ -31,6 +32,26 @@ Status check_output_not_input(const std::string& out_path, const Checkpoint& che
   return Status::Ok();
 }
 
+Status check_output_not_tokenizer(const std::string& out_path, const std::string& tokenizer_path) {
+  struct stat out {}, in {};
+  if (tokenizer_path.empty() || ::stat(out_path.c_str(), &out) != 0 || ::stat(tokenizer_path.c_str(), &in) != 0)
+    return Status::Ok();
+  if (out.st_dev == in.st_dev && out.st_ino == in.st_ino)
+    return InvalidArgument("'" + out_path + "' is the tokenizer file '" + tokenizer_path + "'; refusing to overwrite an input");
+  return Status::Ok();
+}
+
+std::string describe_tokenizer(const ModelMetadata& m) {
+  switch (m.vocab_kind) {
+    case fb::VocabKind::BYTES: return "bytes";
+    case fb::VocabKind::SHIFTED_BYTES: return "bytes + " + std::to_string(m.byte_offset);
+    case fb::VocabKind::SENTENCEPIECE:
+      return std::string("sentencepiece ") + (m.sentencepiece->bpe ? "bpe" : "unigram") + ", " +
+             std::to_string(m.sentencepiece->pieces.size()) + " pieces";
+    default: return "none (ids only)";
+  }
+}
+
 Status convert_unguarded(const std::string& checkpoint_dir, const std::string& out_path,
                          const ConvertOptions& options, ConvertReport* report) {
   const auto start = std::chrono::steady_clock::now();
@@ -44,6 +65,9 @@ Status convert_unguarded(const std::string& checkpoint_dir, const std::string& o
   import_options.hash_seed = options.hash_seed;
   TERN_RETURN_IF_ERROR(importer->import_with_options ? importer->import_with_options(*checkpoint, import_options, graph)
                                                      : importer->import(*checkpoint, graph));
+  std::string tokenizer_path;
+  TERN_RETURN_IF_ERROR(attach_tokenizer(checkpoint_dir, options.tokenizer, &graph.metadata(), &tokenizer_path));
+  TERN_RETURN_IF_ERROR(check_output_not_tokenizer(out_path, tokenizer_path));
   const std::vector<std::string> unused = checkpoint->unused();
   if (!options.quiet && !unused.empty()) std::fprintf(stderr, "tern-convert: warning: %s\n", describe_unused(unused).c_str());
 
@@ -63,6 +87,8 @@ Status convert_unguarded(const std::string& checkpoint_dir, const std::string& o
     report->data_size = stats.data_size;
     report->unused_tensors = unused;
     report->weights = compressed;
+    report->tokenizer = describe_tokenizer(graph.metadata());
+    report->tokenizer_path = tokenizer_path;
     report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return Status::Ok();

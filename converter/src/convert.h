@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compress.h"
+#include "tokenizer_file.h"
 #include "core/status.h"
 
 namespace tern::convert {
@@ -20,6 +21,8 @@ struct ConvertOptions {
   bool allow_non_finite = false;
   // How weights are stored (--weights, --group-size, --weight-type); float32 by default.
   CompressOptions weights = {};
+  // The tokenizer file (--tokenizer): by default spiece.model or tokenizer.model beside config.json.
+  TokenizerChoice tokenizer = {};
 };
 
 // What a successful conversion produced.
@@ -33,6 +36,8 @@ struct ConvertReport {
   uint64_t data_size = 0;
   std::vector<std::string> unused_tensors;  // checkpoint tensors the importer did not read, sorted
   CompressReport weights = {};                  // what --weights changed
+  std::string tokenizer;                        // what text becomes ids with ("sentencepiece unigram, 320 pieces")
+  std::string tokenizer_path;                   // the tokenizer file read, "" for none
   double seconds = 0;
 };
 

@@ -17,7 +17,8 @@ namespace {
 void print_help() {
   std::printf(
       "usage: tern-convert CHECKPOINT_DIR -o MODEL.tern [--weights f32|f16|int8|int4] [--group-size N]\n"
-      "                    [--weight-type PATTERN=FORMAT]... [--quiet] [--hash-seed N] [--allow-non-finite]\n"
+      "                    [--weight-type PATTERN=FORMAT]... [--tokenizer FILE|none] [--quiet] [--hash-seed N]\n"
+      "                    [--allow-non-finite]\n"
       "\n"
       "Converts a checkpoint directory (config.json plus one or more *.safetensors files) into a single\n"
       ".tern model file that libtern loads with mmap.\n"
@@ -33,6 +34,9 @@ void print_help() {
       "                     row; int4 default: 32)\n"
       "      --weight-type PATTERN=FORMAT  tensors whose name matches PATTERN (* ? [..]) take FORMAT,\n"
       "                     e.g. --weight-type 'lm_head*=f16'; repeatable, the last match wins\n"
+      "      --tokenizer FILE|none  the SentencePiece model (.model) whose encoding the file carries, so that\n"
+      "                     the runtime turns text into ids (default: spiece.model or tokenizer.model in\n"
+      "                     CHECKPOINT_DIR, for models without a byte vocabulary); none: ids only\n"
       "  -q, --quiet        print nothing but errors\n"
       "      --hash-seed N  Reformer: seed of the LSH rotations drawn when the checkpoint has none\n"
       "                     (default: config.json's hash_seed, else 0; converter/reformer.md)\n"
@@ -117,6 +121,14 @@ int main(int argc, char** argv) {
       }
       o.pattern = value.substr(0, eq);
       options.weights.overrides.push_back(o);
+    } else if (arg == "--tokenizer") {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') return usage_error("--tokenizer needs a .model file or none");
+      const std::string value = argv[++i];
+      if (value == "none") {
+        options.tokenizer.none = true;
+      } else {
+        options.tokenizer.path = value;
+      }
     } else if (arg == "--hash-seed") {
       if (i + 1 >= argc) return usage_error(arg + " needs a number");
       char* end = nullptr;
@@ -158,6 +170,8 @@ int main(int argc, char** argv) {
                   mib(w.bytes_before).c_str(), mib(w.bytes_after).c_str());
       for (const std::string& note : w.notes) std::printf("  kept wider: %s\n", note.c_str());
     }
+    std::printf("tokenizer: %s%s\n", report.tokenizer.c_str(),
+                report.tokenizer_path.empty() ? "" : (" (" + report.tokenizer_path + ")").c_str());
     std::printf("wrote %s: %s, %zu tensors, %zu ops, %s in %.2f s\n", out_path.c_str(), report.architecture.c_str(),
                 report.tensors, report.ops, mib(report.file_size).c_str(), report.seconds);
   }

@@ -11,6 +11,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "core/model.h"
+#include "sentencepiece_file.h"
 #include "temp_file.h"
 
 namespace tern::convert {
@@ -93,11 +94,28 @@ std::pair<fb::OpParams, flatbuffers::Offset<void>> build_params(flatbuffers::Fla
       params);
 }
 
+// The SentencePiece table of a SENTENCEPIECE vocabulary; 0 (absent) for the other kinds.
+flatbuffers::Offset<fb::SentencePiece> build_sentencepiece(flatbuffers::FlatBufferBuilder& fbb,
+                                                           const SentencePieceFile* sp) {
+  if (sp == nullptr) return 0;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> pieces;
+  pieces.reserve(sp->pieces.size());
+  for (const std::string& p : sp->pieces) pieces.push_back(fbb.CreateString(p));
+  std::vector<uint8_t> types(sp->types.size());
+  for (size_t i = 0; i < types.size(); ++i) types[i] = uint8_t(sp->types[i]);
+  const std::vector<uint8_t> charsmap(sp->charsmap.begin(), sp->charsmap.end());
+  return fb::CreateSentencePieceDirect(fbb, sp->bpe, &pieces, &sp->scores, &types, &charsmap, sp->add_dummy_prefix,
+                                       sp->remove_extra_whitespaces, sp->escape_whitespaces,
+                                       sp->treat_whitespace_as_suffix, sp->byte_fallback, sp->unk_id);
+}
+
 // The graph as a size-prefixed FlatBuffer; tensor offsets are already laid out.
 void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offsets, uint64_t data_size,
                       flatbuffers::FlatBufferBuilder& fbb) {
   const ModelMetadata& m = g.metadata();
-  auto vocab = fb::CreateVocabularyDirect(fbb, m.vocab_kind, m.vocab_size, m.vocab_note.c_str());
+  auto vocab = fb::CreateVocabularyDirect(fbb, m.vocab_kind, m.vocab_size, m.vocab_note.c_str(), m.byte_offset,
+                                          build_sentencepiece(fbb, m.sentencepiece.get()), m.bos_id, m.eos_id,
+                                          m.unk_id, m.pad_id);
   auto metadata = fb::CreateMetadataDirect(fbb, m.architecture.c_str(), m.description.c_str(), kProducer, vocab,
                                            m.max_context, m.segment_length);
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;

@@ -39,7 +39,7 @@ uint64_t usable_memory(std::string* what) {
 }
 
 bool check_prompt(const Options& opt, int64_t limit, std::string* error) {
-  const int64_t tokens = std::max<int64_t>(1, int64_t(opt.prompt.size()));  // byte-level: a token a byte
+  const int64_t tokens = std::max<int64_t>(1, int64_t(opt.prompt_ids.size()));
   if (opt.max_tokens > 0 && tokens > opt.max_tokens) {
     *error = "--max-tokens " + str(opt.max_tokens) + " is less than the prompt's " + str(tokens) +
              " tokens; give at least " + str(tokens) + ", or leave it out to keep the prompt's last tokens";
@@ -117,16 +117,58 @@ bool check_ids(const Options& opt, const SessionHandle& session, int64_t limit, 
 
 }  // namespace
 
+bool text_inputs(Options& opt, const ModelHandle& model, std::string* error) {
+  const std::string tokenizer = tern_model_tokenizer(model.get());
+  const int64_t vocab = model.info().vocab_size;
+  if (opt.has_prompt) {
+    if (tokenizer.empty()) {
+      *error = "--prompt needs a model file that carries a tokenizer; this one has ids only (a vocabulary of " +
+               str(vocab) + "): use --ids, or convert it with tern-convert --tokenizer FILE";
+      return false;
+    }
+    if (auto err = tokenize(model, opt.prompt, &opt.prompt_ids)) {
+      *error = "--prompt: " + err.message;
+      return false;
+    }
+    if (opt.prompt_ids.empty()) {  // an empty prompt (or one the normalizer empties) starts from a BOS, an EOS or "\n"
+      const int32_t start = tern_model_special_token(model.get(), TERN_TOKEN_BOS) >= 0
+                                ? tern_model_special_token(model.get(), TERN_TOKEN_BOS)
+                                : tern_model_special_token(model.get(), TERN_TOKEN_EOS);
+      if (start >= 0) {
+        opt.prompt_ids.push_back(start);
+      } else if (auto err = tokenize(model, "\n", &opt.prompt_ids); err || opt.prompt_ids.empty()) {
+        *error = "--prompt is empty and the model has no start token: give a prompt";
+        return false;
+      }
+    }
+  }
+  if (!opt.score_path.empty()) {
+    if (tokenizer == "bytes") {
+      opt.score_byte_offset = 0;
+    } else if (tokenizer.rfind("bytes+", 0) == 0) {
+      opt.score_byte_offset = int32_t(std::stol(tokenizer.substr(6)));
+    } else {
+      *error = "--score measures bits per byte and needs a byte-level model; this one's tokenizer is " +
+               (tokenizer.empty() ? std::string("absent (ids only)") : "'" + tokenizer + "'") +
+               ": use --ids with --perplexity";
+      return false;
+    }
+    if (opt.score_byte_offset + 256 > vocab) {
+      for (size_t i = 0; i < opt.score_text.size(); ++i) {
+        const int64_t id = int64_t(static_cast<unsigned char>(opt.score_text[i])) + opt.score_byte_offset;
+        if (id >= vocab) {
+          *error = "--score: byte " + str(id - opt.score_byte_offset) + " at offset " + str(int64_t(i)) +
+                   " is outside the model's vocabulary of " + str(vocab) + " tokens";
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 bool check_against_session(const Options& opt, const tern_model_info& info, const SessionHandle& session,
                            std::string* error) {
-  if (opt.has_prompt && !info.vocab_is_bytes) {
-    *error = "--prompt needs a byte-level model; this one's vocabulary has " + str(info.vocab_size) + " tokens: use --ids";
-    return false;
-  }
-  if (!opt.score_path.empty() && !info.vocab_is_bytes) {
-    *error = "--score needs a byte-level model; this one's vocabulary has " + str(info.vocab_size) + " tokens";
-    return false;
-  }
   const int64_t limit = tern_session_sequence_limit(session.get());
   if (opt.has_prompt && !check_prompt(opt, limit, error)) return false;
   if (!opt.score_path.empty()) {

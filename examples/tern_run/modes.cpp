@@ -18,11 +18,13 @@ namespace {
 using nlohmann::json;
 
 // Prints a byte, escaping what would garble a terminal.
-void print_byte(int32_t id) {
-  if (id >= 256) return;
-  unsigned char c = static_cast<unsigned char>(id);
-  if (c == '\n' || c == '\t' || (c >= 32 && c != 127)) std::fputc(c, stdout);
-  else std::printf("\\x%02x", c);
+// A token's text on stdout: control characters other than newline and tab escaped (UTF-8 passes through).
+void print_text(const std::string& text) {
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '\n' || c == '\t' || (c >= 32 && c != 127)) std::fputc(c, stdout);
+    else std::printf("\\x%02x", c);
+  }
 }
 
 // -log p(target) in nats from a logits row [vocab].
@@ -79,9 +81,7 @@ int print_plan(Run& run) {
 
 int generate(Run& run) {
   const Options& opt = run.opt;
-  std::vector<int32_t> ids;
-  if (auto err = tokenize(run.model, opt.prompt, &ids)) return fail("--prompt: " + err.message);
-  if (ids.empty()) ids.push_back('\n');
+  const std::vector<int32_t>& ids = opt.prompt_ids;  // text_inputs: never empty
   Error err;
   Sampler sampler = Sampler::create(opt.sampler, &err);
   if (err) return fail(err.message);
@@ -114,9 +114,11 @@ int generate(Run& run) {
       break;
     }
     out_ids.push_back(next);
-    if (next < 256) text.push_back(char(next));
+    std::string piece;
+    if (auto e = token_to_text(run.model, next, &piece)) return fail(e.message);
+    text += piece;
     if (!opt.json) {
-      print_byte(next);
+      print_text(piece);
       std::fflush(stdout);
     }
   }
@@ -157,8 +159,8 @@ int score(Run& run) {
   const Options& opt = run.opt;
   const std::string& text = opt.score_text;
   const int64_t n = int64_t(text.size());
-  std::vector<int32_t> bytes(text.begin(), text.end());
-  for (auto& b : bytes) b = int32_t(static_cast<unsigned char>(b));
+  std::vector<int32_t> bytes(text.begin(), text.end());  // ids: byte + the tokenizer's offset (text_inputs)
+  for (auto& b : bytes) b = int32_t(static_cast<unsigned char>(b)) + opt.score_byte_offset;
   json result = {{"file", opt.score_path}, {"bytes", n}};
   double bpb = 0, secs = 0;
   std::string how;

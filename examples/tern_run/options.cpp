@@ -18,8 +18,9 @@ namespace {
 const char* kUsage = R"(usage: tern-run MODEL.tern [options]
 
 Runs a converted model on the CPU or on a Vulkan device. One or more of:
-  --prompt TEXT         generate text after TEXT (byte-level models)
-  --score FILE          bits per byte of FILE (at most 256 MiB): streamed through the state (Transformer-XL's
+  --prompt TEXT         generate text after TEXT, through the tokenizer the model file carries (bytes, bytes
+                        shifted by an offset, SentencePiece); an empty TEXT starts from the model's BOS or EOS
+  --score FILE          bits per byte of FILE (at most 256 MiB; byte-level models): streamed through the state (Transformer-XL's
                         memory, ...) with --segment, and by default for models without a context limit; otherwise
                         in windows of the model's context (or --max-tokens) that overlap by all but --stride bytes
   --ids FILE            run the token ids in FILE (a JSON array, at most 64 MiB) ...

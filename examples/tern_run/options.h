@@ -31,6 +31,8 @@ struct Options {
 
   // Read before the model loads: --score's bytes, --ids's ids.
   std::string score_text;
+  std::vector<int32_t> prompt_ids;  // --prompt through the model's tokenizer (text_inputs)
+  int32_t score_byte_offset = 0;    // --score: the id of byte 0 ("bytes+K" tokenizers)
   std::vector<int32_t> ids;
 };
 
@@ -44,6 +46,9 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code);
 
 // Checks what needs the model and its session: the vocabulary, the context (--keep, --stride, --max-tokens against
 // the prompt, the windows, the ids), the bytes --ids and --logits-out need. False with *error naming the flags.
+// Turns --prompt into ids and checks that --score has a byte-level tokenizer, with the model's tokenizer
+// (tern_model_tokenizer); false with *error naming the flag.
+bool text_inputs(Options& opt, const ModelHandle& model, std::string* error);
 bool check_against_session(const Options& opt, const tern_model_info& info, const SessionHandle& session,
                            std::string* error);
 

@@ -25,6 +25,8 @@ int run_all(Options& opt) {
   tern::ModelHandle model = tern::ModelHandle::load(opt.model_path, &err);
   if (err) return fail(err.message);
   const tern_model_info info = model.info();
+  std::string text_error;
+  if (!text_inputs(opt, model, &text_error)) return fail(text_error);
   // A model that records its evaluation's tokens per call (a memory: its outputs depend on how a stream is cut into
   // calls) gets its --ids and --score fed in calls of that length unless --segment (or --stride's windows) says
   // otherwise; within --max-batch and --max-tokens where those are given.

@@ -414,10 +414,15 @@ Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& option
                                             : ", rotations from the checkpoint")
                                 : "") +
                   (r.has("local") ? ", local chunk " + std::to_string(r.local_chunk) : "");
-  m.vocab_kind = fb::VocabKind::EXTERNAL;
   m.vocab_size = V;
-  m.vocab_note = V == 258 ? "byte-level: ids are the bytes 0..255 shifted by 2 (HF google/reformer-enwik8: id = byte + 2)"
-                          : "ids index the checkpoint's own tokenizer (HF ReformerTokenizer, a SentencePiece model)";
+  if (V == 258) {  // HF google/reformer-enwik8: id = byte + 2; 0 is padding, 1 unused (its model card's decode)
+    m.vocab_kind = fb::VocabKind::SHIFTED_BYTES;
+    m.byte_offset = 2;
+    m.pad_id = 0;
+  } else {  // a spiece.model beside config.json makes it SENTENCEPIECE (tokenizer_file.h)
+    m.vocab_kind = fb::VocabKind::EXTERNAL;
+    m.vocab_note = "ids index the checkpoint's own tokenizer (HF ReformerTokenizer, a SentencePiece model)";
+  }
   m.max_context = context;
   return Status::Ok();
 }

@@ -281,7 +281,7 @@ TERN_API int64_t tern_session_vocab_size(const tern_session* session);
 TERN_API const char* tern_session_last_error(const tern_session* session);
 
 /* ---------------------------------------------------------------------------------------------------------------
- * Generation: sampling, a generator that feeds a session token by token, and text for byte-level vocabularies.
+ * Generation: sampling, a generator that feeds a session token by token, and text <-> ids through the model's tokenizer.
  *
  * Options structs of this section begin with `size_t struct_size`, which their *_init function sets to the struct's
  * size in the tern.h the app was built with. The library reads the fields that fit in struct_size and gives the
@@ -418,20 +418,43 @@ TERN_API int64_t tern_generator_slides(const tern_generator* generator);
 TERN_API const char* tern_generator_last_error(const tern_generator* generator);
 
 /* --- Text <-> token ids -------------------------------------------------------------------------------------------
- * Byte-level vocabularies (tern_model_info.vocab_is_bytes) only for now: token b is the byte b, ids >= 256 are special
- * tokens with no text. A model with another vocabulary gets TERN_UNSUPPORTED naming its kind; the signatures stay when
- * tokenizers for other vocabularies are added. Any thread (the model is read-only). */
+ * Through the tokenizer the model file carries (tern-convert writes it; schema/README.md, "Tokenizers"):
+ *   "bytes"                  token b is the byte b; ids >= 256 are special tokens with no text;
+ *   "bytes+K"                token b + K is the byte b (HF Reformer enwik8: K = 2); other ids are special;
+ *   "sentencepiece-unigram", "sentencepiece-bpe"
+ *                            the ids libsentencepiece's Encode gives for the text (same normalization, byte
+ *                            fallback and unknown pieces), and its DecodeIds for the way back.
+ * A model whose file carries no tokenizer (ids only) gets TERN_UNSUPPORTED saying so. No special token is added
+ * by tern_tokenize: a model that wants a BOS first is given it by the caller (tern_model_special_token).
+ * Any thread (the model is read-only). Messages: tern_last_error. */
+
+/* The tokenizer's name as above, "" when the file carries none (or model is NULL). Lives as long as the model. */
+TERN_API const char* tern_model_tokenizer(const tern_model* model);
+
+typedef enum { TERN_TOKEN_BOS = 0, TERN_TOKEN_EOS = 1, TERN_TOKEN_UNK = 2, TERN_TOKEN_PAD = 3 } tern_special_token;
+/* The id of a special token, or -1 where the model has none (or carries no tokenizer). */
+TERN_API int32_t tern_model_special_token(const tern_model* model, tern_special_token which);
 
 /* Writes the ids of text [len bytes, any bytes, not NUL-terminated] to ids [capacity] and sets *n to the number of
- * ids the text needs (for bytes, len). Size query: ids NULL and capacity 0 set *n and return TERN_OK. capacity below
- * *n: TERN_INVALID_ARGUMENT after *n is set, nothing written. A byte outside the model's vocabulary (a byte vocabulary
- * smaller than 256) is TERN_INVALID_ARGUMENT naming its offset. Messages: tern_last_error. */
+ * ids the text needs. Size query: ids NULL and capacity 0 set *n and return TERN_OK. capacity below *n:
+ * TERN_INVALID_ARGUMENT after *n is set, nothing written. Byte vocabularies: a byte whose id is outside the
+ * vocabulary (a byte vocabulary smaller than 256) is TERN_INVALID_ARGUMENT naming its offset. SentencePiece
+ * accepts any bytes (invalid UTF-8 becomes U+FFFD as libsentencepiece does). len above 2^31 - 1:
+ * TERN_INVALID_ARGUMENT. */
 TERN_API tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
                           int64_t* n);
-/* Writes the text of token id to buf [capacity] (not NUL-terminated) and sets *len to its length in bytes: 1 for a
- * byte, 0 for a special token (id >= 256). Size query: buf NULL and capacity 0. capacity below *len:
- * TERN_INVALID_ARGUMENT after *len is set. An id outside [0, vocab_size): TERN_INVALID_ARGUMENT. */
+/* Writes the text token id adds after other tokens to buf [capacity] (not NUL-terminated) and sets *len to its
+ * length in bytes: 1 for a byte, 0 for a special token; for SentencePiece the piece with U+2581 as a space (a
+ * word-initial piece begins with one), a byte piece <0xNN> as that byte. Streaming the pieces of a sequence gives
+ * tern_detokenize's text but for the leading space of the first word. Size query: buf NULL and capacity 0.
+ * capacity below *len: TERN_INVALID_ARGUMENT after *len is set. An id outside [0, vocab_size): TERN_INVALID_ARGUMENT. */
 TERN_API tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len);
+/* Writes the text of the sequence ids [n] to buf [capacity] and sets *len, as tern_token_to_text does for one id
+ * (SentencePiece: libsentencepiece's DecodeIds, without the space its dummy prefix adds in front; byte pieces that
+ * make no valid UTF-8 become U+FFFD). Size query: buf NULL and capacity 0. An id outside [0, vocab_size):
+ * TERN_INVALID_ARGUMENT naming its index. */
+TERN_API tern_status tern_detokenize(const tern_model* model, const int32_t* ids, int64_t n, char* buf, size_t capacity,
+                            size_t* len);
 
 #ifdef __cplusplus
 }

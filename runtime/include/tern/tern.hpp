@@ -189,7 +189,7 @@ class Generator {
   tern_generator* generator_ = nullptr;
 };
 
-// Text -> ids (byte-level vocabularies; TERN_UNSUPPORTED for others).
+// Text -> ids through the model's tokenizer (TERN_UNSUPPORTED for a model file that carries none).
 inline Error tokenize(const ModelHandle& model, const std::string& text, std::vector<int32_t>* ids) {
   int64_t n = 0;
   tern_status st = tern_tokenize(model.get(), text.data(), text.size(), nullptr, 0, &n);
@@ -200,13 +200,26 @@ inline Error tokenize(const ModelHandle& model, const std::string& text, std::ve
   return Error{st, st == TERN_OK ? "" : tern_last_error()};
 }
 
-// Token id -> its text (a byte; "" for a special token).
+// Token id -> the text it adds after other tokens ("" for a special token).
 inline Error token_to_text(const ModelHandle& model, int32_t id, std::string* text) {
   size_t len = 0;
   tern_status st = tern_token_to_text(model.get(), id, nullptr, 0, &len);
   if (st == TERN_OK) {
     std::vector<char> buf(len > 0 ? len : 1);
     st = tern_token_to_text(model.get(), id, buf.data(), buf.size(), &len);
+    if (st == TERN_OK) text->assign(buf.data(), len);
+  }
+  return Error{st, st == TERN_OK ? "" : tern_last_error()};
+}
+
+// Ids -> the text of the whole sequence.
+inline Error detokenize(const ModelHandle& model, const std::vector<int32_t>& ids, std::string* text) {
+  size_t len = 0;
+  const int32_t* p = ids.empty() ? nullptr : ids.data();
+  tern_status st = tern_detokenize(model.get(), p, int64_t(ids.size()), nullptr, 0, &len);
+  if (st == TERN_OK) {
+    std::vector<char> buf(len > 0 ? len : 1);
+    st = tern_detokenize(model.get(), p, int64_t(ids.size()), buf.data(), buf.size(), &len);
     if (st == TERN_OK) text->assign(buf.data(), len);
   }
   return Error{st, st == TERN_OK ? "" : tern_last_error()};

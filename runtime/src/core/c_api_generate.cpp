@@ -1,4 +1,4 @@
-// The C API's generation section (tern.h): samplers, generators, text for byte-level vocabularies.
+// The C API's generation section (tern.h): samplers and generators (text: c_api_text.cpp).
 #include <new>
 #include <string>
 
@@ -30,25 +30,6 @@ tern_status record(tern_generator* g, const tern::Status& st) {
 // guarded's report for a generator's calls: the generator's message slot.
 auto recorder(tern_generator* g) {
   return [g](const tern::Status& st) { return record(g, st); };
-}
-
-// The model's byte vocabulary size, or the status for a model without one.
-tern::Result<int64_t> byte_vocab(const tern_model* model, const char* fn) {
-  if (model == nullptr) return tern::InvalidArgument(std::string(fn) + ": null model");
-  const tern::Model& m = tern::capi::model_of(model);
-  const auto* meta = m.fb().metadata();
-  const auto* vocab = meta ? meta->vocab() : nullptr;
-  if (vocab == nullptr) {
-    return tern::Unsupported(std::string(fn) + ": the model describes no vocabulary; only byte-level vocabularies "
-                             "have text in this library");
-  }
-  if (vocab->kind() != tern::fb::VocabKind::BYTES) {
-    const char* name = tern::fb::EnumNameVocabKind(vocab->kind());
-    return tern::Unsupported(std::string(fn) + ": the model's vocabulary is of kind " + (*name ? name : "unknown") +
-                             (vocab->note() ? std::string(" (") + vocab->note()->c_str() + ")" : std::string()) +
-                             "; this library turns text into ids only for byte-level (BYTES) vocabularies so far");
-  }
-  return m.vocab_size();
 }
 
 }  // namespace
@@ -160,50 +141,6 @@ int64_t tern_generator_slides(const tern_generator* generator) { return generato
 
 const char* tern_generator_last_error(const tern_generator* generator) {
   return generator ? generator->last_error.c_str() : "null generator";
-}
-
-tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
-                          int64_t* n) {
-  if (!n) return fail(tern::InvalidArgument("tern_tokenize: n is null"));
-  if (!text && len > 0) return fail(tern::InvalidArgument("tern_tokenize: text is null"));
-  if (capacity < 0 || (!ids && capacity > 0)) return fail(tern::InvalidArgument("tern_tokenize: ids is null or capacity negative"));
-  auto vocab = byte_vocab(model, "tern_tokenize");
-  if (!vocab.ok()) return fail(vocab.status());
-  if (len > size_t(INT64_MAX)) return fail(tern::InvalidArgument("tern_tokenize: text too long"));
-  *n = int64_t(len);
-  for (size_t i = 0; i < len; ++i) {
-    const unsigned char b = static_cast<unsigned char>(text[i]);
-    if (int64_t(b) >= vocab.value()) {
-      return fail(tern::InvalidArgument("tern_tokenize: byte " + std::to_string(b) + " at offset " + std::to_string(i) +
-                                        " is outside the model's vocabulary of " + std::to_string(vocab.value()) + " tokens"));
-    }
-  }
-  if (!ids && capacity == 0) return TERN_OK;  // size query
-  if (capacity < int64_t(len)) {
-    return fail(tern::InvalidArgument("tern_tokenize: the text needs " + std::to_string(len) + " ids; capacity is " +
-                                      std::to_string(capacity)));
-  }
-  for (size_t i = 0; i < len; ++i) ids[i] = int32_t(static_cast<unsigned char>(text[i]));
-  return TERN_OK;
-}
-
-tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len) {
-  if (!len) return fail(tern::InvalidArgument("tern_token_to_text: len is null"));
-  if (!buf && capacity > 0) return fail(tern::InvalidArgument("tern_token_to_text: buf is null"));
-  auto vocab = byte_vocab(model, "tern_token_to_text");
-  if (!vocab.ok()) return fail(vocab.status());
-  if (id < 0 || int64_t(id) >= vocab.value()) {
-    return fail(tern::InvalidArgument("tern_token_to_text: id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                      std::to_string(vocab.value()) + ")"));
-  }
-  *len = id < 256 ? 1 : 0;  // ids >= 256 of a byte vocabulary are special tokens without text
-  if (!buf && capacity == 0) return TERN_OK;
-  if (capacity < *len) {
-    return fail(tern::InvalidArgument("tern_token_to_text: the text of id " + std::to_string(id) + " needs " +
-                                      std::to_string(*len) + " bytes; capacity is " + std::to_string(capacity)));
-  }
-  if (*len == 1) buf[0] = char(static_cast<unsigned char>(id));
-  return TERN_OK;
 }
 
 }  // extern "C"

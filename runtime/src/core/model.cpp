@@ -128,6 +128,9 @@ Result<std::unique_ptr<Model>> Model::verify(std::unique_ptr<MappedFile> file) {
   TERN_RETURN_IF_ERROR(model->check_values());
   TERN_RETURN_IF_ERROR(model->check_io());
   TERN_RETURN_IF_ERROR(model->check_ops());
+  const fb::Metadata* meta = root.metadata();
+  TERN_ASSIGN_OR_RETURN(model->tokenizer_,
+                        Tokenizer::from_vocabulary(meta ? meta->vocab() : nullptr, model->vocab_size_));
   model->file_ = std::move(file);
   return model;
 }

@@ -8,6 +8,7 @@
 
 #include "core/mapped_file.h"
 #include "core/status.h"
+#include "core/tokenizer.h"
 #include "tern_generated.h"
 
 namespace tern {
@@ -83,6 +84,8 @@ class Model {
   // Tokens per call of the model's evaluation (metadata segment_length); 0: none recorded.
   int64_t segment_length() const { return segment_length_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Text <-> ids from the file's vocabulary; nullptr when the file carries none (ids only).
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   // Drops a tensor's pages of a file-mapped model from memory, for weights a backend has copied into its own
   // packed form; reading the tensor later still works (the pages come back from the file).
   void release_pages(const TensorInfo& t) const { file_->release(t.data, size_t(t.size)); }
@@ -113,6 +116,7 @@ class Model {
   int64_t vocab_size_ = 0;
   int64_t max_context_ = 0;
   int64_t segment_length_ = 0;
+  std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;
   uint64_t name_bytes_left_ = 0;  // starts at the graph's size
 };

@@ -1,0 +1,48 @@
+// Text <-> token ids for a loaded model, from its Metadata.vocab (schema/README.md, "Tokenizers"): bytes, bytes
+// shifted by an offset, or a SentencePiece model encoded exactly as libsentencepiece does (sentencepiece.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/sentencepiece.h"
+#include "core/status.h"
+#include "tern_generated.h"
+
+namespace tern {
+
+class Tokenizer {
+ public:
+  enum class Kind { kBytes, kSentencePiece };
+
+  // Checks the vocabulary (a hostile file's tokenizer fails here, naming what is wrong) and builds its tokenizer;
+  // nullptr for a vocabulary without one (EXTERNAL, absent, or a kind this library does not know).
+  static Result<std::unique_ptr<Tokenizer>> from_vocabulary(const fb::Vocabulary* vocab, int64_t vocab_size);
+
+  // "bytes", "bytes+2", "sentencepiece-unigram", "sentencepiece-bpe".
+  const std::string& name() const { return name_; }
+  // Appends the ids of text. Bytes: a byte whose id is outside the vocabulary is an error naming its offset.
+  Status encode(std::string_view text, std::vector<int32_t>* ids) const;
+  // The text of a whole sequence (ids in [0, vocab_size)): SentencePiece drops the dummy prefix's space at the start.
+  std::string decode(const int32_t* ids, size_t n) const;
+  // The text id adds after other ids (ids in [0, vocab_size)); "" for special tokens.
+  std::string piece_text(int32_t id) const;
+  int32_t bos_id() const { return bos_; }
+  int32_t eos_id() const { return eos_; }
+  int32_t unk_id() const { return unk_; }
+  int32_t pad_id() const { return pad_; }
+
+ private:
+  Tokenizer() = default;
+  Kind kind_ = Kind::kBytes;
+  std::string name_;
+  int64_t vocab_size_ = 0;
+  int32_t byte_offset_ = 0;
+  int32_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1;
+  std::unique_ptr<SentencePieceTokenizer> sentencepiece_;
+};
+
+}  // namespace tern

@@ -1,0 +1,182 @@
+// The tokenizer a model file carries (schema/README.md, "Tokenizers") through the C API and tern-run: byte and
+// shifted-byte vocabularies, models without one, and a hostile file's vocabulary refused at load by name.
+// SentencePiece's encoding against libsentencepiece: test_sentencepiece.cpp and test_sentencepiece_models.cpp.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convert.h"
+#include "run_tool.h"
+#include "tern/tern.hpp"
+#include "tern_generated.h"
+#include "test_support.h"
+
+using namespace tern;
+
+namespace {
+
+const std::string kRun = std::string(TERN_BINARY_DIR) + "/examples/tern-run";
+
+struct ModelFile {
+  std::string path;
+  ModelHandle model;
+};
+
+ModelFile load_golden(const std::string& golden) {
+  ModelFile f;
+  f.path = test::convert_golden(golden, "tokenizers_" + golden);
+  REQUIRE(!f.path.empty());
+  Error err;
+  f.model = ModelHandle::load(f.path, &err);
+  REQUIRE_FALSE(err);
+  return f;
+}
+
+test::ToolRun run(const std::vector<std::string>& args) {
+  static int count = 0;
+  return test::run_tool(kRun, args, test::scratch_dir("tokenizers_run_" + std::to_string(count++)));
+}
+
+// Re-serialises `src` (a .tern file's bytes) after `mutate` changes its graph; the data segment is kept.
+std::string rebuild(const std::string& src, const std::function<void(fb::ModelT&)>& mutate) {
+  uint32_t fb_size;
+  std::memcpy(&fb_size, src.data(), 4);
+  std::unique_ptr<fb::ModelT> model(fb::GetSizePrefixedModel(src.data())->UnPack());
+  const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
+  mutate(*model);
+  flatbuffers::FlatBufferBuilder fbb;
+  fb::FinishSizePrefixedModelBuffer(fbb, fb::Model::Pack(fbb, model.get()));
+  std::string out(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  out.resize((out.size() + 63) / 64 * 64, '\0');
+  out.append(src, data_start, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tokenizers: a byte vocabulary maps each byte to its id and back", "[tokenizers]") {
+  ModelFile f = load_golden("pre_untied_nobias_gelutanh");
+  CHECK(std::string(tern_model_tokenizer(f.model.get())) == "bytes");
+  const std::string text = "In the beginning\n\xc3\xa9\xff";
+  std::vector<int32_t> ids;
+  REQUIRE_FALSE(tokenize(f.model, text, &ids));
+  REQUIRE(ids.size() == text.size());
+  for (size_t i = 0; i < text.size(); ++i) CHECK(ids[i] == int32_t(static_cast<unsigned char>(text[i])));
+  std::string back;
+  REQUIRE_FALSE(detokenize(f.model, ids, &back));
+  CHECK(back == text);
+  CHECK(tern_model_special_token(f.model.get(), TERN_TOKEN_BOS) == -1);
+}
+
+TEST_CASE("tokenizers: Reformer's 258-id vocabulary is the bytes shifted by 2", "[tokenizers]") {
+  ModelFile f = load_golden("reformer_learned_positions");
+  CHECK(std::string(tern_model_tokenizer(f.model.get())) == "bytes+2");
+  CHECK(tern_model_special_token(f.model.get(), TERN_TOKEN_PAD) == 0);
+  std::vector<int32_t> ids;
+  REQUIRE_FALSE(tokenize(f.model, "Hi\xff", &ids));
+  CHECK(ids == std::vector<int32_t>{'H' + 2, 'i' + 2, 255 + 2});
+  std::string text;
+  REQUIRE_FALSE(detokenize(f.model, {0, 'H' + 2, 1, 'i' + 2, 257}, &text));
+  CHECK(text == "Hi\xff");  // ids 0 and 1 are special: no text
+  std::string piece = "x";
+  REQUIRE_FALSE(token_to_text(f.model, 1, &piece));
+  CHECK(piece.empty());
+  size_t len = 0;
+  CHECK(tern_token_to_text(f.model.get(), 258, nullptr, 0, &len) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(tern_last_error(), Catch::Contains("outside the vocabulary [0, 258)"));
+  const int32_t bad[] = {3, 300};
+  CHECK(tern_detokenize(f.model.get(), bad, 2, nullptr, 0, &len) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(tern_last_error(), Catch::Contains("at index 1"));
+
+  // tern-run generates from a text prompt, and scores bytes, through the offset.
+  const test::ToolRun g = run({f.path, "--prompt", "And God said", "--tokens", "8", "--seed", "3"});
+  INFO(g.err);
+  CHECK(g.exit_code == 0);
+  CHECK(g.out.rfind("And God said", 0) == 0);
+  CHECK_THAT(g.out, Catch::Contains("prompt: 12 tokens"));
+  const std::string scored = test::scratch_dir("tokenizers_score") + "/text.txt";
+  test::write_file(scored, "In the beginning God created the heaven and the earth.\n");
+  const test::ToolRun s = run({f.path, "--score", scored, "--json"});
+  INFO(s.err);
+  CHECK(s.exit_code == 0);
+  CHECK_THAT(s.out, Catch::Contains("bits_per_byte"));
+}
+
+TEST_CASE("tokenizers: a model file without a tokenizer says so and names the way out", "[tokenizers]") {
+  ModelFile f = load_golden("transfo_xl_plain");
+  CHECK(std::string(tern_model_tokenizer(f.model.get())).empty());
+  int64_t n = 0;
+  CHECK(tern_tokenize(f.model.get(), "a", 1, nullptr, 0, &n) == TERN_UNSUPPORTED);
+  CHECK_THAT(tern_last_error(), Catch::Contains("carries no tokenizer"));
+  const test::ToolRun r = run({f.path, "--prompt", "hello"});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("--prompt needs a model file that carries a tokenizer"));
+  CHECK_THAT(r.err, Catch::Contains("--ids"));
+}
+
+TEST_CASE("tokenizers: a hostile vocabulary is refused at load by name", "[tokenizers]") {
+  const std::string src = test::read_file(test::convert_golden("pre_untied_nobias_gelutanh", "tokenizers_hostile"));
+  struct Case {
+    const char* name;
+    std::function<void(fb::VocabularyT&)> mutate;
+    const char* words;
+  };
+  const auto sp_table = [](int64_t n) {
+    auto sp = std::make_unique<fb::SentencePieceT>();
+    for (int64_t i = 0; i < n; ++i) {
+      sp->pieces.push_back("p" + std::to_string(i));
+      sp->scores.push_back(-float(i));
+      sp->types.push_back(i == 0 ? 2 : 1);
+    }
+    return sp;
+  };
+  const Case cases[] = {
+      {"bos out of range", [](fb::VocabularyT& v) { v.bos_id = 256; }, "bos_id 256 is outside"},
+      {"pad negative", [](fb::VocabularyT& v) { v.pad_id = -7; }, "pad_id -7 is outside"},
+      {"offset negative",
+       [](fb::VocabularyT& v) {
+         v.kind = fb::VocabKind::SHIFTED_BYTES;
+         v.byte_offset = -1;
+       },
+       "byte_offset -1"},
+      {"sentencepiece without table", [](fb::VocabularyT& v) { v.kind = fb::VocabKind::SENTENCEPIECE; },
+       "without its table"},
+      {"too few pieces",
+       [&](fb::VocabularyT& v) {
+         v.kind = fb::VocabKind::SENTENCEPIECE;
+         v.sentencepiece = sp_table(255);
+       },
+       "255 pieces"},
+      {"bad piece type",
+       [&](fb::VocabularyT& v) {
+         v.kind = fb::VocabKind::SENTENCEPIECE;
+         v.sentencepiece = sp_table(256);
+         v.sentencepiece->types[9] = 9;
+       },
+       "piece 9 has type 9"},
+  };
+  for (const Case& c : cases) {
+    const std::string bytes = rebuild(src, [&](fb::ModelT& m) { c.mutate(*m.metadata->vocab); });
+    const std::string path = test::scratch_dir(std::string("tokenizers_hostile_") + c.name) + "/model.tern";
+    test::write_file(path, bytes);
+    tern_model* model = nullptr;
+    const tern_status st = tern_model_load(path.c_str(), &model);
+    INFO(c.name << ": " << tern_last_error());
+    CHECK(st == TERN_INVALID_MODEL);
+    CHECK_THAT(tern_last_error(), Catch::Contains(c.words));
+    tern_model_free(model);
+  }
+  // A kind this library does not know loads as ids only: a newer file is not misread.
+  const std::string newer = rebuild(src, [](fb::ModelT& m) { m.metadata->vocab->kind = fb::VocabKind(77); });
+  const std::string path = test::scratch_dir("tokenizers_newer_kind") + "/model.tern";
+  test::write_file(path, newer);
+  tern_model* model = nullptr;
+  REQUIRE(tern_model_load(path.c_str(), &model) == TERN_OK);
+  CHECK(std::string(tern_model_tokenizer(model)).empty());
+  int64_t n = 0;
+  CHECK(tern_tokenize(model, "a", 1, nullptr, 0, &n) == TERN_UNSUPPORTED);
+  tern_model_free(model);
+}
