@@ -50,11 +50,12 @@ ci_tests='^(test_backend_ops:.* on CPU$|test_ops:|test_attention:|test_cpu_isa:|
 vulkan_only='^test_vulkan_|on Vulkan$|on Vulkan matches the CPU path|Vulkan rejects'
 step() { echo "aarch64: $*"; }
 
-# The target's packages in the sysroot: Tern's libraries (-dev and runtime), the C and C++ runtime that qemu
+# The target's packages in the sysroot: Tern's libraries (-dev and runtime; libsentencepiece for tern-convert), the C and C++ runtime that qemu
 # loads the binaries with (the cross toolchain's copy is for linking), catch2 (it ships a static library too),
 # and nlohmann-json (Architecture: all).
 arm64_packages=(libxnnpack-dev libxnnpack0 libpthreadpool-dev libpthreadpool0 libcpuinfo-dev libcpuinfo0
-                libflatbuffers-dev libflatbuffers2 libvulkan-dev libvulkan1 libc6 libgcc-s1 libstdc++6 catch2)
+                libflatbuffers-dev libflatbuffers2 libvulkan-dev libvulkan1 libsentencepiece-dev libsentencepiece0
+                libc6 libgcc-s1 libstdc++6 catch2)
 all_packages=(nlohmann-json3-dev)
 
 # 1. Host packages.
