@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -135,11 +136,8 @@ TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model takes t
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     // The generated ids' text is libsentencepiece's decoding of them after the prompt's ids.
-    const size_t ids_at = r.out.find("\"ids\":[");
-    REQUIRE(ids_at != std::string::npos);
-    std::vector<int> generated;
-    std::istringstream ids_in(r.out.substr(ids_at + 7, r.out.find(']', ids_at) - ids_at - 7));
-    for (std::string tok; std::getline(ids_in, tok, ',');) generated.push_back(std::stoi(tok));
+    const nlohmann::json report = nlohmann::json::parse(r.out);
+    const std::vector<int> generated = report["generate"]["ids"].get<std::vector<int>>();
     CHECK(generated.size() == 20);
     std::vector<int> prompt_ids, all;
     REQUIRE(sp.Encode(prompt, &prompt_ids).ok());
@@ -148,9 +146,7 @@ TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model takes t
     std::string whole, head;
     REQUIRE(sp.Decode(all, &whole).ok());
     REQUIRE(sp.Decode(prompt_ids, &head).ok());
-    const size_t text_at = r.out.find("\"text\":\"");
-    REQUIRE(text_at != std::string::npos);
-    const std::string text = r.out.substr(text_at + 8, r.out.find('"', text_at + 8) - text_at - 8);
+    const std::string text = report["generate"]["text"].get<std::string>();
     CHECK(head + text == whole);
     CHECK_FALSE(text.empty());
   }
