@@ -101,7 +101,7 @@ void check_against_libsentencepiece(const ModelHandle& model, const std::string&
 
 }  // namespace
 
-TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model takes text prompts", "[sentencepiece]") {
+TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model carries its tokenizer", "[sentencepiece]") {
   const std::string dir = copy_golden("reformer_mixed_factorized", "sp_models_reformer");  // vocab_size 80
   const std::string spiece = train(dir, "unigram", 80);
   REQUIRE(spiece == dir + "/spiece.model");  // found beside config.json, no flag
@@ -117,6 +117,27 @@ TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model takes t
   CHECK(tern_model_special_token(model.get(), TERN_TOKEN_EOS) == sp.eos_id());
   check_against_libsentencepiece(model, spiece);
 
+  // Generation needs LSH layers that stream (not yet): tern-run says so instead of printing text.
+  const test::ToolRun r = test::run_tool(kRun, {out, "--prompt", "and god said", "--tokens", "4"},
+                                         test::scratch_dir("sp_models_reformer_prompt"));
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("LSH"));
+}
+
+TEST_CASE("sentencepiece models: --tokenizer attaches a BPE model and tern-run generates text", "[sentencepiece]") {
+  const std::string dir = copy_golden("chunked_c128", "sp_models_reference");  // vocab_size 64, no tokenizer file
+  const std::string spiece = train(test::scratch_dir("sp_models_bpe64"), "bpe", 64);
+  const std::string out = dir + "/model.tern";
+  convert::TokenizerChoice choice;
+  choice.path = spiece;
+  const Status st = convert(dir, out, choice);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  ModelHandle model = load(out);
+  CHECK(std::string(tern_model_tokenizer(model.get())) == "sentencepiece-bpe");
+  check_against_libsentencepiece(model, spiece);
+  sentencepiece::SentencePieceProcessor sp;
+  REQUIRE(sp.Load(spiece).ok());
   for (const char* backend : {"cpu", "vulkan"}) {
     if (std::string(backend) == "vulkan") {
       std::string why;
@@ -155,20 +176,6 @@ TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model takes t
                                              test::scratch_dir("sp_models_plain"));
   CHECK(plain.exit_code == 0);
   CHECK(plain.out.rfind("and god said", 0) == 0);
-}
-
-TEST_CASE("sentencepiece models: --tokenizer attaches a BPE model to a reference-family checkpoint", "[sentencepiece]") {
-  const std::string dir = copy_golden("chunked_c128", "sp_models_reference");  // vocab_size 64, no tokenizer file
-  const std::string spiece = train(test::scratch_dir("sp_models_bpe64"), "bpe", 64);
-  const std::string out = dir + "/model.tern";
-  convert::TokenizerChoice choice;
-  choice.path = spiece;
-  const Status st = convert(dir, out, choice);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  ModelHandle model = load(out);
-  CHECK(std::string(tern_model_tokenizer(model.get())) == "sentencepiece-bpe");
-  check_against_libsentencepiece(model, spiece);
 }
 
 TEST_CASE("sentencepiece models: a tokenizer that does not fit the model is refused by name", "[sentencepiece]") {

@@ -91,12 +91,10 @@ TEST_CASE("tokenizers: Reformer's 258-id vocabulary is the bytes shifted by 2", 
   CHECK(tern_detokenize(f.model.get(), bad, 2, nullptr, 0, &len) == TERN_INVALID_ARGUMENT);
   CHECK_THAT(tern_last_error(), Catch::Contains("at index 1"));
 
-  // tern-run generates from a text prompt, and scores bytes, through the offset.
-  const test::ToolRun g = run({f.path, "--prompt", "And God said", "--tokens", "8", "--seed", "3"});
-  INFO(g.err);
-  CHECK(g.exit_code == 0);
-  CHECK(g.out.rfind("And God said", 0) == 0);
-  CHECK_THAT(g.out, Catch::Contains("prompt: 12 tokens"));
+  // tern-run scores bytes through the offset (generation waits for LSH layers that stream: a clear error now).
+  const test::ToolRun g = run({f.path, "--prompt", "And God said", "--tokens", "8"});
+  CHECK(g.exit_code == 1);
+  CHECK_THAT(g.err, Catch::Contains("LSH"));
   const std::string scored = test::scratch_dir("tokenizers_score") + "/text.txt";
   test::write_file(scored, "In the beginning God created the heaven and the earth.\n");
   const test::ToolRun s = run({f.path, "--score", scored, "--json"});
