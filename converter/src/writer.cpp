@@ -103,7 +103,7 @@ flatbuffers::Offset<fb::SentencePiece> build_sentencepiece(flatbuffers::FlatBuff
   for (const std::string& p : sp->pieces) pieces.push_back(fbb.CreateString(p));
   std::vector<uint8_t> types(sp->types.size());
   for (size_t i = 0; i < types.size(); ++i) types[i] = uint8_t(sp->types[i]);
-  const std::vector<uint8_t> charsmap(sp->charsmap.begin(), sp->charsmap.end());
+  const std::vector<uint8_t> charsmap(sp->precompiled_charsmap.begin(), sp->precompiled_charsmap.end());
   return fb::CreateSentencePieceDirect(fbb, sp->bpe, &pieces, &sp->scores, &types, &charsmap, sp->add_dummy_prefix,
                                        sp->remove_extra_whitespaces, sp->escape_whitespaces,
                                        sp->treat_whitespace_as_suffix, sp->byte_fallback, sp->unk_id);
