@@ -5,6 +5,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -210,5 +211,64 @@ TEST_CASE("sentencepiece encode and decode match libsentencepiece on every line 
     if (bytes) CHECK(coverage.lines_with[size_t(PieceType::kUserDefined)] > 100);
     CHECK(decode_mismatches == 0);
     CHECK(piece_text_mismatches == 0);
+  }
+}
+
+// Unused pieces (SetVocabulary's, or a model file's): the unigram lattice skips them, BPE merges through them and
+// then splits each back into the pair that formed it. The pieces with the lowest and highest normal score stay
+// normal: libsentencepiece keeps its unknown penalty from the scores the model was loaded with.
+TEST_CASE("sentencepiece unused pieces are skipped or resegmented as libsentencepiece does") {
+  const std::vector<std::string> lines(test_lines().begin(), test_lines().begin() + 4000);
+  for (const auto& model : trained_models()) {
+    if (model.name != "unigram" && model.name != "bpe") continue;
+    sentencepiece::SentencePieceProcessor ref;
+    REQUIRE(ref.LoadFromSerializedProto(tern::test::read_file(model.path)).ok());
+    auto file = tern::convert::read_sentencepiece_file(model.path);
+    REQUIRE(file.ok());
+    auto plain = SentencePieceTokenizer::create(file->spec());
+    REQUIRE(plain.ok());
+
+    tern::convert::SentencePieceFile marked = file.value();
+    float lowest = 1e30f, highest = -1e30f;
+    for (size_t i = 0; i < marked.pieces.size(); ++i) {
+      if (marked.types[i] != PieceType::kNormal) continue;
+      lowest = std::min(lowest, marked.scores[i]);
+      highest = std::max(highest, marked.scores[i]);
+    }
+    std::vector<std::string_view> valid;
+    size_t unused = 0;
+    for (size_t i = 0; i < marked.pieces.size(); ++i) {
+      const std::string& piece = marked.pieces[i];
+      const size_t lead = "\1\1\1\1\1\1\1\1\1\1\1\1\2\2\3\4"[uint8_t(piece[0]) >> 4];
+      if (marked.types[i] == PieceType::kNormal && i % 3 == 0 && lead != piece.size() &&
+          marked.scores[i] != lowest && marked.scores[i] != highest) {
+        marked.types[i] = PieceType::kUnused;
+        ++unused;
+      } else {
+        valid.push_back(piece);
+      }
+    }
+    REQUIRE(unused > 100);
+    REQUIRE(ref.SetVocabulary(valid).ok());
+    auto tok = SentencePieceTokenizer::create(marked.spec());
+    REQUIRE(tok.ok());
+
+    std::string report;
+    Coverage coverage;
+    const size_t mismatches = count_mismatches(ref, tok.value(), marked.types, lines, &report, &coverage);
+    // The marking must change the ids of many lines, or the comparison checks nothing new.
+    size_t changed = 0;
+    std::vector<int32_t> a, b;
+    for (const auto& line : lines) {
+      plain->encode(line, &a);
+      tok->encode(line, &b);
+      changed += a != b;
+    }
+    INFO(model.name << " with " << unused << " unused pieces: " << mismatches << " of " << lines.size()
+                    << " lines differ, " << changed << " lines changed by the marking\n"
+                    << report);
+    CHECK(mismatches == 0);
+    CHECK(changed > 1000);
+    CHECK(coverage.lines_with[size_t(PieceType::kUnused)] == 0);
   }
 }
