@@ -8,6 +8,8 @@ packages=(
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libflatbuffers-dev flatbuffers-compiler
   nlohmann-json3-dev catch2
+  libsentencepiece-dev  # the converter reads SentencePiece .model files with it; the tests train models and compare
+  sentencepiece         # spm_train / spm_encode, optional, for making and inspecting .model files by hand
   clang-14 libclang-rt-14-dev   # libFuzzer and clang's sanitizer runtimes, for the fuzz targets (tools/test.sh)
   libvulkan-dev glslc spirv-tools        # the Vulkan backend: loader + headers, the shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (a CPU Vulkan device, for the tests) and the Khronos validation layer

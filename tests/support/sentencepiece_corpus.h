@@ -1,0 +1,21 @@
+// Text for the SentencePiece tests: training lines, and a deterministic set of test lines that reach every branch
+// of normalization and segmentation (case, whitespace runs, full-width forms, ligatures, combining and precomposed
+// accents, CJK, emoji, zero-width and control characters, NBSP, malformed and truncated UTF-8, empty and very long
+// lines, raw bytes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tern::test {
+
+// Lines of examples/models/kjv-byte/heldout.txt.
+std::vector<std::string> kjv_heldout_lines();
+// A few lines of other scripts (accents, Greek, Cyrillic, CJK, emoji, full-width forms) to train on beside the KJV.
+std::vector<std::string> unicode_training_lines();
+// `count` test lines made from `base` by a PRNG seeded with `seed`: the base lines themselves first, then variants.
+std::vector<std::string> sentencepiece_test_lines(const std::vector<std::string>& base, size_t count, uint64_t seed);
+
+}  // namespace tern::test
