@@ -62,7 +62,7 @@ std::string copy_golden(const std::string& golden, const std::string& scratch) {
   return dir;
 }
 
-Status convert(const std::string& dir, const std::string& out, const convert::TokenizerChoice& tokenizer = {}) {
+Status convert_with(const std::string& dir, const std::string& out, const convert::TokenizerChoice& tokenizer = {}) {
   convert::ConvertOptions opts;
   opts.quiet = true;
   opts.tokenizer = tokenizer;
@@ -106,7 +106,7 @@ TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model carries
   const std::string spiece = train(dir, "unigram", 80);
   REQUIRE(spiece == dir + "/spiece.model");  // found beside config.json, no flag
   const std::string out = dir + "/model.tern";
-  const Status st = convert(dir, out);
+  const Status st = convert_with(dir, out);
   INFO(st.message());
   REQUIRE(st.ok());
   ModelHandle model = load(out);
@@ -130,7 +130,7 @@ TEST_CASE("sentencepiece models: --tokenizer attaches a BPE model and tern-run g
   const std::string out = dir + "/model.tern";
   convert::TokenizerChoice choice;
   choice.path = spiece;
-  const Status st = convert(dir, out, choice);
+  const Status st = convert_with(dir, out, choice);
   INFO(st.message());
   REQUIRE(st.ok());
   ModelHandle model = load(out);
@@ -183,21 +183,21 @@ TEST_CASE("sentencepiece models: a tokenizer that does not fit the model is refu
   const std::string dir = copy_golden("chunked_c128", "sp_models_mismatch");
   convert::TokenizerChoice choice;
   choice.path = spiece;
-  Status st = convert(dir, dir + "/model.tern", choice);
+  Status st = convert_with(dir, dir + "/model.tern", choice);
   CHECK_FALSE(st.ok());
   CHECK_THAT(st.message(), Catch::Contains("holds 80 pieces; the model's vocabulary has 64 tokens"));
   choice.path = dir + "/missing.model";
-  st = convert(dir, dir + "/model.tern", choice);
+  st = convert_with(dir, dir + "/model.tern", choice);
   CHECK_FALSE(st.ok());
   CHECK_THAT(st.message(), Catch::Contains("missing.model"));
   test::write_file(dir + "/garbage.model", "not a sentencepiece model");
   choice.path = dir + "/garbage.model";
-  st = convert(dir, dir + "/model.tern", choice);
+  st = convert_with(dir, dir + "/model.tern", choice);
   CHECK_FALSE(st.ok());
   CHECK_THAT(st.message(), Catch::Contains("garbage.model"));
   // A spiece.model beside a byte-level model's config.json is not taken without --tokenizer.
   const std::string bytes_dir = copy_golden("pre_untied_nobias_gelutanh", "sp_models_bytes");
   test::write_file(bytes_dir + "/spiece.model", test::read_file(spiece));
-  REQUIRE(convert(bytes_dir, bytes_dir + "/model.tern").ok());
+  REQUIRE(convert_with(bytes_dir, bytes_dir + "/model.tern").ok());
   CHECK(std::string(tern_model_tokenizer(load(bytes_dir + "/model.tern").get())) == "bytes");
 }

@@ -26,13 +26,12 @@ struct ModelFile {
 };
 
 ModelFile load_golden(const std::string& golden) {
-  ModelFile f;
-  f.path = test::convert_golden(golden, "tokenizers_" + golden);
-  REQUIRE(!f.path.empty());
+  const std::string path = test::convert_golden(golden, "tokenizers_" + golden);
+  REQUIRE(!path.empty());
   Error err;
-  f.model = ModelHandle::load(f.path, &err);
+  ModelHandle model = ModelHandle::load(path, &err);
   REQUIRE_FALSE(err);
-  return f;
+  return ModelFile{path, std::move(model)};
 }
 
 test::ToolRun run(const std::vector<std::string>& args) {
