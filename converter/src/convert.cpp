@@ -16,6 +16,7 @@
 #include "json_text.h"
 #include "temp_file.h"
 #include "sentencepiece_file.h"
+#include "symbols_file.h"
 #include "writer.h"
 
 namespace tern::convert {
@@ -48,6 +49,11 @@ std::string describe_tokenizer(const ModelMetadata& m) {
     case fb::VocabKind::SENTENCEPIECE:
       return std::string("sentencepiece ") + (m.sentencepiece->bpe ? "bpe" : "unigram") + ", " +
              std::to_string(m.sentencepiece->pieces.size()) + " pieces";
+    case fb::VocabKind::SYMBOLS:
+      return std::string(m.symbols->unit == fb::SymbolUnit::WORDS        ? "words"
+                         : m.symbols->unit == fb::SymbolUnit::CHARACTERS ? "characters"
+                                                                         : "bytes-decimal") +
+             ", " + std::to_string(m.symbols->symbols.size()) + " symbols";
     default: return "none (ids only)";
   }
 }

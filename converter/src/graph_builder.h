@@ -16,6 +16,7 @@
 namespace tern::convert {
 
 struct SentencePieceFile;  // sentencepiece_file.h
+struct SymbolsFile;        // symbols_file.h
 
 // Op parameters, mirroring the schema's *Params tables; kType names the table each one becomes.
 namespace params {
@@ -178,6 +179,7 @@ struct ModelMetadata {
   int32_t byte_offset = 0;  // SHIFTED_BYTES: the id of byte 0
   // SENTENCEPIECE: the tokenizer file's contents (tokenizer_file.h); shared, so the metadata stays copyable.
   std::shared_ptr<const SentencePieceFile> sentencepiece;
+  std::shared_ptr<const SymbolsFile> symbols;  // SYMBOLS
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // special token ids; -1: none
   int64_t max_context = 0;  // 0 = unbounded
   int64_t segment_length = 0;  // tokens per call of the model's evaluation; 0 = none recorded

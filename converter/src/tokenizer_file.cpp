@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "sentencepiece_file.h"
+#include "symbols_file.h"
 
 namespace tern::convert {
 namespace {
@@ -16,7 +17,7 @@ bool exists(const std::string& path) {
 
 // The tokenizer file next to config.json, or "" when there is none.
 std::string find_beside(const std::string& dir) {
-  for (const char* name : {"spiece.model", "tokenizer.model"}) {
+  for (const char* name : {"tern_vocab.json", "spiece.model", "tokenizer.model"}) {
     const std::string path = dir + "/" + name;
     if (exists(path)) return path;
   }
@@ -37,6 +38,25 @@ Status attach_tokenizer(const std::string& checkpoint_dir, const TokenizerChoice
     path = find_beside(checkpoint_dir);
     if (path.empty()) return Status::Ok();
   }
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+    TERN_ASSIGN_OR_RETURN(SymbolsFile file, read_symbols_file(path));
+    if (int64_t(file.symbols.size()) != metadata->vocab_size) {
+      return InvalidArgument("'" + path + "' holds " + std::to_string(file.symbols.size()) +
+                             " symbols; the model's vocabulary has " + std::to_string(metadata->vocab_size) +
+                             " tokens (the width of its logits)");
+    }
+    metadata->vocab_kind = fb::VocabKind::SYMBOLS;
+    metadata->vocab_note.clear();
+    metadata->byte_offset = 0;
+    metadata->bos_id = -1;
+    metadata->eos_id = file.eos_id;
+    metadata->unk_id = file.unk_id;
+    metadata->pad_id = -1;
+    metadata->sentencepiece.reset();
+    metadata->symbols = std::make_shared<const SymbolsFile>(std::move(file));
+    *used = path;
+    return Status::Ok();
+  }
   TERN_ASSIGN_OR_RETURN(SentencePieceFile file, read_sentencepiece_file(path));
   if (int64_t(file.pieces.size()) != metadata->vocab_size) {
     return InvalidArgument("'" + path + "' holds " + std::to_string(file.pieces.size()) +
@@ -51,6 +71,7 @@ Status attach_tokenizer(const std::string& checkpoint_dir, const TokenizerChoice
   metadata->eos_id = file.eos_id;
   metadata->unk_id = file.unk_id;
   metadata->pad_id = file.pad_id;
+  metadata->symbols.reset();
   metadata->sentencepiece = std::make_shared<const SentencePieceFile>(std::move(file));
   *used = path;
   return Status::Ok();

@@ -1,6 +1,7 @@
-// The tokenizer a converted model carries (schema/README.md, "Tokenizers"): a SentencePiece model file beside
-// config.json (spiece.model, as HF ReformerTokenizer and T5 name it, or tokenizer.model), or the one --tokenizer
-// names, becomes the model's SENTENCEPIECE vocabulary; --tokenizer none keeps what the importer wrote.
+// The tokenizer a converted model carries (schema/README.md, "Tokenizers"): a symbol list (tern_vocab.json,
+// symbols_file.h) becomes a SYMBOLS vocabulary, a SentencePiece model file (spiece.model, as HF ReformerTokenizer
+// and T5 name it, or tokenizer.model) a SENTENCEPIECE one; the first of those beside config.json, or the file
+// --tokenizer names (a .json is a symbol list). --tokenizer none keeps what the importer wrote.
 #pragma once
 
 #include <string>

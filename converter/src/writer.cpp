@@ -12,6 +12,7 @@
 
 #include "core/model.h"
 #include "sentencepiece_file.h"
+#include "symbols_file.h"
 #include "temp_file.h"
 
 namespace tern::convert {
@@ -109,12 +110,23 @@ flatbuffers::Offset<fb::SentencePiece> build_sentencepiece(flatbuffers::FlatBuff
                                        sp->treat_whitespace_as_suffix, sp->byte_fallback, sp->unk_id);
 }
 
+// The symbol table of a SYMBOLS vocabulary; 0 (absent) for the other kinds.
+flatbuffers::Offset<fb::Symbols> build_symbols(flatbuffers::FlatBufferBuilder& fbb, const SymbolsFile* file) {
+  if (file == nullptr) return 0;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols;
+  symbols.reserve(file->symbols.size());
+  for (const std::string& s : file->symbols) symbols.push_back(fbb.CreateString(s));
+  return fb::CreateSymbolsDirect(fbb, file->unit, &symbols, file->space.empty() ? nullptr : file->space.c_str(),
+                                 file->lower_case);
+}
+
 // The graph as a size-prefixed FlatBuffer; tensor offsets are already laid out.
 void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offsets, uint64_t data_size,
                       flatbuffers::FlatBufferBuilder& fbb) {
   const ModelMetadata& m = g.metadata();
   auto vocab = fb::CreateVocabularyDirect(fbb, m.vocab_kind, m.vocab_size, m.vocab_note.c_str(), m.byte_offset,
-                                          build_sentencepiece(fbb, m.sentencepiece.get()), m.bos_id, m.eos_id,
+                                          build_sentencepiece(fbb, m.sentencepiece.get()),
+                                          build_symbols(fbb, m.symbols.get()), m.bos_id, m.eos_id,
                                           m.unk_id, m.pad_id);
   auto metadata = fb::CreateMetadataDirect(fbb, m.architecture.c_str(), m.description.c_str(), kProducer, vocab,
                                            m.max_context, m.segment_length);

@@ -86,12 +86,21 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocabulary(const fb::Vocabula
       t->name_ = bpe ? "sentencepiece-bpe" : "sentencepiece-unigram";
       return t;
     }
+    case fb::VocabKind::SYMBOLS: {
+      if (vocab->symbols() == nullptr) return InvalidModel("vocabulary: kind SYMBOLS without its table");
+      TERN_ASSIGN_OR_RETURN(SymbolVocab symbols, SymbolVocab::create(*vocab->symbols(), vocab_size, t->eos_, t->unk_));
+      t->kind_ = Kind::kSymbols;
+      t->symbols_ = std::make_unique<SymbolVocab>(std::move(symbols));
+      t->name_ = t->symbols_->unit_name();
+      return t;
+    }
     default:
       return std::unique_ptr<Tokenizer>();  // EXTERNAL, or a kind newer than this library: ids only
   }
 }
 
 Status Tokenizer::encode(std::string_view text, std::vector<int32_t>* ids) const {
+  if (kind_ == Kind::kSymbols) return symbols_->encode(text, ids);
   if (kind_ == Kind::kSentencePiece) {
     std::vector<int32_t> out;
     sentencepiece_->encode(text, &out);
@@ -113,6 +122,7 @@ Status Tokenizer::encode(std::string_view text, std::vector<int32_t>* ids) const
 
 std::string Tokenizer::decode(const int32_t* ids, size_t n) const {
   if (kind_ == Kind::kSentencePiece) return sentencepiece_->decode(ids, n);
+  if (kind_ == Kind::kSymbols) return symbols_->decode(ids, n);
   std::string text;
   text.reserve(n);
   for (size_t i = 0; i < n; ++i) text += piece_text(ids[i]);
@@ -121,6 +131,7 @@ std::string Tokenizer::decode(const int32_t* ids, size_t n) const {
 
 std::string Tokenizer::piece_text(int32_t id) const {
   if (kind_ == Kind::kSentencePiece) return sentencepiece_->piece_text(id);
+  if (kind_ == Kind::kSymbols) return symbols_->piece_text(id);
   const int64_t b = int64_t(id) - byte_offset_;
   if (b < 0 || b > 255) return std::string();  // special tokens have no text
   return std::string(1, char(static_cast<unsigned char>(b)));

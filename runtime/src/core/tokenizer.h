@@ -1,5 +1,6 @@
 // Text <-> token ids for a loaded model, from its Metadata.vocab (schema/README.md, "Tokenizers"): bytes, bytes
-// shifted by an offset, or a SentencePiece model encoded exactly as libsentencepiece does (sentencepiece.h).
+// shifted by an offset, a SentencePiece model encoded exactly as libsentencepiece does (sentencepiece.h), or a list
+// of words, characters or decimal bytes (symbol_vocab.h).
 #pragma once
 
 #include <cstdint>
@@ -10,19 +11,20 @@
 
 #include "core/sentencepiece.h"
 #include "core/status.h"
+#include "core/symbol_vocab.h"
 #include "tern_generated.h"
 
 namespace tern {
 
 class Tokenizer {
  public:
-  enum class Kind { kBytes, kSentencePiece };
+  enum class Kind { kBytes, kSentencePiece, kSymbols };
 
   // Checks the vocabulary (a hostile file's tokenizer fails here, naming what is wrong) and builds its tokenizer;
   // nullptr for a vocabulary without one (EXTERNAL, absent, or a kind this library does not know).
   static Result<std::unique_ptr<Tokenizer>> from_vocabulary(const fb::Vocabulary* vocab, int64_t vocab_size);
 
-  // "bytes", "bytes+2", "sentencepiece-unigram", "sentencepiece-bpe".
+  // "bytes", "bytes+2", "sentencepiece-unigram", "sentencepiece-bpe", "words", "characters", "bytes-decimal".
   const std::string& name() const { return name_; }
   // Appends the ids of text. Bytes: a byte whose id is outside the vocabulary is an error naming its offset.
   Status encode(std::string_view text, std::vector<int32_t>* ids) const;
@@ -43,6 +45,7 @@ class Tokenizer {
   int32_t byte_offset_ = 0;
   int32_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1;
   std::unique_ptr<SentencePieceTokenizer> sentencepiece_;
+  std::unique_ptr<SymbolVocab> symbols_;
 };
 
 }  // namespace tern
