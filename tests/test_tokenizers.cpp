@@ -2,11 +2,15 @@
 // shifted-byte vocabularies, models without one, and a hostile file's vocabulary refused at load by name.
 // SentencePiece's encoding against libsentencepiece: test_sentencepiece.cpp and test_sentencepiece_models.cpp.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "convert.h"
 #include "run_tool.h"
@@ -176,4 +180,137 @@ TEST_CASE("tokenizers: a hostile vocabulary is refused at load by name", "[token
   int64_t n = 0;
   CHECK(tern_tokenize(model, "a", 1, nullptr, 0, &n) == TERN_UNSUPPORTED);
   tern_model_free(model);
+}
+
+namespace {
+
+// A copy of tests/goldens/<golden> with `vocab` as its tern_vocab.json, converted; the model file's path.
+std::string with_symbols(const std::string& golden, const nlohmann::json& vocab, Status* status = nullptr) {
+  const std::string dir = test::scratch_dir("tokenizers_symbols_" + golden);
+  for (const char* f : {"config.json", "model.safetensors"})
+    test::write_file(dir + "/" + f, test::read_file(test::source_path("tests/goldens/" + golden + "/" + f)));
+  test::write_file(dir + "/tern_vocab.json", vocab.dump());
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  const Status st = convert::convert_checkpoint(dir, dir + "/model.tern", opts);
+  if (status) *status = st;
+  return st.ok() ? dir + "/model.tern" : "";
+}
+
+ModelHandle load_path(const std::string& path) {
+  Error err;
+  ModelHandle m = ModelHandle::load(path, &err);
+  INFO(err.message);
+  REQUIRE_FALSE(err);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("tokenizers: a word list takes text on a Transformer-XL model", "[tokenizers]") {
+  // 96 ids (transfo_xl_plain): <eos>, <unk> and the first 94 distinct words of the KJV text.
+  std::vector<std::string> words = {"<eos>", "<unk>"};
+  std::istringstream in(test::read_file(test::source_path("examples/models/kjv-byte/heldout.txt")));
+  for (std::string w; words.size() < 96 && in >> w;)
+    if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(w);
+  REQUIRE(words.size() == 96);
+  const std::string path = with_symbols("transfo_xl_plain", {{"unit", "words"}, {"symbols", words}, {"eos", "<eos>"}, {"unk", "<unk>"}});
+  REQUIRE(!path.empty());
+  ModelHandle model = load_path(path);
+  CHECK(std::string(tern_model_tokenizer(model.get())) == "words");
+  CHECK(tern_model_special_token(model.get(), TERN_TOKEN_EOS) == 0);
+  const auto id_of = [&](const std::string& w) {
+    const auto it = std::find(words.begin(), words.end(), w);
+    return it == words.end() ? 1 : int32_t(it - words.begin());
+  };
+  const std::string text = "  " + words[5] + "\t" + words[9] + " zzzz\n" + words[2] + "\n";
+  std::vector<int32_t> ids;
+  REQUIRE_FALSE(tokenize(model, text, &ids));
+  CHECK(ids == std::vector<int32_t>{id_of(words[5]), id_of(words[9]), 1, 0, id_of(words[2]), 0});
+  std::string back;
+  REQUIRE_FALSE(detokenize(model, ids, &back));
+  CHECK(back == words[5] + " " + words[9] + " <unk>\n" + words[2] + "\n");
+  std::string piece;
+  REQUIRE_FALSE(token_to_text(model, ids[0], &piece));
+  CHECK(piece == " " + words[5]);
+
+  for (const char* backend : {"cpu", "vulkan"}) {
+    std::string why;
+    if (std::string(backend) == "vulkan" && !test::vulkan_device(&why)) {
+      if (!test::cpu_only_run()) {
+        WARN("skipped: no Vulkan device (" << why << ")");
+        test::note_skipped();
+      }
+      continue;
+    }
+    const test::ToolRun r = run({path, "--prompt", words[5] + " " + words[9], "--tokens", "12", "--backend", backend, "--json"});
+    INFO(backend << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json report = nlohmann::json::parse(r.out);
+    const std::vector<int32_t> generated = report["generate"]["ids"].get<std::vector<int32_t>>();
+    CHECK(generated.size() == 12);
+    std::string expected;  // each word with a space before it, a line end as a newline
+    for (int32_t id : generated) expected += id == 0 ? std::string("\n") : " " + words[size_t(id)];
+    CHECK(report["generate"]["text"].get<std::string>() == expected);
+  }
+}
+
+TEST_CASE("tokenizers: characters and decimal bytes as adaptive-span's corpora number them", "[tokenizers]") {
+  // text8-like: 64 ids of characters with "_" for a space.
+  std::vector<std::string> chars = {"<eos>", "_"};
+  for (char c = 'a'; c <= 'z'; ++c) chars.push_back(std::string(1, c));
+  for (char c = '0'; c <= '9'; ++c) chars.push_back(std::string(1, c));
+  for (char c = 'A'; c <= 'Z'; ++c) chars.push_back(std::string(1, c));
+  REQUIRE(chars.size() == 64);
+  const std::string path = with_symbols("adaptive_span_fixed_span",
+                                        {{"unit", "characters"}, {"symbols", chars}, {"eos", "<eos>"}, {"space", "_"}});
+  REQUIRE(!path.empty());
+  ModelHandle model = load_path(path);
+  CHECK(std::string(tern_model_tokenizer(model.get())) == "characters");
+  std::vector<int32_t> ids;
+  REQUIRE_FALSE(tokenize(model, "ab c\n", &ids));
+  CHECK(ids == std::vector<int32_t>{2, 3, 1, 4, 0});
+  std::string back;
+  REQUIRE_FALSE(detokenize(model, ids, &back));
+  CHECK(back == "ab c\n");
+  int64_t n = 0;
+  CHECK(tern_tokenize(model.get(), "a!", 2, nullptr, 0, &n) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(tern_last_error(), Catch::Contains("'!' at offset 1 is not in the model's vocabulary"));
+  const test::ToolRun r = run({path, "--prompt", "in the beginning", "--tokens", "16"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("in the beginning", 0) == 0);
+
+  // enwik8-like: bytes in decimal, newline as <eos>.
+  std::vector<std::string> bytes = {"<eos>"};
+  for (int b = 32; bytes.size() < 64; ++b) bytes.push_back(std::to_string(b));
+  const std::string decimal = with_symbols("adaptive_span_learned", {{"unit", "bytes-decimal"}, {"symbols", bytes}, {"eos", "<eos>"}});
+  REQUIRE(!decimal.empty());
+  ModelHandle dm = load_path(decimal);
+  CHECK(std::string(tern_model_tokenizer(dm.get())) == "bytes-decimal");
+  ids.clear();
+  REQUIRE_FALSE(tokenize(dm, "A \n!", &ids));
+  CHECK(ids == std::vector<int32_t>{'A' - 31, 1, 0, '!' - 31});
+  REQUIRE_FALSE(detokenize(dm, ids, &back));
+  CHECK(back == "A \n!");
+  CHECK(tern_tokenize(dm.get(), "~", 1, nullptr, 0, &n) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(tern_last_error(), Catch::Contains("'126' at offset 0"));
+}
+
+TEST_CASE("tokenizers: a symbol list that does not fit is refused by name", "[tokenizers]") {
+  std::vector<std::string> s;
+  for (int i = 0; i < 95; ++i) s.push_back("w" + std::to_string(i));
+  Status st;
+  CHECK(with_symbols("transfo_xl_plain", {{"unit", "words"}, {"symbols", s}}, &st).empty());
+  CHECK_THAT(st.message(), Catch::Contains("holds 95 symbols; the model's vocabulary has 96 tokens"));
+  s.push_back("w3");
+  CHECK(with_symbols("transfo_xl_plain", {{"unit", "words"}, {"symbols", s}}, &st).empty());
+  CHECK_THAT(st.message(), Catch::Contains("symbols[95] repeats symbols[3] ('w3')"));
+  s.back() = "w95";
+  CHECK(with_symbols("transfo_xl_plain", {{"unit", "bpe"}, {"symbols", s}}, &st).empty());
+  CHECK_THAT(st.message(), Catch::Contains("\"unit\" must be words, characters or bytes-decimal"));
+  CHECK(with_symbols("transfo_xl_plain", {{"unit", "words"}, {"symbols", s}, {"eos", "<eos>"}}, &st).empty());
+  CHECK_THAT(st.message(), Catch::Contains("\"eos\" names '<eos>', which is not among the symbols"));
+  CHECK(with_symbols("transfo_xl_plain", {{"unit", "characters"}, {"symbols", s}}, &st).empty());
+  CHECK_THAT(st.message(), Catch::Contains("\"space\""));
 }

@@ -61,6 +61,15 @@ int run_all(Options& opt) {
     const int64_t context = so.max_tokens > 0 ? so.max_tokens : info.max_context;
     so.max_batch = context > 0 ? std::min(calls, context) : calls;
   }
+  // A prompt on a model without a context limit: a session for the prompt and the tokens asked for (a bounded state
+  // continues past it), prefilled in calls of the model's segment where it records one.
+  if (opt.has_prompt && info.max_context == 0 && opt.max_tokens == 0 && !opt.stream) {
+    so.max_tokens = std::max<int64_t>(so.max_tokens, int64_t(opt.prompt_ids.size()) + opt.tokens);
+    if (opt.max_batch == 0) {
+      const int64_t prompt = std::max<int64_t>(1, int64_t(opt.prompt_ids.size()));
+      so.max_batch = std::max(so.max_batch, model_segment > 0 ? std::min(prompt, model_segment) : prompt);
+    }
+  }
   so.memory_budget_bytes = uint64_t(opt.memory_budget);
   so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
   so.weight_storage = opt.f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
