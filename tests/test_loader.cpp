@@ -58,18 +58,7 @@ LoadResult load_bytes(const std::string& bytes, const std::string& name) {
 // Re-serialises the valid model after `mutate` changes its graph; the data segment is kept as it was.
 std::string rebuild(const std::function<void(fb::ModelT&)>& mutate,
                     convert::WeightFormat weights = convert::WeightFormat::kF32) {
-  const std::string& src = valid_model_bytes(weights);
-  uint32_t fb_size;
-  std::memcpy(&fb_size, src.data(), 4);
-  std::unique_ptr<fb::ModelT> model(fb::GetSizePrefixedModel(src.data())->UnPack());
-  const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
-  mutate(*model);
-  flatbuffers::FlatBufferBuilder fbb;
-  fb::FinishSizePrefixedModelBuffer(fbb, fb::Model::Pack(fbb, model.get()));
-  std::string out(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
-  out.resize((out.size() + 63) / 64 * 64, '\0');
-  out.append(src, data_start, std::string::npos);
-  return out;
+  return test::rebuild_model(valid_model_bytes(weights), mutate);
 }
 
 void expect_rejected(const std::string& bytes, const std::string& name, const std::string& words) {

@@ -43,21 +43,6 @@ test::ToolRun run(const std::vector<std::string>& args) {
   return test::run_tool(kRun, args, test::scratch_dir("tokenizers_run_" + std::to_string(count++)));
 }
 
-// Re-serialises `src` (a .tern file's bytes) after `mutate` changes its graph; the data segment is kept.
-std::string rebuild(const std::string& src, const std::function<void(fb::ModelT&)>& mutate) {
-  uint32_t fb_size;
-  std::memcpy(&fb_size, src.data(), 4);
-  std::unique_ptr<fb::ModelT> model(fb::GetSizePrefixedModel(src.data())->UnPack());
-  const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
-  mutate(*model);
-  flatbuffers::FlatBufferBuilder fbb;
-  fb::FinishSizePrefixedModelBuffer(fbb, fb::Model::Pack(fbb, model.get()));
-  std::string out(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
-  out.resize((out.size() + 63) / 64 * 64, '\0');
-  out.append(src, data_start, std::string::npos);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("tokenizers: a byte vocabulary maps each byte to its id and back", "[tokenizers]") {
@@ -160,7 +145,7 @@ TEST_CASE("tokenizers: a hostile vocabulary is refused at load by name", "[token
        "piece 9 has type 9"},
   };
   for (const Case& c : cases) {
-    const std::string bytes = rebuild(src, [&](fb::ModelT& m) { c.mutate(*m.metadata->vocab); });
+    const std::string bytes = test::rebuild_model(src, [&](fb::ModelT& m) { c.mutate(*m.metadata->vocab); });
     const std::string path = test::scratch_dir(std::string("tokenizers_hostile_") + c.name) + "/model.tern";
     test::write_file(path, bytes);
     tern_model* model = nullptr;
@@ -171,7 +156,7 @@ TEST_CASE("tokenizers: a hostile vocabulary is refused at load by name", "[token
     tern_model_free(model);
   }
   // A kind this library does not know loads as ids only: a newer file is not misread.
-  const std::string newer = rebuild(src, [](fb::ModelT& m) { m.metadata->vocab->kind = fb::VocabKind(77); });
+  const std::string newer = test::rebuild_model(src, [](fb::ModelT& m) { m.metadata->vocab->kind = fb::VocabKind(77); });
   const std::string path = test::scratch_dir("tokenizers_newer_kind") + "/model.tern";
   test::write_file(path, newer);
   tern_model* model = nullptr;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -23,6 +24,20 @@
 #endif
 
 namespace tern::test {
+
+std::string rebuild_model(const std::string& bytes, const std::function<void(fb::ModelT&)>& mutate) {
+  uint32_t fb_size;
+  std::memcpy(&fb_size, bytes.data(), 4);
+  std::unique_ptr<fb::ModelT> model(fb::GetSizePrefixedModel(bytes.data())->UnPack());
+  const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
+  mutate(*model);
+  flatbuffers::FlatBufferBuilder fbb;
+  fb::FinishSizePrefixedModelBuffer(fbb, fb::Model::Pack(fbb, model.get()));
+  std::string out(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+  out.resize((out.size() + 63) / 64 * 64, '\0');
+  out.append(bytes, data_start, std::string::npos);
+  return out;
+}
 
 std::string source_path(const std::string& relative) { return std::string(TERN_SOURCE_DIR) + "/" + relative; }
 

@@ -2,12 +2,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "tern/tern.h"
+#include "tern_generated.h"
 
 namespace tern::test {
+
+// The .tern file `bytes` re-serialised after `mutate` changes its graph (object API); the data segment is kept as
+// it was, at the same 64-byte alignment after the new graph. For hostile-file tests.
+std::string rebuild_model(const std::string& bytes, const std::function<void(fb::ModelT&)>& mutate);
 
 // Absolute path of a file in the source tree, e.g. source_path("tests/goldens/x/config.json").
 std::string source_path(const std::string& relative);
