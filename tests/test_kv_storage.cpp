@@ -1,8 +1,8 @@
 // tern_kv_storage F16 on the CPU: keys and values of dense, sliding, chunked, strided and fixed attention kept as
 // float16. The definition (tern.h): every key and value is rounded to half once, when a call computes it, and every
 // query attends to the rounded ones. Checked three ways: each kernel variant's float16 loops against its float32
-// loops on the widened rows (bit for bit); one-op models against a float32 session whose K/V columns the test
-// rounded itself, for every pattern, cut and thread count (bit for bit), and against the reference kernel; the
+// loops on the widened rows; one-op models against a float32 session whose K/V columns the test rounded itself,
+// for every pattern, cut and thread count, and against the reference kernel (both to float32 rounding); the
 // reference-family goldens against float32 within a stated bound. Also: the state's bytes, save / load, and the
 // option's limits.
 #include <catch2/catch.hpp>
@@ -48,7 +48,7 @@ constexpr double kSameSumsTolerance = 1e-6;
 // that close to the midpoint between two halves, it rounds to the neighbouring half: a 2^-11 jump for that rare
 // element. So float16 cuts differ more than float32 cuts (measured 3e-6..1.4e-5), but far less than the rounding
 // itself: bounded by u / 10. (Given the same float32 keys and values, cuts give the same rounded ones: the one-op
-// test above checks that bit for bit up to FMA fusing.)
+// test above checks that to float32 rounding.)
 constexpr double kCutTolerance = kU / 10;
 
 struct Golden {
@@ -148,7 +148,7 @@ std::vector<uint8_t> save(tern_session* s) {
 
 }  // namespace
 
-TEST_CASE("float16 KV: each kernel variant's float16 loops give bit for bit its float32 loops on the widened rows",
+TEST_CASE("float16 KV: each kernel variant's float16 loops match its float32 loops on the widened rows",
           "[kv][isa]") {
   constexpr int64_t B = tern::cpu::kAttentionKeyBlock;
   for (const tern::cpu::IsaVariant& v : tern::cpu::isa_variants()) {
@@ -188,7 +188,7 @@ TEST_CASE("float16 KV: each kernel variant's float16 loops give bit for bit its 
   }
 }
 
-TEST_CASE("float16 KV: one-op models equal float32 on keys and values rounded by the test, for every pattern, cut "
+TEST_CASE("float16 KV: one-op models match float32 on keys and values the test rounded for every pattern and cut "
           "and thread count", "[kv][attention]") {
   struct Shape {
     int heads, dh;
@@ -238,7 +238,7 @@ TEST_CASE("float16 KV: one-op models equal float32 on keys and values rounded by
   }
 }
 
-TEST_CASE("float16 KV: golden models near float32 in prefill and token by token, at 1 and 2 threads", "[kv][model]") {
+TEST_CASE("float16 KV: golden models near float32 in prefill and token by token at 1 and 2 threads", "[kv][model]") {
   for (const char* name : kGoldens) {
     Golden g = load(name);
     const int64_t n = int64_t(g.ids.size());
@@ -266,7 +266,7 @@ TEST_CASE("float16 KV: golden models near float32 in prefill and token by token,
   }
 }
 
-TEST_CASE("float16 KV: the state is half the bytes, in the plan and once allocated; other kinds keep float32",
+TEST_CASE("float16 KV: the state is half the bytes in the plan and once allocated while other kinds keep float32",
           "[kv][plan]") {
   Golden g = load("pre_tied_learned_gelu");  // dense attention only
   const int64_t n = int64_t(g.ids.size());
@@ -302,7 +302,7 @@ TEST_CASE("float16 KV: the state is half the bytes, in the plan and once allocat
   tern_model_free(xl.model);
 }
 
-TEST_CASE("float16 KV: a saved state round-trips, and does not load under the other kv_storage", "[kv][state]") {
+TEST_CASE("float16 KV: a saved state round-trips and does not load under the other kv_storage", "[kv][state]") {
   Golden g = load("pre_untied_nobias_gelutanh");
   const int64_t n = int64_t(g.ids.size()), cut = 100;
   tern_session* a = session(g.model, TERN_KV_STORAGE_F16, 2, n);
@@ -344,7 +344,7 @@ TEST_CASE("float16 KV: a saved state round-trips, and does not load under the ot
   tern_model_free(g.model);
 }
 
-TEST_CASE("float16 KV: a CPU option, refused by the Vulkan backend and checked", "[kv]") {
+TEST_CASE("float16 KV: a CPU option that the Vulkan backend refuses", "[kv]") {
   Golden g = load("tiny_f16");
   tern_session_options so;
   tern_session_options_init(&so);
