@@ -50,6 +50,16 @@ function(tern_add_cpu_isa_kernels)
       # The hot loops throw nothing and call nothing that does: without exception tables no object refers to the
       # C++ personality routine (a weak DW.ref symbol, shared across variants, that instrumented builds emit).
       target_compile_options(tern_cpu_isa_${isa} PRIVATE ${TERN_CPU_ISA_FLAGS_${isa}} -fno-exceptions)
+      # AddressSanitizer's fake stack (detect_stack_use_after_return) aligns frames to 32 bytes only, while the
+      # AVX-512 tile kernels keep arrays of 64-byte vectors on the stack and the compiler reaches them with aligned
+      # moves: a sanitized build keeps these objects' frames on the real stack (every other check stays on).
+      if("address" IN_LIST TERN_SANITIZE)
+        if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+          target_compile_options(tern_cpu_isa_${isa} PRIVATE -fsanitize-address-use-after-return=never)
+        else()
+          target_compile_options(tern_cpu_isa_${isa} PRIVATE --param=asan-use-after-return=0)
+        endif()
+      endif()
       # Only the library itself calls into the variants.
       set_target_properties(tern_cpu_isa_${isa} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
       string(TOUPPER ${isa} upper)

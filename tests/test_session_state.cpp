@@ -206,14 +206,15 @@ TEST_CASE("session state: a blob from another model or configuration, truncated 
   bad = blob;
   bad[30] ^= 0x01;  // the position field: covered by the checksum
   rejects(s, bad, "corrupt");
-  // An entry's layout (the u32 after its op index) other than 0, the CPU kernels' bytes both backends write; the
-  // last entry's, so that the ops before it pass every check first.
+  // An entry's layout (the u32 after its op index) other than 0, the CPU kernels' bytes both backends write, and 1,
+  // their float16 keys and values (kv_storage F16: tests/test_kv_storage.cpp); the last entry's, so that the ops
+  // before it pass every check first.
   uint32_t entries = 0;
   std::memcpy(&entries, blob.data() + 12, 4);
   bad = blob;
-  bad[48 + 16 * size_t(entries - 1) + 4] = 1;
+  bad[48 + 16 * size_t(entries - 1) + 4] = 2;
   reseal(&bad);
-  rejects(s, bad, "has layout 1");
+  rejects(s, bad, "has layout 2");
   CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("CPU and Vulkan backends"));
 
   // The state itself is unchanged too: the session continues as one that saw no load at all.

@@ -31,6 +31,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
                          memory; compute stays float32); needs storageBuffer16BitAccess. The output says the storage
   --f16-activations      CPU: store the whole-sequence values kept between row blocks (Reformer's residual
                          streams around LSH layers) as float16: half their memory, results change at ~1e-3
+  --f16-kv               CPU: keep the keys and values of dense, sliding, chunked, strided and fixed attention as
+                         float16 (half the state, which tg@dN reads per token); results change at ~1e-3
   --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
                          its own; a number at least the prefill length runs every op on the whole call at once)
   --version              versions (tool, library, .tern formats) and build
@@ -51,6 +53,7 @@ struct Test {
   std::string backend = "cpu", device = "CPU", driver;  // where the session ran (tern_session_get_backend)
   bool f16_weights = false;  // ran on Vulkan with weight_storage F16
   bool f16_activations = false;  // ran on the CPU with activation_storage F16
+  bool f16_kv = false;           // ran on the CPU with kv_storage F16
   struct OpTime {
     std::string name, kind;
     int64_t calls;
@@ -110,6 +113,7 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
   // backend auto: float16 weights only on Vulkan, float16 activations only on the CPU
   t->f16_weights = so.weight_storage == TERN_WEIGHT_STORAGE_F16 && where.backend == TERN_BACKEND_VULKAN;
   t->f16_activations = so.activation_storage == TERN_ACTIVATION_STORAGE_F16 && where.backend == TERN_BACKEND_CPU;
+  t->f16_kv = so.kv_storage == TERN_KV_STORAGE_F16 && where.backend == TERN_BACKEND_CPU;
   tern_session_plan(s, total, &t->plan);
   std::mt19937 rng(42);
   std::vector<int32_t> ids(static_cast<size_t>(total));
@@ -181,6 +185,7 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
     } else {
       std::printf("backend: cpu, %s\n", t.driver.c_str());  // "kernels: avx512": the CPU kernels' instruction set
       if (t.f16_activations) std::printf("activations: float16 storage between row blocks (--f16-activations)\n");
+      if (t.f16_kv) std::printf("attention keys and values: float16 (--f16-kv)\n");
     }
     break;
   }
@@ -266,7 +271,7 @@ std::string json_escape(const std::string& text) {
 
 void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
-  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage\n");
+  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage,kv_storage\n");
   bool first = true;
   for (const Test& t : tests) {
     if (!t.skipped.empty()) {  // JSON keeps the test and why it did not run; CSV rows are measurements only
@@ -283,8 +288,8 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
           "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\", "
-          "\"activation_storage\": \"%s\", \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\"}"
-        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s%.0s%.0s%.0s";
+          "\"activation_storage\": \"%s\", \"kv_storage\": \"%s\", \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\"}"
+        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%s%.0s%.0s%.0s";
     std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), json_escape(t.device).c_str(),
                 json_escape(t.driver).c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
@@ -292,7 +297,7 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
                 (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes,
                 (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32",
-                t.f16_activations ? "f16" : "f32", json_escape(tern_cpu_description()).c_str(), tern_version(),
+                t.f16_activations ? "f16" : "f32", t.f16_kv ? "f16" : "f32", json_escape(tern_cpu_description()).c_str(), tern_version(),
                 json_escape(tern::cli::build_summary()).c_str());
     if (!json) std::printf("\n");
     first = false;
@@ -312,7 +317,7 @@ int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},
-                       {"-h", "--help", "--version", "--profile", "--f16-weights", "--f16-activations"});
+                       {"-h", "--help", "--version", "--profile", "--f16-weights", "--f16-activations", "--f16-kv"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -369,6 +374,7 @@ int main(int argc, char** argv) {
   base.row_block_rows = row_block_rows;
   base.weight_storage = args.has("--f16-weights") ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
   base.activation_storage = args.has("--f16-activations") ? TERN_ACTIVATION_STORAGE_F16 : TERN_ACTIVATION_STORAGE_F32;
+  base.kv_storage = args.has("--f16-kv") ? TERN_KV_STORAGE_F16 : TERN_KV_STORAGE_F32;
 
   const std::string path = args.positional()[0];
   tern::cli::Timer load_timer;

@@ -218,6 +218,8 @@ std::string session_error_with_flags(const Options& opt, std::string message) {
   replace_word(&message, "activation_storage F16", "--f16-activations");
   replace_word(&message, "use weight_storage F32", "leave out --f16-weights");
   replace_word(&message, "activation_storage F32", "leave out --f16-activations");
+  replace_word(&message, "kv_storage F16", "--f16-kv");
+  replace_word(&message, "kv_storage F32", "leave out --f16-kv");
   replace_word(&message, "weight_storage F32", "leave out --f16-weights");
   replace_word(&message, "use backend CPU", "use --backend cpu");
   replace_word(&message, "use backend Vulkan", "use --backend vulkan");

@@ -81,6 +81,9 @@ Session:
   --f16-activations     CPU: store the whole-sequence values kept between row blocks (Reformer's residual
                         streams around LSH layers) as float16: half their memory, results change at ~1e-3.
                         With --backend vulkan: an error; auto on Vulkan: float32
+  --f16-kv              CPU: keep the keys and values of dense, sliding, chunked, strided and fixed attention
+                        as float16 (half the state; each key and value rounded once, results change at ~1e-3;
+                        other attention kinds stay float32). With --backend vulkan: an error; auto on Vulkan: float32
   --version             versions (tool, library, .tern formats) and build
   -h, --help            this text
 )";
@@ -170,7 +173,7 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--context", "--keep",
                   "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend", "--memory-budget",
                   "--device"},
-                 {"-h", "--help", "--version", "--perplexity", "--f16-weights", "--f16-activations", "--json"});
+                 {"-h", "--help", "--version", "--perplexity", "--f16-weights", "--f16-activations", "--f16-kv", "--json"});
   auto usage_error = [&](const std::string& message) {
     *exit_code = fail(message, 2);
     return Parsed::kFailed;
@@ -223,6 +226,7 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
   opt->perplexity = args.has("--perplexity");
   opt->f16_weights = args.has("--f16-weights");
   opt->f16_activations = args.has("--f16-activations");
+  opt->f16_kv = args.has("--f16-kv");
   if (args.has("--score") && opt->score_path.empty()) return usage_error("--score needs a file name, got ''");
   if (args.has("--ids") && opt->ids_path.empty()) return usage_error("--ids needs a file name, got ''");
   if (args.has("--logits-out") && opt->logits_path.empty()) return usage_error("--logits-out needs a file name, got ''");

@@ -26,7 +26,7 @@ struct Options {
   tern_generator_options generator;  // --context, --keep
   tern_backend backend = TERN_BACKEND_CPU;
   int64_t device = -1;  // vulkaninfo's numbering; -1: the best device
-  bool f16_weights = false, f16_activations = false;
+  bool f16_weights = false, f16_activations = false, f16_kv = false;
   std::vector<int64_t> plan_sizes;  // --plan's list
 
   // Read before the model loads: --score's bytes, --ids's ids.

@@ -74,6 +74,7 @@ int run_all(Options& opt) {
   so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
   so.weight_storage = opt.f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
   so.activation_storage = opt.f16_activations ? TERN_ACTIVATION_STORAGE_F16 : TERN_ACTIVATION_STORAGE_F32;
+  so.kv_storage = opt.f16_kv ? TERN_KV_STORAGE_F16 : TERN_KV_STORAGE_F32;
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(session_error_with_flags(opt, err.message));
   std::string error;
@@ -82,12 +83,14 @@ int run_all(Options& opt) {
   const bool vulkan = where.backend == TERN_BACKEND_VULKAN;
   const bool f16_weights = vulkan && so.weight_storage == TERN_WEIGHT_STORAGE_F16;
   const bool f16_activations = !vulkan && so.activation_storage == TERN_ACTIVATION_STORAGE_F16;
+  const bool f16_kv = !vulkan && so.kv_storage == TERN_KV_STORAGE_F16;
   if (vulkan) {
     std::fprintf(stderr, "backend: vulkan, device: %s (%s), driver: %s, weights: %s\n", where.device_name,
                  where.device_type, where.driver, f16_weights ? "float16 storage" : "float32");
   } else {
-    std::fprintf(stderr, "backend: cpu, %s%s\n", where.driver,
-                 f16_activations ? ", activations between row blocks: float16" : "");
+    std::fprintf(stderr, "backend: cpu, %s%s%s\n", where.driver,
+                 f16_activations ? ", activations between row blocks: float16" : "",
+                 f16_kv ? ", attention keys and values: float16" : "");
   }
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
   const double load_s = load_timer.seconds();
@@ -108,7 +111,8 @@ int run_all(Options& opt) {
         {"device_type", where.device_type},
         {"driver", where.driver},
         {"weights", f16_weights ? "f16" : "f32"},
-        {"activations", f16_activations ? "f16" : "f32"}}},
+        {"activations", f16_activations ? "f16" : "f32"},
+        {"kv", f16_kv ? "f16" : "f32"}}},
       {"threads", opt.threads > 0 ? opt.threads : tern::cli::hardware_threads()},
       {"load_seconds", load_s}};
   Run run{opt, model, session, context, report};

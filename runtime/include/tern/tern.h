@@ -103,6 +103,20 @@ typedef enum { TERN_WEIGHT_STORAGE_F32 = 0, TERN_WEIGHT_STORAGE_F16 = 1 } tern_w
  * TERN_BACKEND_AUTO that picks a Vulkan device runs float32 and says so in its one-line notice. */
 typedef enum { TERN_ACTIVATION_STORAGE_F32 = 0, TERN_ACTIVATION_STORAGE_F16 = 1 } tern_activation_storage;
 
+/* How a CPU session stores the keys and values of past tokens in the streaming state of its dense, sliding window,
+ * chunked local, strided and fixed attention ops (tern_session_options.kv_storage).
+ * TERN_KV_STORAGE_F32: float32.
+ * TERN_KV_STORAGE_F16: keys and values are rounded to IEEE float16 (to nearest even) when a call computes them,
+ * and every query attends to the rounded ones, its own call's tokens included: the state takes half the bytes
+ * (tern_session_plan's state_bytes and a saved state say so), and results do not depend on how a sequence is cut
+ * into calls. Queries, scores, softmax and sums stay float32, so the attention output differs from float32 by
+ * that one rounding of each key and value (2^-11 relative per element; ~1e-3 relative on the logits of the test
+ * models), and a key or value above 65504 becomes inf. Other attention kinds (adaptive span, Transformer-XL and
+ * compressive memories, LSH, routing) keep float32 state under F16. A state saved under one kv_storage does not
+ * load into a session of the other (TERN_INVALID_ARGUMENT naming both). TERN_BACKEND_VULKAN: TERN_UNSUPPORTED (a
+ * CPU option); TERN_BACKEND_AUTO that picks a Vulkan device runs float32 and says so in its one-line notice. */
+typedef enum { TERN_KV_STORAGE_F32 = 0, TERN_KV_STORAGE_F16 = 1 } tern_kv_storage;
+
 /* TERN_BACKEND_VULKAN runs every op as a compute shader on a Vulkan device (creation fails with TERN_UNSUPPORTED
  * naming the op when one has no shader yet, or when there is no loader or device). TERN_BACKEND_AUTO takes a Vulkan
  * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
@@ -125,6 +139,7 @@ typedef struct {
                                  * cpu/row_chains.h); otherwise every chain runs in blocks of this many rows */
   tern_weight_storage weight_storage; /* TERN_WEIGHT_STORAGE_F32 by default; F16: Vulkan only, see above */
   tern_activation_storage activation_storage; /* TERN_ACTIVATION_STORAGE_F32 by default; F16: CPU only, see above */
+  tern_kv_storage kv_storage; /* TERN_KV_STORAGE_F32 by default; F16: CPU only, see above */
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */

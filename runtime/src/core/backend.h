@@ -48,6 +48,9 @@ class Backend {
   virtual std::string where() const { return device().name; }
   // Options this backend ignores (set for another backend; only when not named), for the session's notice, or "".
   virtual std::string ignored_options() const { return ""; }
+  // How the KV stores of its dense / windowed / sparse attention ops hold keys and values (tern_kv_storage): what
+  // the planner counts for them.
+  virtual tern_kv_storage kv_storage() const { return TERN_KV_STORAGE_F32; }
 
   // Runs ids [n] at positions pos0.. after the pos0 tokens the state holds; logits [n, vocab] or null (then only
   // the ops that feed streaming state need to run). No allocation. profile (per node) or null: each op's calls and
@@ -66,6 +69,9 @@ class Backend {
   // kernel saves (CpuKernel::save_state) for a sequence of `position` tokens, on every backend, so that a state moves
   // between backends.
   virtual bool has_state(int node) const = 0;
+  // The layout of a node's saved bytes (core/session_state.cpp): 0, the CPU kernel's float32 rows; 1, the same
+  // rows with keys and values as float16 (a KV store under kv_storage F16).
+  virtual uint32_t state_layout(int /*node*/) const { return 0; }
   virtual uint64_t saved_state_bytes(int node, int64_t position) const = 0;
   // TERN_INVALID_ARGUMENT where saved bytes cannot be this node's state at `position` (before anything is loaded):
   // counts that are not a sequence of `position` tokens, or a key, value or memory row that is not finite (a forged
@@ -99,5 +105,7 @@ Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, co
 
 // TERN_INVALID_ARGUMENT naming `where` when the `bytes` of saved state at `floats` (float32s) hold a NaN or infinity.
 Status check_saved_floats(const std::string& where, const uint8_t* floats, uint64_t bytes);
+// The same for saved float16s (IEEE half bits).
+Status check_saved_halves(const std::string& where, const uint8_t* halves, uint64_t bytes);
 
 }  // namespace tern

@@ -97,6 +97,10 @@ Status Session::build(const tern_session_options& options) {
   if (activation_storage != TERN_ACTIVATION_STORAGE_F32 && activation_storage != TERN_ACTIVATION_STORAGE_F16) {
     return InvalidArgument("unknown activation_storage " + std::to_string(activation_storage) + " (0: F32, 1: F16)");
   }
+  const int kv_storage = raw_enum(options.kv_storage);
+  if (kv_storage != TERN_KV_STORAGE_F32 && kv_storage != TERN_KV_STORAGE_F16) {
+    return InvalidArgument("unknown kv_storage " + std::to_string(kv_storage) + " (0: F32, 1: F16)");
+  }
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
@@ -124,9 +128,12 @@ Status Session::build(const tern_session_options& options) {
   for (const BackendEntry* entry : candidates) {
     estimate.arena_bytes = std::min(estimate.arena_bytes, entry->arena_lower_bound(model_, config));
   }
+  // With kv_storage F16 the estimate counts float16 keys and values: a lower bound under backend auto too (a
+  // Vulkan session keeps them in float32, and checks its own exact total).
+  const tern_kv_storage requested_kv = options.kv_storage;
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
-    if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_));
+    if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_, requested_kv));
     if (def->setup_bytes) estimate.packed_weight_bytes = add_saturating(estimate.packed_weight_bytes, def->setup_bytes(node, max_batch_));
   }
   TERN_RETURN_IF_ERROR(check_fits(estimate, false, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
@@ -229,7 +236,7 @@ tern_memory_plan Session::plan(int64_t n) const {
   backend_->plan(n, &p);
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
-    if (def->state_bytes) p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, n));
+    if (def->state_bytes) p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, n, backend_->kv_storage()));
     if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
   }
   return p;

@@ -12,10 +12,13 @@
 //   40  u64      checksum of every other byte (FNV-1a over 8-byte words): header, entries and payload
 //   48  entries x {u32 op index, u32 layout, u64 bytes}
 //   ..  payload: each stateful op's bytes in op order
-// Layout 0, the only one written: the CPU kernel's bytes (CpuKernel::save_state). The Vulkan backend saves its device
-// state in the same bytes (Backend::save_state: every stateful op it runs has the CPU kernel's slots, rows and
-// rings), so a state saved on one backend loads on the other. Blobs written before the field had a name hold 0
-// there. Any other layout is rejected (reserved for a backend-specific layout).
+// Layout 0: the CPU kernel's bytes (CpuKernel::save_state). The Vulkan backend saves its device state in the same
+// bytes (Backend::save_state: every stateful op it runs has the CPU kernel's slots, rows and rings), so a state saved
+// on one backend loads on the other. Blobs written before the field had a name hold 0 there.
+// Layout 1: a CPU KV store under kv_storage F16, the same slots with float16 keys and values (half the bytes). A
+// state loads only into a session whose op has the layout it was saved with: a float16 state is not widened into
+// a float32 session (its results would match neither), nor a float32 one rounded into a float16 session. Any other
+// layout is rejected (reserved).
 // A blob loads only into a session of the same model whose ops hold the same state sizes at that position (same
 // max_tokens where the state depends on it); everything is checked before anything changes.
 #include <algorithm>
@@ -31,7 +34,12 @@ namespace {
 constexpr char kMagic[8] = {'T', 'E', 'R', 'N', 'S', 'T', 'A', 'T'};
 constexpr uint32_t kStateVersion = 1;
 constexpr size_t kHeaderBytes = 48, kEntryBytes = 16;
-constexpr uint32_t kCpuLayout = 0;  // an entry's layout: the CPU kernel's bytes, on both backends
+constexpr uint32_t kCpuLayout = 0;      // an entry's layout: the CPU kernel's bytes, on both backends
+constexpr uint32_t kHalfKvLayout = 1;   // a KV store's keys and values as float16 (kv_storage F16, CPU)
+
+const char* layout_name(uint32_t layout) {
+  return layout == kCpuLayout ? "float32 keys and values (kv_storage F32)" : "float16 keys and values (kv_storage F16)";
+}
 
 constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
 
@@ -97,7 +105,7 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
     if (!backend_->has_state(node.index)) continue;
     const uint64_t bytes = backend_->saved_state_bytes(node.index, position_);
     put<uint32_t>(p, uint32_t(node.index));
-    put<uint32_t>(p, kCpuLayout);
+    put<uint32_t>(p, backend_->state_layout(node.index));
     put<uint64_t>(p, bytes);
     TERN_RETURN_IF_ERROR(backend_->save_state(node.index, position_, data));
     data += bytes;
@@ -121,6 +129,19 @@ Status check_saved_floats(const std::string& where, const uint8_t* floats, uint6
     if (!std::isfinite(f)) {
       return InvalidArgument(where + ": the saved state holds " + (std::isnan(f) ? "NaN" : "an infinity") + " at byte " +
                              std::to_string(i) + " of its rows; a state Tern saves is always finite");
+    }
+  }
+  return Status::Ok();
+}
+
+Status check_saved_halves(const std::string& where, const uint8_t* halves, uint64_t bytes) {
+  for (uint64_t i = 0; i + sizeof(uint16_t) <= bytes; i += sizeof(uint16_t)) {
+    uint16_t h;
+    std::memcpy(&h, halves + i, sizeof h);
+    if ((h & 0x7c00u) == 0x7c00u) {  // exponent all ones: an infinity or a NaN
+      return InvalidArgument(where + ": the saved state holds " + ((h & 0x03ffu) ? "NaN" : "an infinity") +
+                             " at byte " + std::to_string(i) + " of its float16 rows; a state Tern saves is finite " +
+                             "unless a key or value passed 65504");
     }
   }
   return Status::Ok();
@@ -174,10 +195,16 @@ Status Session::load_state(const void* buf, size_t size) {
       return InvalidArgument("the session state's op " + std::to_string(mine) + " is op " + std::to_string(index) +
                              "; this session's is " + node.label());
     }
-    if (layout != kCpuLayout) {
+    if (layout != kCpuLayout && layout != kHalfKvLayout) {
       return InvalidArgument(node.label() + ": the saved state has layout " + std::to_string(layout) +
                              ", which this " + backend_->name() + " session cannot load: the CPU and " +
-                             "Vulkan backends both save and load layout 0 (the CPU kernels' bytes) only");
+                             "Vulkan backends save and load layouts 0 (the CPU kernels' bytes) and 1 (their float16 " +
+                             "keys and values) only");
+    }
+    if (layout != backend_->state_layout(node.index)) {
+      return InvalidArgument(node.label() + ": the state was saved with " + layout_name(layout) + "; this " +
+                             backend_->name() + " session holds " + layout_name(backend_->state_layout(node.index)) +
+                             " (create it with the kv_storage the state was saved with)");
     }
     const uint64_t want = backend_->saved_state_bytes(node.index, position);
     if (bytes != want) {

@@ -1,8 +1,11 @@
 // Causal attention on the CPU for every pattern, blockwise with online softmax (Flash-style): per thread only a
 // [kQueryBlock, kKeyBlock] score tile exists, never an [n, T] matrix, and keys a pattern hides are never read.
-// Keys of this call come from the qkv input; older ones from the op's KvStore.
+// Keys of this call come from the qkv input; older ones from the op's KvStore. Under tern_kv_storage F16 every key
+// and value is float16: the call's own are rounded from qkv into scratch before any query reads them (then copied
+// into the store), so a query sees the same rounded keys and values however the sequence was cut into calls.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/isa.h"
@@ -42,22 +45,58 @@ Tile tile_at(float* base, int head_dim) {
   return t;
 }
 
-// Where head h's key and value rows for a position live during one call.
+// Where head h's key and value rows for a position live during one call: float32 (T = float), this call's in qkv;
+// or float16 (T = uint16_t), this call's rounded into a [n, 2*inner] (k | v) scratch buffer.
+template <typename T>
 struct KeySource {
-  const float* qkv;  // [n, 3*inner]
+  const T* call;       // this call's rows: qkv [n, 3*inner] (float) or k | v [n, 2*inner] (float16)
+  int64_t stride;      // 3*inner or 2*inner
+  int64_t k_offset;    // inner or 0: where a row's keys start
   int64_t inner, pos0;
-  const KvStore* store;
-  const float* key(int h, int64_t j, int dh) const {
-    return j >= pos0 ? qkv + (j - pos0) * 3 * inner + inner + int64_t(h) * dh : store->key(h, j);
+  const KvStore<T>* store;
+  const T* key(int h, int64_t j, int dh) const {
+    return j >= pos0 ? call + (j - pos0) * stride + k_offset + int64_t(h) * dh : store->key(h, j);
   }
-  const float* value(int h, int64_t j, int dh) const {
-    return j >= pos0 ? qkv + (j - pos0) * 3 * inner + 2 * inner + int64_t(h) * dh : store->value(h, j);
+  const T* value(int h, int64_t j, int dh) const {
+    return j >= pos0 ? call + (j - pos0) * stride + k_offset + inner + int64_t(h) * dh : store->value(h, j);
   }
 };
 
+// The ISA kernels for float32 or float16 key and value rows.
+void attend_tile(const IsaKernels& k, const float* q, int64_t rows, const float* kt, const float* const* values,
+                 const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc) {
+  k.attend_tile(q, rows, kt, values, lo, hi, dh, m, l, acc);
+}
+void attend_tile(const IsaKernels& k, const float* q, int64_t rows, const float* kt, const uint16_t* const* values,
+                 const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc) {
+  k.attend_tile_f16(q, rows, kt, values, lo, hi, dh, m, l, acc);
+}
+void attend_keys(const IsaKernels& k, const float* q, const float* const* keys, const float* const* values,
+                 int64_t count, int dh, float* s, float* m, float* l, float* acc) {
+  k.attend_keys(q, keys, values, count, dh, s, m, l, acc);
+}
+void attend_keys(const IsaKernels& k, const float* q, const uint16_t* const* keys, const uint16_t* const* values,
+                 int64_t count, int dh, float* s, float* m, float* l, float* acc) {
+  k.attend_keys_f16(q, keys, values, count, dh, s, m, l, acc);
+}
+
+// Key row k [dh] into column w of a transposed key block kt [dh, kKeyBlock]; a float16 row is widened through
+// row [kKeyBlock] (scratch), kKeyBlock elements at a time.
+void put_key_column(const IsaKernels&, const float* k, int dh, float* kt, int64_t w, float* /*row*/) {
+  for (int c = 0; c < dh; ++c) kt[c * kKeyBlock + w] = k[c];
+}
+void put_key_column(const IsaKernels& isa_kernels, const uint16_t* k, int dh, float* kt, int64_t w, float* row) {
+  for (int c0 = 0; c0 < dh; c0 += int(kKeyBlock)) {
+    const int width = std::min(int(kKeyBlock), dh - c0);
+    isa_kernels.halves_to_floats(k + c0, width, row);
+    for (int c = 0; c < width; ++c) kt[(c0 + c) * kKeyBlock + w] = row[c];
+  }
+}
+
+template <typename T>
 struct AttentionCall {
   const AttentionPattern* pattern;
-  KeySource src;
+  KeySource<T> src;
   const float* q;  // [n, q_stride]
   int64_t q_stride, n;
   int heads, dh;
@@ -77,12 +116,13 @@ constexpr int64_t kMinBlocksPerPart = 4;
 
 // One head, query rows [r0, r1) of the call, normalised into the output; or, with `partial` (one row, a part of
 // its keys), that part's softmax sums {m, l, acc [dh]} into partial [dh + 2], for merge_parts.
-void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const Tile& t, KeyPart part = {},
+template <typename T>
+void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, const Tile& t, KeyPart part = {},
                   float* partial = nullptr) {
   const int dh = a.dh;
   const int64_t rows = r1 - r0, pos0 = a.src.pos0;
-  const float* kp[kKeyBlock];
-  const float* vp[kKeyBlock];
+  const T* kp[kKeyBlock];
+  const T* vp[kKeyBlock];
   int64_t lo[kQueryBlock], hi[kQueryBlock];  // per row, the keys of a block it sees
   for (int64_t r = 0; r < rows; ++r) {
     const float* qi = a.q + (r0 + r) * a.q_stride + int64_t(h) * dh;
@@ -99,13 +139,12 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
     int64_t width = 0;
     auto flush = [&] {
       for (int64_t r = 0; r < rows; ++r) lo[r] = 0, hi[r] = width;
-      a.kernels->attend_tile(t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
+      attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
       width = 0;
     };
     a.pattern->scattered(h, pos0 + r0, shared_below, [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
-        const float* k = a.src.key(h, j, dh);
-        for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + width] = k[c];
+        put_key_column(*a.kernels, a.src.key(h, j, dh), dh, t.kt, width, t.s);
         vp[width] = a.src.value(h, j, dh);
         if (++width == kKeyBlock) flush();
       }
@@ -118,7 +157,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
       const int64_t i = pos0 + r0 + r;
       int64_t count = 0;
       auto flush = [&] {
-        a.kernels->attend_keys(t.q + r * dh, kp, vp, count, dh, t.s, &t.m[r], &t.l[r], t.acc + r * dh);
+        attend_keys(*a.kernels, t.q + r * dh, kp, vp, count, dh, t.s, &t.m[r], &t.l[r], t.acc + r * dh);
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {
@@ -143,12 +182,11 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
         kp[j - j0] = a.src.key(h, j, dh);
         vp[j - j0] = a.src.value(h, j, dh);
       }
-      a.kernels->attend_keys(t.q, kp, vp, width, dh, t.s, t.m, t.l, t.acc);
+      attend_keys(*a.kernels, t.q, kp, vp, width, dh, t.s, t.m, t.l, t.acc);
       continue;
     }
     for (int64_t j = j0; j < j1; ++j) {
-      const float* k = a.src.key(h, j, dh);
-      for (int c = 0; c < dh; ++c) t.kt[c * kKeyBlock + (j - j0)] = k[c];
+      put_key_column(*a.kernels, a.src.key(h, j, dh), dh, t.kt, j - j0, t.s);
       vp[j - j0] = a.src.value(h, j, dh);
     }
     if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
@@ -159,7 +197,7 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
       lo[r] = std::max(j0, a.pattern->local_lo(h, i)) - j0;
       hi[r] = std::min(j1, i + 1) - j0;
     }
-    a.kernels->attend_tile(t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
+    attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
   }
   if (partial) {
     partial[0] = t.m[0];
@@ -177,7 +215,8 @@ void attend_block(const AttentionCall& a, int h, int64_t r0, int64_t r1, const T
 
 // Into how many parts generation splits each head's keys: one, unless a single query row has fewer heads than
 // threads and a cache long enough for kMinBlocksPerPart blocks a part (heads * parts < 2 * threads).
-int key_parts(const AttentionCall& call, int threads) {
+template <typename T>
+int key_parts(const AttentionCall<T>& call, int threads) {
   if (call.n != 1 || threads <= call.heads) return 1;
   const int64_t i = call.src.pos0;
   const int64_t blocks = (i - call.pattern->local_lo(0, i)) / kKeyBlock + 1;
@@ -202,7 +241,8 @@ void merge_parts(const float* partials, int parts, int dh, float* out) {
   for (int c = 0; c < dh; ++c) out[c] *= inv;
 }
 
-void run_attention(pthreadpool_t pool, int threads, const AttentionCall& call, float* scratch) {
+template <typename T>
+void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call, float* scratch) {
   const int parts = key_parts(call, threads);
   if (parts > 1) {  // split-K: (head, part) items, then each head's merge
     float* partials = scratch + int64_t(std::max(threads, 1)) * tile_floats(call.dh);
@@ -228,11 +268,13 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall& call, f
   });
 }
 
+// T: the element of keys and values, float (kv_storage F32) or uint16_t (float16 bits, kv_storage F16).
+template <typename T>
 class AttentionKernel : public CpuKernel {
  public:
   AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg)
       : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
-        store_(pattern, node.fb_op->params_as_AttentionParams()->heads(),
+        max_batch_(cfg.max_batch), store_(pattern, node.fb_op->params_as_AttentionParams()->heads(),
                node.fb_op->params_as_AttentionParams()->head_dim(), cfg.max_tokens) {
     const auto* p = node.fb_op->params_as_AttentionParams();
     heads_ = p->heads();
@@ -247,16 +289,30 @@ class AttentionKernel : public CpuKernel {
     }
     const float* qkv = ctx.in(node_, 0);  // [n, 3*H*dh]
     const int64_t inner = int64_t(heads_) * head_dim_;
-    AttentionCall call{&pattern_, KeySource{qkv, inner, ctx.pos0, &store_}, qkv, 3 * inner, ctx.n, heads_, head_dim_,
-                       scale_, ctx.out(node_, 0), &isa()};
+    KeySource<T> src{};
+    if constexpr (std::is_same_v<T, float>) {
+      src = KeySource<T>{qkv, 3 * inner, inner, inner, ctx.pos0, &store_};
+    } else {
+      // This call's keys and values, k | v [n, 2*inner] as float16, after the tiles and partial sums.
+      uint16_t* halves = reinterpret_cast<uint16_t*>(ctx.scratch + attention_scratch_floats(head_dim_, threads_));
+      for (int64_t r = 0; r < ctx.n; ++r) isa().floats_to_halves(qkv + r * 3 * inner + inner, 2 * inner, halves + r * 2 * inner);
+      src = KeySource<T>{halves, 2 * inner, 0, inner, ctx.pos0, &store_};
+    }
+    AttentionCall<T> call{&pattern_, src, qkv, 3 * inner, ctx.n, heads_, head_dim_, scale_, ctx.out(node_, 0), &isa()};
     run_attention(ctx.pool, ctx.threads, call, ctx.scratch);
-    store_.append(qkv, ctx.pos0, ctx.n);
+    store_.append(src.call, src.stride, src.k_offset, src.k_offset + inner, ctx.pos0, ctx.n);
     return Status::Ok();
   }
 
   bool has_state() const override { return true; }
+  bool saves_halves() const override { return std::is_same_v<T, uint16_t>; }
   uint64_t state_bytes() const override { return store_.bytes(); }
-  uint64_t scratch_bytes() const override { return uint64_t(attention_scratch_floats(head_dim_, threads_)) * sizeof(float); }
+  uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
+  // Tiles and partial sums; under float16, also the call's keys and values as halves (2 * inner per row).
+  uint64_t scratch_bytes_for(int64_t n) const override {
+    const uint64_t call_halves = std::is_same_v<T, float> ? 0 : 2 * uint64_t(n) * uint64_t(heads_) * uint64_t(head_dim_);
+    return uint64_t(attention_scratch_floats(head_dim_, threads_)) * sizeof(float) + call_halves * sizeof(uint16_t);
+  }
   uint64_t saved_state_bytes(int64_t position) const override { return store_.saved_bytes(position); }
   void save_state(int64_t position, uint8_t* out) const override { store_.save(position, out); }
   void load_state(int64_t position, const uint8_t* in) override { store_.load(position, in); }
@@ -266,7 +322,8 @@ class AttentionKernel : public CpuKernel {
   AttentionPattern pattern_;
   int64_t capacity_;
   int threads_;
-  KvStore store_;
+  int64_t max_batch_;
+  KvStore<T> store_;
   int heads_ = 1, head_dim_ = 1;
   float scale_ = 1.0f;
 };
@@ -280,10 +337,10 @@ int64_t attention_scratch_floats(int head_dim, int threads) {
 }
 
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
-  KvStore empty(*args.pattern, args.heads, args.head_dim, 0);
-  AttentionCall call{args.pattern, KeySource{args.qkv, int64_t(args.heads) * args.head_dim, 0, &empty}, args.qkv,
-                     3 * int64_t(args.heads) * args.head_dim, args.n, args.heads, args.head_dim, args.scale, args.out,
-                     &isa()};
+  KvStore<float> empty(*args.pattern, args.heads, args.head_dim, 0);
+  const int64_t inner = int64_t(args.heads) * args.head_dim;
+  AttentionCall<float> call{args.pattern, KeySource<float>{args.qkv, 3 * inner, inner, inner, 0, &empty}, args.qkv,
+                            3 * inner, args.n, args.heads, args.head_dim, args.scale, args.out, &isa()};
   run_attention(pool, threads, call, args.scratch);
 }
 
@@ -291,11 +348,13 @@ Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, con
                                                            const KernelConfig& cfg) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   TERN_ASSIGN_OR_RETURN(auto pattern, AttentionPattern::from(*p, node.label()));
-  const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) *
+  const uint64_t element = cfg.half_kv ? sizeof(uint16_t) : sizeof(float);
+  const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * element *
                          uint64_t(pattern.cache_slots(cfg.max_tokens));
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
-    return std::unique_ptr<CpuKernel>(new AttentionKernel(node, pattern, cfg));
+    if (cfg.half_kv) return std::unique_ptr<CpuKernel>(new AttentionKernel<uint16_t>(node, pattern, cfg));
+    return std::unique_ptr<CpuKernel>(new AttentionKernel<float>(node, pattern, cfg));
   } catch (const std::bad_alloc&) {
     return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
   }

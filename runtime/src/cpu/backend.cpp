@@ -84,7 +84,8 @@ Status CpuBackend::build(const BackendConfig& config) {
   if (!pool_) return OutOfMemory("cannot create a thread pool of " + std::to_string(threads_) + " threads");
 
   const auto& nodes = model_.nodes();
-  KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_};
+  half_kv_ = config.options->kv_storage == TERN_KV_STORAGE_F16;
+  KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_};
   std::vector<bool> stateful(nodes.size(), false);
   // LSH layers run inside their attention op, one head at a time (cpu/lsh_fold.h).
   const std::vector<LshFold> folds = find_lsh_folds(model_);
@@ -310,6 +311,9 @@ Status CpuBackend::save_state(int node, int64_t position, uint8_t* out) const {
 Status CpuBackend::check_state(int node, int64_t position, const uint8_t* in) const {
   const CpuKernel& k = *kernels_[size_t(node)];
   const uint64_t counts = k.saved_count_bytes();
+  if (k.saves_halves()) {
+    return check_saved_halves(model_.nodes()[size_t(node)].label(), in + counts, k.saved_state_bytes(position) - counts);
+  }
   return check_saved_floats(model_.nodes()[size_t(node)].label(), in + counts, k.saved_state_bytes(position) - counts);
 }
 

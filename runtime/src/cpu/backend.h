@@ -29,7 +29,9 @@ class CpuBackend : public Backend {
   void reset() override;
   void plan(int64_t n, tern_memory_plan* p) const override;
   void allocated(tern_memory_plan* p) const override;
+  tern_kv_storage kv_storage() const override { return half_kv_ ? TERN_KV_STORAGE_F16 : TERN_KV_STORAGE_F32; }
   bool has_state(int node) const override { return kernels_[size_t(node)]->has_state(); }
+  uint32_t state_layout(int node) const override { return kernels_[size_t(node)]->saves_halves() ? 1 : 0; }
   uint64_t saved_state_bytes(int node, int64_t position) const override {
     return kernels_[size_t(node)]->saved_state_bytes(position);
   }
@@ -53,6 +55,7 @@ class CpuBackend : public Backend {
   pthreadpool_t pool_ = nullptr;
   int threads_ = 1;
   int64_t max_batch_ = 0;
+  bool half_kv_ = false;  // kv_storage F16
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
   std::vector<bool> run_all_;         // every op
   std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)

@@ -36,6 +36,8 @@ struct KernelConfig {
   int64_t max_batch = 0;   // most tokens per call
   int threads = 1;
   pthreadpool_t pool = nullptr;
+  // tern_kv_storage F16: KV stores (cpu/kv_store.h) hold float16 keys and values; other state stays float32.
+  bool half_kv = false;
 };
 
 class CpuKernel {
@@ -54,6 +56,8 @@ class CpuKernel {
   virtual void save_state(int64_t /*position*/, uint8_t* /*out*/) const {}
   // Bytes at the start of the saved state that are counts, not float32 rows (the rest is checked finite on load).
   virtual uint64_t saved_count_bytes() const { return 0; }
+  // True when the saved rows are float16 (a KV store under kv_storage F16: saved layout 1, core/session_state.cpp).
+  virtual bool saves_halves() const { return false; }
   virtual void load_state(int64_t /*position*/, const uint8_t* /*in*/) {}
   virtual uint64_t packed_weight_bytes() const { return 0; }  // backend-owned weight copies
   // True if the kernel copied every weight it uses into its own packed form at creation and never reads the model's

@@ -34,7 +34,7 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   return kind->validate(node, values);
 }
 
-uint64_t state_bytes(const Node& node, int64_t n) { return attention_kind(node).state_bytes(node, n); }
+uint64_t state_bytes(const Node& node, int64_t n, tern_kv_storage kv) { return attention_kind(node).state_bytes(node, n, kv); }
 uint64_t dense_bytes(const Node& node, int64_t n) { return attention_kind(node).dense_bytes(node, n); }
 Streaming streaming(const Node& node) { return attention_kind(node).streaming; }
 int64_t sequence_limit(const Node& node, int64_t max_tokens) { return attention_kind(node).max_sequence(node, max_tokens); }

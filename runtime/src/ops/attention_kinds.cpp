@@ -45,7 +45,7 @@ uint64_t scores_bytes(const Node& node, int64_t n, uint64_t memory) {
 
 uint64_t call_scores_bytes(const Node& node, int64_t n) { return scores_bytes(node, n, 0); }
 
-uint64_t no_state(const Node&, int64_t) { return 0; }
+uint64_t no_state(const Node&, int64_t, tern_kv_storage) { return 0; }
 
 // Dense, sliding window, chunked local, strided and fixed: a visibility pattern (ops/attention_pattern.h), no weights.
 Status validate_windowed(const Node& node, const std::vector<ValueInfo>& values) {
@@ -56,11 +56,12 @@ Status validate_windowed(const Node& node, const std::vector<ValueInfo>& values)
   return expect_qkv(node, values);
 }
 
-// One key and one value per head for every kept position.
-uint64_t windowed_state_bytes(const Node& node, int64_t n) {
+// One key and one value per head for every kept position, float32 or float16 elements.
+uint64_t windowed_state_bytes(const Node& node, int64_t n, tern_kv_storage kv) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   auto pattern = AttentionPattern::from(*p, "");
-  return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(pattern.value().state_keys(n));
+  const uint64_t element = kv == TERN_KV_STORAGE_F16 ? sizeof(uint16_t) : sizeof(float);
+  return 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * element * uint64_t(pattern.value().state_keys(n));
 }
 
 // Dense and strided keep every key, fixed every block's summaries: max_tokens. Sliding and chunked windows keep a
@@ -83,7 +84,7 @@ Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& va
 }
 
 // Each head keeps its own reach: one key and one value per kept position, summed over the heads.
-uint64_t adaptive_span_state_bytes(const Node& node, int64_t n) {
+uint64_t adaptive_span_state_bytes(const Node& node, int64_t n, tern_kv_storage /*float32 under either*/) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   return 2ull * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(AdaptiveSpan::from(node).value().state_keys(n));
 }
@@ -104,7 +105,7 @@ Status validate_relative_xl(const Node& node, const std::vector<ValueInfo>& valu
 }
 
 // The memory of mem_len layer inputs, full (of zeros) from the first token on.
-uint64_t relative_xl_state_bytes(const Node& node, int64_t) { return RelativeXL::from(node).value().state_bytes(); }
+uint64_t relative_xl_state_bytes(const Node& node, int64_t, tern_kv_storage /*float32 under either*/) { return RelativeXL::from(node).value().state_bytes(); }
 
 uint64_t relative_xl_dense_bytes(const Node& node, int64_t n) {
   return scores_bytes(node, n, uint64_t(node.fb_op->params_as_AttentionParams()->kind_as_RelativeXL()->mem_len()));
@@ -124,7 +125,7 @@ Status validate_compressive(const Node& node, const std::vector<ValueInfo>& valu
 }
 
 // The memory and the compressed memory: attention inputs, d floats a row.
-uint64_t compressive_state_bytes(const Node& node, int64_t n) {
+uint64_t compressive_state_bytes(const Node& node, int64_t n, tern_kv_storage /*float32 under either*/) {
   const Compressive c = Compressive::from(node).value();
   return uint64_t(c.state_rows(n)) * uint64_t(c.d) * sizeof(float);
 }

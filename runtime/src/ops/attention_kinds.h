@@ -24,8 +24,9 @@ struct AttentionKindDef {
   // Checks the kind's parameters and weights and the op's input and output widths; heads, head_dim, scale and
   // causality are checked before, for every kind.
   Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
-  // Bytes of streaming state after n tokens (what the planner reports).
-  uint64_t (*state_bytes)(const Node& node, int64_t n);
+  // Bytes of streaming state after n tokens (what the planner reports); `kv` changes only the kinds whose state is
+  // a KV store (dense, sliding, chunked, strided, fixed), the others keep float32 state under either.
+  uint64_t (*state_bytes)(const Node& node, int64_t n, tern_kv_storage kv);
   // Bytes of one call's n x keys score matrix in a dense implementation.
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
   Streaming streaming;

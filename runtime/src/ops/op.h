@@ -10,6 +10,7 @@
 
 #include "core/model.h"
 #include "core/status.h"
+#include "tern/tern.h"
 
 namespace tern {
 
@@ -37,8 +38,9 @@ struct OpDef {
   fb::OpParams params;
   // Checks params, weight shapes and value widths. Counts, indices and param type are checked before.
   Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
-  // Bytes of streaming state the op holds after n tokens (for the planner); null for stateless ops.
-  uint64_t (*state_bytes)(const Node& node, int64_t n);
+  // Bytes of streaming state the op holds after n tokens (for the planner), its keys and values stored as `kv`
+  // says where the op keeps a KV store (tern_kv_storage; the backend says which it runs); null for stateless ops.
+  uint64_t (*state_bytes)(const Node& node, int64_t n, tern_kv_storage kv);
   // Bytes a dense implementation would materialise for n tokens (scores), 0 if none.
   uint64_t (*dense_bytes)(const Node& node, int64_t n);
   // The node's streaming class (of a validated node).

@@ -89,6 +89,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     }
     ignored_ = "activations float32 (activation_storage F16 is a CPU option)";
   }
+  if (options.kv_storage == TERN_KV_STORAGE_F16) {
+    if (backend_config.named) {
+      return Unsupported("kv_storage F16 is a CPU option: the Vulkan backend keeps keys and values in float32 "
+                         "(use backend CPU, or kv_storage F32)");
+    }
+    ignored_ += std::string(ignored_.empty() ? "" : "; ") + "keys and values float32 (kv_storage F16 is a CPU option)";
+  }
   struct {
     int device;
     bool allow_cpu_device;  // false (backend auto): a CPU implementation such as lavapipe does not count

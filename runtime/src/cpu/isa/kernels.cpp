@@ -33,6 +33,7 @@ namespace {
 #include "cpu/isa/rows.inc"
 #include "cpu/isa/attention.inc"
 #include "cpu/isa/attention_tile.inc"
+#include "cpu/isa/attention_half.inc"
 #include "cpu/isa/quant.inc"
 
 }  // namespace
@@ -51,6 +52,8 @@ const IsaKernels kKernels = {
     dot,
     attend_tile,
     attend_keys,
+    attend_tile_f16,
+    attend_keys_f16,
     lsh_softmax_row,
     lsh_weigh_values,
     routing_attend,
