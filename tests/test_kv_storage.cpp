@@ -46,10 +46,12 @@ constexpr double kSameSumsTolerance = 1e-6;
 // Cuts of a golden: a one-row call's projections (XNNPACK's GEMV) and a prefill's (GEMM) give keys and values that
 // differ in the last float32 bit or so (float32 cuts: 4e-7..1e-6 on the logits), and where such a key or value lies
 // that close to the midpoint between two halves, it rounds to the neighbouring half: a 2^-11 jump for that rare
-// element. So float16 cuts differ more than float32 cuts (measured 3e-6..1.4e-5), but far less than the rounding
-// itself: bounded by u / 10. (Given the same float32 keys and values, cuts give the same rounded ones: the one-op
-// test above checks that to float32 rounding.)
-constexpr double kCutTolerance = kU / 10;
+// element. So float16 cuts differ more than float32 cuts, by how many elements flip and where: measured 3e-6..1.4e-5
+// in a Release build and up to 7.1e-5 in the sanitized -O1 build (whose code outside the kernels contracts other
+// multiply-adds, so other float32 keys land next to a midpoint), against 4.5e-4 for the rounding itself. Bounded by
+// u / 2: a cut must stay well under what the rounding costs. (Given the same float32 keys and values, cuts give the
+// same rounded ones: the one-op test above checks that to float32 rounding.)
+constexpr double kCutTolerance = kU / 2;
 
 struct Golden {
   std::vector<int32_t> ids;

@@ -133,7 +133,9 @@ Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage,
   ici.ppEnabledLayerNames = layers.data();
   ici.enabledExtensionCount = uint32_t(extensions.size());
   ici.ppEnabledExtensionNames = extensions.data();
+  const std::vector<std::string> mapped_before = mapped_objects();
   VkResult r = api_.vkCreateInstance(&ici, nullptr, &instance_);
+  keep_mapped_since(mapped_before);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unsupported("no Vulkan device: the loader found no driver");
   TERN_VK_RETURN_IF_ERROR(r, "vkCreateInstance");
   TERN_RETURN_IF_ERROR(api_.load_instance(instance_));

@@ -1,7 +1,11 @@
 #include "vulkan/loader.h"
 
 #include <dlfcn.h>
+#if defined(__linux__)
+#include <link.h>
+#endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -67,6 +71,31 @@ void Api::close() {
   // loaded): unloading it would unload the driver too, which drivers do not all survive, and LeakSanitizer could no
   // longer attribute a driver's allocations to it.
   library = nullptr;
+}
+
+std::vector<std::string> mapped_objects() {
+  std::vector<std::string> names;
+#if defined(__linux__)
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &names);
+#endif
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void keep_mapped_since(const std::vector<std::string>& before) {
+  // The loader unloads a driver when the last instance using it is destroyed, and each session creates and destroys
+  // its own instance. Drivers do not all survive being unloaded and loaded again, reloading one (lavapipe brings
+  // LLVM) makes every later session slower to create, and a driver's allocations that only its own globals
+  // reference read as leaks to LeakSanitizer once its globals are unmapped (lavapipe keeps such a block from its
+  // first instance). RTLD_NOLOAD opens nothing new; RTLD_NODELETE keeps the object mapped after its last dlclose.
+  for (const std::string& name : mapped_objects()) {
+    if (!std::binary_search(before.begin(), before.end(), name)) dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  }
 }
 
 const char* result_name(VkResult r) {

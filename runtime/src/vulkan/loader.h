@@ -5,6 +5,9 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include <string>
+#include <vector>
+
 #include "core/status.h"
 
 namespace tern::vk {
@@ -51,6 +54,12 @@ struct Api {
   Status load_device(VkDevice device);
   void close();
 };
+
+// The shared objects mapped in this process (their paths), to tell which ones a Vulkan call opens.
+std::vector<std::string> mapped_objects();
+// Keeps every shared object mapped now that is not in `before` (the drivers and layers vkCreateInstance opened, and
+// what they link) mapped for the life of the process, as the loader itself is (Api::close).
+void keep_mapped_since(const std::vector<std::string>& before);
 
 #undef TERN_VK_DECLARE
 
