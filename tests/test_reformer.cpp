@@ -1,6 +1,7 @@
 // Hugging Face Reformer checkpoints (converter/reformer.md): the goldens of tools/reference/make_reformer_goldens.py
-// (logits from reformer_model.py, HF's eval forward) converted and run in one forward; LSH models refuse to continue a
-// sequence; rotations drawn from the hash seed when the checkpoint has none; malformed configs fail at conversion.
+// (logits from reformer_model.py, HF's eval forward) converted and run in one forward; generation continuing a prompt
+// step by step as HF's cached path does (tools/reference/reformer_cached.py); rotations drawn from the hash seed when
+// the checkpoint has none; malformed configs fail at conversion.
 // The goldens run on each backend, Vulkan also against the CPU path.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -161,19 +163,142 @@ TEST_CASE("reformer: an LSH layer's norm, projections and residual add run insid
   tern_model_free(model);
 }
 
-TEST_CASE("reformer: models with LSH layers run whole sequences only", "[model][reformer][lsh][streaming]") {
-  Golden g = load_golden("reformer_mixed_factorized");
-  tern_model* model = convert_and_load(g.dir, "append");
-  const int64_t vocab = g.logits.shape[1], n = int64_t(g.ids.size());
-  tern_session* s = make_session(model, 2, n);
+namespace {
+
+// A golden's cached generation (tools/reference/make_reformer_generation_goldens.py): a prompt, then one id per
+// step, and the PyTorch port of HF's cached path's logits: the prompt call's last row, then each step's.
+struct Generation {
+  int64_t prompt = 0;
+  std::vector<int32_t> ids;
+  npy::Array logits;  // [1 + steps, vocab]
+};
+
+Generation load_generation(const std::string& dir) {
+  Generation gen;
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(dir + "/generation.json"));
+  gen.prompt = j.at("prompt").get<int64_t>();
+  gen.ids = j.at("ids").get<std::vector<int32_t>>();
+  std::string error;
+  INFO(error);
+  REQUIRE(npy::read_f32(dir + "/generation_logits.npy", &gen.logits, &error));
+  REQUIRE(gen.logits.shape[0] == int64_t(gen.ids.size()) - gen.prompt + 1);
+  return gen;
+}
+
+// The prompt in one call, then the steps in calls of `per_call` ids (1: HF's one token at a time); a session saved
+// and reloaded into a fresh one after `reload_after` steps (0: never). Returns each row the goldens hold.
+std::vector<float> generate(tern_model* model, const Generation& gen, int threads, int64_t per_call,
+                            int64_t reload_after = 0) {
+  const int64_t vocab = gen.logits.shape[1], n = int64_t(gen.ids.size());
+  tern_session* s = make_session(model, threads, n);
+  std::vector<float> rows, call(size_t(n * vocab));
+  INFO(tern_session_last_error(s));
+  REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, call.data()) == TERN_OK);
+  rows.insert(rows.end(), call.end() - vocab - (n - gen.prompt) * vocab, call.end() - (n - gen.prompt) * vocab);
+  for (int64_t at = gen.prompt; at < n; at += per_call) {
+    if (reload_after > 0 && at == gen.prompt + reload_after) {
+      size_t size = 0;
+      REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
+      std::vector<uint8_t> blob(size);
+      REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+      tern_session_free(s);
+      s = make_session(model, threads, n);
+      REQUIRE(tern_session_load_state(s, blob.data(), blob.size()) == TERN_OK);
+    }
+    const int64_t len = std::min(per_call, n - at);
+    INFO("at " << at << ": " << tern_session_last_error(s));
+    REQUIRE(tern_session_append(s, gen.ids.data() + at, len, call.data()) == TERN_OK);
+    rows.insert(rows.end(), call.begin(), call.begin() + len * vocab);
+  }
+  tern_session_free(s);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("reformer generation: each step matches HF's cached path (the PyTorch port) within 1e-4 on the CPU",
+          "[model][reformer][lsh][streaming]") {
+  for (const char* name : kGoldens) {
+    const std::string dir = test::source_path(std::string("tests/goldens/") + name);
+    const Generation gen = load_generation(dir);
+    tern_model* model = convert_and_load(dir, std::string("gen_") + name);
+    const int64_t vocab = gen.logits.shape[1];
+    // One token a call (as HF generates), at 1 and 2 threads; several a call (each still runs alone, in order);
+    // saved and restored into a new session halfway.
+    for (auto [threads, per_call, reload] : {std::tuple{1, 1, 0}, std::tuple{2, 1, 0}, std::tuple{1, 7, 0},
+                                             std::tuple{2, 1, 20}}) {
+      const std::vector<float> got = generate(model, gen, threads, int64_t(per_call), int64_t(reload));
+      REQUIRE(got.size() == gen.logits.data.size());
+      const double err = relative_error(got.data(), gen.logits.data.data(), got.size());
+      const double row = worst_row_error(got, gen.logits.data, vocab);
+      INFO(name << ", threads " << threads << ", " << per_call << " per call, reload after " << reload
+                << ": relative error " << err << ", worst step " << row);
+      CHECK(err <= kModelTolerance);
+      CHECK(row <= kModelTolerance);
+    }
+    tern_model_free(model);
+  }
+}
+
+TEST_CASE("reformer generation: the cache is the planner's state, a forged saved bucket is refused, forward_only keeps none",
+          "[model][reformer][lsh][streaming]") {
+  const std::string dir = test::source_path("tests/goldens/reformer_hashes_int");
+  const Generation gen = load_generation(dir);
+  tern_model* model = convert_and_load(dir, "gen_state");
+  const nlohmann::json config = nlohmann::json::parse(test::read_file(dir + "/config.json"));
+  const int64_t heads = config["num_attention_heads"], dh = config["attention_head_size"], hashes = config["num_hashes"];
+  const int64_t lsh_layers = 3, n = int64_t(gen.ids.size()), vocab = gen.logits.shape[1];
+  tern_session* s = make_session(model, 1, n);
+  tern_memory_plan plan{}, used{};
+  REQUIRE(tern_session_plan(s, n, &plan) == TERN_OK);
+  REQUIRE(tern_session_memory(s, &used) == TERN_OK);
+  // Every position's qk | v and one bucket per round, per head and LSH layer: linear in max_tokens.
+  const uint64_t want = uint64_t(lsh_layers * n * heads * (2 * dh + hashes) * 4);
+  CHECK(plan.state_bytes == want);
+  CHECK(used.state_bytes == want);
   std::vector<float> out(size_t(n * vocab));
-  REQUIRE(tern_session_append(s, g.ids.data(), 100, out.data()) == TERN_OK);
-  CHECK(tern_session_append(s, g.ids.data() + 100, 1, out.data() + 100 * vocab) == TERN_UNSUPPORTED);
-  const std::string message = tern_session_last_error(s);
-  CHECK_THAT(message, Catch::Contains("LSH attention") && Catch::Contains("run the whole sequence in one forward call"));
-  // The failed call forgot the sequence; a whole forward still works.
-  REQUIRE(tern_session_forward(s, g.ids.data(), n, out.data()) == TERN_OK);
-  CHECK(relative_error(out.data(), g.logits.data.data(), out.size()) <= kModelTolerance);
+  REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, out.data()) == TERN_OK);
+  size_t size = 0;
+  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
+  std::vector<uint8_t> blob(size);
+  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+  // Every layer is LSH: the payload (after the 48-byte header and one 16-byte entry per layer) starts with the first
+  // layer's header (hashed = 1, 0), then head 0's round 0 buckets. Put position 0's outside round 0's range.
+  const size_t first = 48 + size_t(lsh_layers) * 16;
+  int32_t head[3];
+  std::memcpy(head, blob.data() + first, 12);
+  REQUIRE(head[0] == 1);
+  REQUIRE(head[1] == 0);
+  REQUIRE(head[2] >= 0);
+  const int32_t bad = 1 << 20;
+  std::memcpy(blob.data() + first + 8, &bad, 4);
+  test::reseal_state(&blob);
+  tern_session* other = make_session(model, 1, n);
+  CHECK(tern_session_load_state(other, blob.data(), blob.size()) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(other)), Catch::Contains("saved LSH bucket 1048576"));
+  tern_session_free(other);
+  tern_session_free(s);
+
+  // forward_only: no cache planned or kept, the same logits, and a continuation refused by name.
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = 1;
+  so.max_tokens = n;
+  so.forward_only = 2;
+  CHECK(tern_session_create(model, &so, &s) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(tern_last_error(), Catch::Contains("forward_only must be 0 or 1"));
+  so.forward_only = 1;
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  REQUIRE(tern_session_plan(s, n, &plan) == TERN_OK);
+  REQUIRE(tern_session_memory(s, &used) == TERN_OK);
+  CHECK(plan.state_bytes == 0);
+  CHECK(used.state_bytes == 0);
+  std::vector<float> again(out.size());
+  REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, again.data()) == TERN_OK);
+  const size_t prompt_floats = size_t(gen.prompt * vocab);
+  CHECK(std::equal(again.begin(), again.begin() + long(prompt_floats), out.begin()));
+  CHECK(tern_session_append(s, gen.ids.data() + gen.prompt, 1, again.data()) == TERN_UNSUPPORTED);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("forward_only"));
   tern_session_free(s);
   tern_model_free(model);
 }

@@ -99,6 +99,27 @@ void check_against_libsentencepiece(const ModelHandle& model, const std::string&
   CHECK(mismatches == 0);
 }
 
+// tern-run --json generated `count` ids after `prompt`, and its text is libsentencepiece's decoding of them after
+// the prompt's ids.
+void check_generated_text(const test::ToolRun& r, const sentencepiece::SentencePieceProcessor& sp,
+                          const std::string& prompt, size_t count) {
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const std::vector<int> generated = report["generate"]["ids"].get<std::vector<int>>();
+  CHECK(generated.size() == count);
+  std::vector<int> prompt_ids, all;
+  REQUIRE(sp.Encode(prompt, &prompt_ids).ok());
+  all = prompt_ids;
+  all.insert(all.end(), generated.begin(), generated.end());
+  std::string whole, head;
+  REQUIRE(sp.Decode(all, &whole).ok());
+  REQUIRE(sp.Decode(prompt_ids, &head).ok());
+  const std::string text = report["generate"]["text"].get<std::string>();
+  CHECK(head + text == whole);
+  CHECK_FALSE(text.empty());
+}
+
 }  // namespace
 
 TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model carries its tokenizer", "[sentencepiece]") {
@@ -117,11 +138,18 @@ TEST_CASE("sentencepiece models: a Reformer checkpoint with spiece.model carries
   CHECK(tern_model_special_token(model.get(), TERN_TOKEN_EOS) == sp.eos_id());
   check_against_libsentencepiece(model, spiece);
 
-  // Generation needs LSH layers that stream (not yet): tern-run says so instead of printing text.
-  const test::ToolRun r = test::run_tool(kRun, {out, "--prompt", "and god said", "--tokens", "4"},
+  // tern-run --prompt generates through the LSH layers' cache (Hugging Face's cached generation) on the CPU.
+  const test::ToolRun r = test::run_tool(kRun, {out, "--prompt", "and god said", "--tokens", "6", "--seed", "3", "--json"},
                                          test::scratch_dir("sp_models_reformer_prompt"));
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains("LSH"));
+  check_generated_text(r, sp, "and god said", 6);
+  // The Vulkan backend runs LSH layers on whole sequences only, and says so.
+  std::string why;
+  if (test::vulkan_device(&why)) {
+    const test::ToolRun v = test::run_tool(kRun, {out, "--prompt", "and god said", "--tokens", "6", "--backend", "vulkan"},
+                                           test::scratch_dir("sp_models_reformer_prompt_vulkan"));
+    CHECK(v.exit_code == 1);
+    CHECK_THAT(v.err, Catch::Contains("LSH attention") && Catch::Contains("CPU backend only"));
+  }
 }
 
 TEST_CASE("sentencepiece models: --tokenizer attaches a BPE model and tern-run generates text", "[sentencepiece]") {
@@ -154,22 +182,7 @@ TEST_CASE("sentencepiece models: --tokenizer attaches a BPE model and tern-run g
     const test::ToolRun r = test::run_tool(kRun, {out, "--prompt", prompt, "--tokens", "20", "--seed", "5",
                                                   "--backend", backend, "--json"},
                                            test::scratch_dir(std::string("sp_models_run_") + backend));
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    // The generated ids' text is libsentencepiece's decoding of them after the prompt's ids.
-    const nlohmann::json report = nlohmann::json::parse(r.out);
-    const std::vector<int> generated = report["generate"]["ids"].get<std::vector<int>>();
-    CHECK(generated.size() == 20);
-    std::vector<int> prompt_ids, all;
-    REQUIRE(sp.Encode(prompt, &prompt_ids).ok());
-    all = prompt_ids;
-    all.insert(all.end(), generated.begin(), generated.end());
-    std::string whole, head;
-    REQUIRE(sp.Decode(all, &whole).ok());
-    REQUIRE(sp.Decode(prompt_ids, &head).ok());
-    const std::string text = report["generate"]["text"].get<std::string>();
-    CHECK(head + text == whole);
-    CHECK_FALSE(text.empty());
+    check_generated_text(r, sp, prompt, 20);
   }
   // Without --json the prompt and the generated text are printed as text.
   const test::ToolRun plain = test::run_tool(kRun, {out, "--prompt", "and god said", "--tokens", "12"},

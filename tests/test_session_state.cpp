@@ -75,27 +75,6 @@ std::vector<uint8_t> save(const tern_session* s) {
   return blob;
 }
 
-// The blob's checksum (core/session_state.cpp: FNV-1a over 8-byte words, then the tail bytes), to forge a blob that
-// passes it.
-uint64_t blob_checksum(uint64_t h, const uint8_t* p, size_t n) {
-  constexpr uint64_t kPrime = 1099511628211ull;
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t w = 0;
-    if (n - i < 8) {
-      for (size_t j = i; j < n; ++j) h = (h ^ p[j]) * kPrime;
-      break;
-    }
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * kPrime;
-  }
-  return h;
-}
-
-void reseal(std::vector<uint8_t>* blob) {
-  const uint64_t sum = blob_checksum(blob_checksum(1469598103934665603ull, blob->data(), 40), blob->data() + 48,
-                                     blob->size() - 48);
-  std::memcpy(blob->data() + 40, &sum, 8);
-}
 
 }  // namespace
 
@@ -213,7 +192,7 @@ TEST_CASE("session state: a blob from another model or configuration, truncated 
   std::memcpy(&entries, blob.data() + 12, 4);
   bad = blob;
   bad[48 + 16 * size_t(entries - 1) + 4] = 2;
-  reseal(&bad);
+  tern::test::reseal_state(&bad);
   rejects(s, bad, "has layout 2");
   CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("CPU and Vulkan backends"));
 
@@ -262,7 +241,7 @@ TEST_CASE("session state: Vulkan rejects compressive row counts that are not its
   std::memcpy(&entries, blob.data() + 12, 4);
   std::vector<uint8_t> bad = blob;
   bad[48 + 16 * size_t(entries)] ^= 0x01;  // the first op's |mem|
-  reseal(&bad);
+  tern::test::reseal_state(&bad);
   run(s, ids, 64, 80, 16);
   CHECK(tern_session_load_state(s, bad.data(), bad.size()) == TERN_INVALID_ARGUMENT);
   CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("row counts"));
@@ -307,7 +286,7 @@ TEST_CASE("session state: a forged blob with a NaN or an infinity is rejected, w
     for (const auto& [value, words] : {std::pair{nan, "holds NaN"}, std::pair{inf, "holds an infinity"}}) {
       std::vector<uint8_t> bad = blob;
       std::memcpy(bad.data() + bad.size() - sizeof(float), &value, sizeof value);  // the last op's last row
-      reseal(&bad);
+      tern::test::reseal_state(&bad);
       CHECK(tern_session_load_state(s, bad.data(), bad.size()) == TERN_INVALID_ARGUMENT);
       CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains(words));
       CHECK(tern_session_position(s) == 2 * c.segment);

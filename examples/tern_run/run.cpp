@@ -75,6 +75,9 @@ int run_all(Options& opt) {
   so.weight_storage = opt.f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
   so.activation_storage = opt.f16_activations ? TERN_ACTIVATION_STORAGE_F16 : TERN_ACTIVATION_STORAGE_F32;
   so.kv_storage = opt.f16_kv ? TERN_KV_STORAGE_F16 : TERN_KV_STORAGE_F32;
+  // Nothing here continues a sequence when every call is a forward: --score in windows, --ids in one call, --plan.
+  // State only a later call would read (a Reformer LSH layer's generation cache) is then not kept.
+  so.forward_only = !opt.has_prompt && !opt.stream && opt.segment == 0 ? 1 : 0;
   tern::SessionHandle session = tern::SessionHandle::create(model, so, &err);
   if (err) return fail(session_error_with_flags(opt, err.message));
   std::string error;

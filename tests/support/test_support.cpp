@@ -154,6 +154,28 @@ void write_file(const std::string& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+namespace {
+
+uint64_t blob_checksum(uint64_t h, const uint8_t* p, size_t n) {
+  constexpr uint64_t kPrime = 1099511628211ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kPrime;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * kPrime;
+  return h;
+}
+
+}  // namespace
+
+void reseal_state(std::vector<uint8_t>* blob) {
+  const uint64_t sum = blob_checksum(blob_checksum(1469598103934665603ull, blob->data(), 40), blob->data() + 48,
+                                     blob->size() - 48);
+  std::memcpy(blob->data() + 40, &sum, 8);
+}
+
 std::string convert_golden(const std::string& golden, const std::string& scratch) {
   const std::string out = scratch_dir(scratch) + "/model.tern";
   convert::ConvertOptions o;

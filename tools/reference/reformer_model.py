@@ -153,8 +153,10 @@ class LSHAttention:
         self.mask_value = torch.tensor(-1e9, dtype=torch.float32)
         self.hash_margins = []  # per call: the smallest gap between the best and second-best rotated value
 
-    def hash_vectors(self, vectors, attention_mask):
-        """HF _hash_vectors with the given rotations. vectors [b, h, n, dh] -> buckets [b, h, hashes * n]."""
+    def hash_vectors(self, vectors, attention_mask, increase_num_buckets=False):
+        """HF _hash_vectors with the given rotations. vectors [b, h, n, dh] -> buckets [b, h, hashes * n].
+        increase_num_buckets: the rounds' offsets count the padding bucket although no token here is padding (HF's
+        cached step, when the cached buckets came from a padded prompt)."""
         batch = vectors.shape[0]
         factors = bucket_factors(self.num_buckets)
         num_buckets = int(np.prod(factors))
@@ -177,6 +179,8 @@ class LSHAttention:
             num_buckets += 1  # an extra bucket for padding tokens only
             keep = attention_mask.to(torch.bool)[:, None, None, :].expand(buckets.shape)
             buckets = torch.where(keep, buckets, torch.tensor(num_buckets - 1, dtype=torch.long))
+        elif increase_num_buckets:
+            num_buckets += 1
         offsets = (torch.arange(self.num_hashes) * num_buckets).view(1, 1, -1, 1)
         offsets = offsets.expand((batch, self.heads) + offsets.shape[-2:])
         return (buckets + offsets).flatten(start_dim=2, end_dim=3)
@@ -216,8 +220,10 @@ class LSHAttention:
         qk = _split_heads(hidden @ self.w_qk.T, self.heads, self.dh)
         v = _split_heads(hidden @ self.w_v.T, self.heads, self.dh)
         standard = n <= self.chunk
+        self.last_buckets = None  # what HF returns for its cache: [b, h, hashes * n] or None (unchunked)
         if not standard:
             buckets = self.hash_vectors(qk, attention_mask)
+            self.last_buckets = buckets
             sorted_idx = _stable_argsort(buckets, dim=-1)
             indices = torch.arange(sorted_idx.shape[-1]).view(1, 1, -1).expand(sorted_idx.shape)
             undo_idx = sorted_idx.new(*sorted_idx.size())
@@ -341,10 +347,11 @@ class ReformerLM:
         return torch.nn.functional.layer_norm(x, (width,), self.t[prefix + "weight"], self.t[prefix + "bias"],
                                               self.cfg.layer_norm_eps)
 
-    def embed(self, ids):
+    def embed(self, ids, start=0):
+        """ids [1, n] at positions start .. start + n - 1."""
         cfg, t = self.cfg, self.t
         n = ids.shape[1]
-        position_ids = torch.arange(n, dtype=torch.long).unsqueeze(0)
+        position_ids = torch.arange(start, start + n, dtype=torch.long).unsqueeze(0)
         x = torch.nn.functional.embedding(ids, t["reformer.embeddings.word_embeddings.weight"])
         if cfg.axial_pos_embds:
             # AxialPositionEmbeddings.forward, eval path.
@@ -362,7 +369,11 @@ class ReformerLM:
         return x + pe
 
     @torch.no_grad()
-    def forward(self, ids_list):
+    def forward(self, ids_list, cache=None):
+        """Logits [1, n, vocab]. With `cache` (an empty list), also what HF's use_cache keeps of this first call, one
+        (buckets, states) per layer (reformer_cached.py): an LSH layer's buckets [1, heads, hashes, n] (None when the
+        call was unchunked; local layers have none) and its attention input LayerNorm_a(hidden) [1, n, d], both
+        without the padding."""
         cfg, t = self.cfg, self.t
         ids = torch.tensor([ids_list], dtype=torch.long)
         n = ids.shape[1]
@@ -376,14 +387,29 @@ class ReformerLM:
         h = self.embed(ids)
         hidden, attn_output = torch.chunk(torch.cat([h, h], dim=-1), 2, dim=-1)
         for p, attn in self.layers:
-            a = attn(self._ln(hidden, p + "attention.layer_norm.", self.d), attention_mask)
-            attn_output = attn_output + a @ t[p + "attention.output.dense.weight"].T
-            f = self._ln(attn_output, p + "feed_forward.layer_norm.", self.d)
-            f = self.act(f @ t[p + "feed_forward.dense.dense.weight"].T + t[p + "feed_forward.dense.dense.bias"])
-            f = f @ t[p + "feed_forward.output.dense.weight"].T + t[p + "feed_forward.output.dense.bias"]
-            hidden = hidden + f
+            normed = self._ln(hidden, p + "attention.layer_norm.", self.d)
+            a = attn(normed, attention_mask)
+            if cache is not None:
+                buckets = getattr(attn, "last_buckets", None)
+                if buckets is not None:
+                    buckets = buckets.view(1, cfg.num_attention_heads, cfg.num_hashes, -1)[..., :n]
+                cache.append((buckets, normed[:, :n]))
+            attn_output, hidden = self.layer_rest(p, a, attn_output, hidden)
+        return self.head(attn_output[:, :n], hidden[:, :n])
+
+    def layer_rest(self, p, a, attn_output, hidden):
+        """The layer after its attention a: attn_output += Wo a; hidden += FeedForward(LayerNorm_f(attn_output))."""
+        t = self.t
+        attn_output = attn_output + a @ t[p + "attention.output.dense.weight"].T
+        f = self._ln(attn_output, p + "feed_forward.layer_norm.", self.d)
+        f = self.act(f @ t[p + "feed_forward.dense.dense.weight"].T + t[p + "feed_forward.dense.dense.bias"])
+        f = f @ t[p + "feed_forward.output.dense.weight"].T + t[p + "feed_forward.output.dense.bias"]
+        return attn_output, hidden + f
+
+    def head(self, attn_output, hidden):
+        """LayerNorm over cat([attn_output, hidden]), then the LM head: logits [1, n, vocab]."""
+        t = self.t
         out = self._ln(torch.cat([attn_output, hidden], dim=-1), "reformer.encoder.layer_norm.", 2 * self.d)
-        out = out[:, :n]
         bias = t["lm_head.bias"] if "lm_head.bias" in t else t["lm_head.decoder.bias"]
         return out @ t["lm_head.decoder.weight"].T + bias
 

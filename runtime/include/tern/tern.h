@@ -140,6 +140,11 @@ typedef struct {
   tern_weight_storage weight_storage; /* TERN_WEIGHT_STORAGE_F32 by default; F16: Vulkan only, see above */
   tern_activation_storage activation_storage; /* TERN_ACTIVATION_STORAGE_F32 by default; F16: CPU only, see above */
   tern_kv_storage kv_storage; /* TERN_KV_STORAGE_F32 by default; F16: CPU only, see above */
+  int forward_only;     /* 0 by default. 1: the session runs whole sequences (tern_session_forward, or a first
+                         * tern_session_append) and never continues one, so state that only a later call reads is not
+                         * kept: the LSH layers' generation cache (per layer max_tokens * heads * (2 * head_dim +
+                         * hashes) floats), which on a 65,536-token Reformer is most of the session's memory. An
+                         * append at a position > 0 is then TERN_UNSUPPORTED. Other values: TERN_INVALID_ARGUMENT. */
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */
@@ -268,7 +273,10 @@ TERN_API tern_status tern_session_get_profile_flops(const tern_session* session,
 TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Continues the sequence held in the state with ids[0..n) (1 <= n <= max_batch, position + n <= max_tokens).
  * logits: [n, vocab_size], or NULL when only the state should advance. Errors as tern_session_forward, and
- * TERN_UNSUPPORTED when position > 0 and the model has an op that runs whole sequences only (naming it). A call
+ * TERN_UNSUPPORTED when position > 0 and the model has an op that runs whole sequences only (naming it: routing
+ * attention; LSH attention on the Vulkan backend). On the CPU, LSH attention continues a sequence as Hugging Face's
+ * cached generation does: each position of a later call attends, alone and in order, to what the first call and
+ * the positions since left in its cache (the first call's sort is never redone). A call
  * rejected for n, max_batch or max_tokens leaves the state as it was; one that fails while running (an id out of
  * range, a device error) or is unsupported resets it: a half-applied call would leave some caches ahead of
  * others. */

@@ -101,6 +101,10 @@ Status Session::build(const tern_session_options& options) {
   if (kv_storage != TERN_KV_STORAGE_F32 && kv_storage != TERN_KV_STORAGE_F16) {
     return InvalidArgument("unknown kv_storage " + std::to_string(kv_storage) + " (0: F32, 1: F16)");
   }
+  if (options.forward_only != 0 && options.forward_only != 1) {
+    return InvalidArgument("forward_only must be 0 or 1, not " + std::to_string(options.forward_only));
+  }
+  forward_only_ = options.forward_only == 1;
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
@@ -193,6 +197,10 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
     return InvalidArgument("the session holds " + std::to_string(position_) + " tokens; " + std::to_string(n) +
                            " more exceed its max_tokens of " + std::to_string(max_tokens_) + " (reset it, or create it with a larger max_tokens)");
   }
+  if (position_ > 0 && forward_only_) {
+    return Unsupported("the session was created forward_only: it runs whole sequences and cannot continue one after " +
+                       std::to_string(position_) + " tokens (reset it, or create it without forward_only)");
+  }
   if (position_ > 0 && whole_sequence_node_ >= 0) {
     const int64_t position = position_;
     reset();  // as after any failed call
@@ -236,7 +244,9 @@ tern_memory_plan Session::plan(int64_t n) const {
   backend_->plan(n, &p);
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
-    if (def->state_bytes) p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, n, backend_->kv_storage()));
+    if (def->state_bytes && !(forward_only_ && state_serves_later_calls_only(node))) {
+      p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, n, backend_->kv_storage()));
+    }
     if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
   }
   return p;

@@ -112,8 +112,8 @@ class CompressiveKernel : public CpuKernel {
   void reset() override { mem_n_ = cmem_n_ = 0; }
   bool has_state() const override { return true; }
   uint64_t state_bytes() const override { return (mem_.size() + cmem_.size()) * sizeof(float); }
-  uint64_t saved_state_bytes(int64_t) const override { return saved_count_bytes() + state_bytes(); }
-  uint64_t saved_count_bytes() const override { return 2 * sizeof(int64_t); }  // mem_n_, cmem_n_
+  uint64_t saved_state_bytes(int64_t position) const override { return saved_count_bytes(position) + state_bytes(); }
+  uint64_t saved_count_bytes(int64_t) const override { return 2 * sizeof(int64_t); }  // mem_n_, cmem_n_
   void save_state(int64_t, uint8_t* out) const override {
     std::memcpy(out, &mem_n_, sizeof mem_n_);
     std::memcpy(out + 8, &cmem_n_, sizeof cmem_n_);

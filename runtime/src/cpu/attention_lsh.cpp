@@ -12,6 +12,8 @@
 // With the layer folded in (cpu/lsh_fold.h), each head first gets its qk | v [n, 2*dh] from the layer input x2
 // (layer norm and the head's rows of the projection, in blocks of kProjectRows rows), and with the output fold its
 // output [n, dh] goes through the head's columns of the output projection and is added into x1's rows.
+// A call at position 0 also leaves every head's rows and buckets in the cache (cpu/lsh_cache.h); a later call runs
+// its positions one at a time against it, as Hugging Face's cached generation does (ops/lsh.h).
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -22,6 +24,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
+#include "cpu/lsh_cache.h"
 #include "cpu/lsh_folded_layer.h"
 #include "ops/lsh.h"
 
@@ -70,11 +73,21 @@ class LshKernel : public CpuKernel {
  public:
   LshKernel(const Node& node, const LshAttention& spec, const KernelConfig& cfg,
             std::optional<LshFoldedLayer> folded = std::nullopt)
-      : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch), folded_(std::move(folded)) {}
+      : node_(node),
+        a_(spec),
+        threads_(cfg.threads),
+        max_batch_(cfg.max_batch),
+        folded_(std::move(folded)),
+        cache_(spec, cfg.forward_only ? 0 : cfg.max_tokens) {}
 
   Status run(const RunContext& ctx) override {
-    // Always a call at position 0: the session refuses one that continues a sequence (Streaming::kWholeSequence).
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
+    const bool caching = cache_.capacity() > 0;  // none in a forward_only session, which never continues
+    if (caching && ctx.pos0 + ctx.n > cache_.capacity()) {
+      return InvalidArgument(node_.label() + ": the LSH cache holds " + std::to_string(cache_.capacity()) +
+                             " positions (max_tokens); this call would end at " + std::to_string(ctx.pos0 + ctx.n));
+    }
+    if (ctx.pos0 > 0) return run_steps(ctx);
     const Layout lay(a_, ctx.n, folded());
     float* base = ctx.scratch;
     key_norm_ = base;
@@ -111,20 +124,35 @@ class LshKernel : public CpuKernel {
       head_stride_ = 0;
       v_offset_ = a_.head_dim;
     }
+    const bool chunked = a_.chunked(n_);
     for (int h = 0; h < a_.heads; ++h) {
       if (folded_) TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n_, head_qkv, fold_block_, node_.label()));
       run_head(ctx, h);
+      if (caching) cache_.store_rows(h, 0, n_, qk(h, 0), row_stride_, v_offset_);
+      if (caching && chunked) cache_.store_first_buckets(h, n_, bucket_, n_pad_ > n_);
       if (folded_ && folded_->folds_output()) TERN_RETURN_IF_ERROR(folded_->add_output(ctx, h, n_, out_, fold_block_, node_.label()));
     }
+    if (caching) cache_.finish_first_call(n_, chunked);
     return Status::Ok();
   }
+
+  void reset() override { cache_.reset(); }
+  bool has_state() const override { return cache_.capacity() > 0; }  // none in a forward_only session
+  uint64_t state_bytes() const override { return cache_.bytes(); }
+  uint64_t saved_state_bytes(int64_t position) const override { return cache_.saved_bytes(position); }
+  uint64_t saved_count_bytes(int64_t position) const override { return cache_.saved_count_bytes(position); }
+  Status check_saved_counts(int64_t position, const uint8_t* in) const override {
+    return cache_.check(position, in, node_.label());
+  }
+  void save_state(int64_t position, uint8_t* out) const override { cache_.save(position, out); }
+  void load_state(int64_t position, const uint8_t* in) override { cache_.load(position, in); }
 
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
   // Linear in n: one head's key norms, buckets, sort and per-round log-sum-exps (O(hashes * n) words; with a folded
   // input, also its qk | v [n, 2*dh] and a block of normalised rows; with a folded output, its output [n, dh]), plus
-  // one tile per thread.
+  // one tile per thread; and what a later call's steps need (step_words).
   uint64_t scratch_bytes_for(int64_t n) const override {
-    return uint64_t(Layout(a_, n, folded()).total(threads_)) * 4;
+    return uint64_t(Layout(a_, n, folded()).total(threads_) + step_words(n)) * 4;
   }
   uint64_t packed_weight_bytes() const override {
     return folded_ ? folded_->packed_bytes() : 0;
@@ -138,6 +166,42 @@ class LshKernel : public CpuKernel {
   float* out_row(int h, int64_t i) const { return out_ + i * out_stride_ + int64_t(h) * out_head_stride_; }
 
   int64_t tile_width() const { return cpu::tile_width(a_); }
+
+  // A call after the first: each of its n positions in turn against the cache (HF's cached step, one token at a
+  // time; ops/lsh.h). Scratch: the folded projection's (Layout), then the step's, then with a folded output every
+  // head's outputs [heads, n, dh].
+  int64_t step_words(int64_t n) const {
+    return cache_.step_floats() + (folded_ && folded_->folds_output() ? int64_t(a_.heads) * n * a_.head_dim : 0);
+  }
+
+  Status run_steps(const RunContext& ctx) {
+    const int64_t n = ctx.n, dh = a_.head_dim;
+    const Layout lay(a_, n, folded());
+    float* head_qkv = ctx.scratch + lay.key_norm + lay.buckets + lay.order + lay.count + lay.lses;
+    float* fold_block = head_qkv + lay.head_qkv + lay.head_out;
+    float* step_scratch = ctx.scratch + lay.total(threads_);
+    float* head_outs = step_scratch + cache_.step_floats();  // [heads, n, dh], with a folded output
+    const bool fold_out = folded_ && folded_->folds_output();
+    for (int h = 0; h < a_.heads; ++h) {
+      if (folded_) {
+        TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n, head_qkv, fold_block, node_.label()));
+        cache_.store_rows(h, ctx.pos0, n, head_qkv, 2 * dh, dh);
+      } else {
+        cache_.store_rows(h, ctx.pos0, n, ctx.in(node_, 0) + int64_t(h) * dh, 2 * inner(), inner());
+      }
+    }
+    float* out = fold_out ? nullptr : ctx.out(node_, 0);  // [n, inner]
+    const IsaKernels& k = isa();
+    for (int64_t t = 0; t < n; ++t) {
+      cache_.step(k, step_scratch, [&](int h) {
+        return fold_out ? head_outs + (int64_t(h) * n + t) * dh : out + t * inner() + int64_t(h) * dh;
+      });
+    }
+    for (int h = 0; fold_out && h < a_.heads; ++h) {
+      TERN_RETURN_IF_ERROR(folded_->add_output(ctx, h, n, head_outs + int64_t(h) * n * dh, fold_block, node_.label()));
+    }
+    return Status::Ok();
+  }
 
   Tile tile(int slot) const {
     const int dh = a_.head_dim;
@@ -297,6 +361,7 @@ class LshKernel : public CpuKernel {
   int threads_;
   int64_t max_batch_;
   std::optional<LshFoldedLayer> folded_;  // none: the op reads qk | v [n, 2*inner] and writes o [n, inner]
+  LshCache cache_;                        // what a later call continues from
   // Per call.
   const float* qkv_ = nullptr;  // qk of head h, row j: qkv_ + j * row_stride_ + h * head_stride_; v: + v_offset_
   int64_t row_stride_ = 0, head_stride_ = 0, v_offset_ = 0;

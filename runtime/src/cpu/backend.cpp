@@ -85,7 +85,7 @@ Status CpuBackend::build(const BackendConfig& config) {
 
   const auto& nodes = model_.nodes();
   half_kv_ = config.options->kv_storage == TERN_KV_STORAGE_F16;
-  KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_};
+  KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_, config.options->forward_only == 1};
   std::vector<bool> stateful(nodes.size(), false);
   // LSH layers run inside their attention op, one head at a time (cpu/lsh_fold.h).
   const std::vector<LshFold> folds = find_lsh_folds(model_);
@@ -310,7 +310,8 @@ Status CpuBackend::save_state(int node, int64_t position, uint8_t* out) const {
 
 Status CpuBackend::check_state(int node, int64_t position, const uint8_t* in) const {
   const CpuKernel& k = *kernels_[size_t(node)];
-  const uint64_t counts = k.saved_count_bytes();
+  const uint64_t counts = k.saved_count_bytes(position);
+  TERN_RETURN_IF_ERROR(k.check_saved_counts(position, in));
   if (k.saves_halves()) {
     return check_saved_halves(model_.nodes()[size_t(node)].label(), in + counts, k.saved_state_bytes(position) - counts);
   }

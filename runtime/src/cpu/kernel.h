@@ -38,6 +38,8 @@ struct KernelConfig {
   pthreadpool_t pool = nullptr;
   // tern_kv_storage F16: KV stores (cpu/kv_store.h) hold float16 keys and values; other state stays float32.
   bool half_kv = false;
+  // tern_session_options.forward_only: no call continues a sequence, so state only a later call reads is not kept.
+  bool forward_only = false;
 };
 
 class CpuKernel {
@@ -55,7 +57,10 @@ class CpuKernel {
   virtual uint64_t saved_state_bytes(int64_t /*position*/) const { return 0; }
   virtual void save_state(int64_t /*position*/, uint8_t* /*out*/) const {}
   // Bytes at the start of the saved state that are counts, not float32 rows (the rest is checked finite on load).
-  virtual uint64_t saved_count_bytes() const { return 0; }
+  virtual uint64_t saved_count_bytes(int64_t /*position*/) const { return 0; }
+  // TERN_INVALID_ARGUMENT where those counts cannot be this kernel's after `position` tokens (checked before any
+  // state is loaded; a forged blob can match the checksum).
+  virtual Status check_saved_counts(int64_t /*position*/, const uint8_t* /*in*/) const { return Status::Ok(); }
   // True when the saved rows are float16 (a KV store under kv_storage F16: saved layout 1, core/session_state.cpp).
   virtual bool saves_halves() const { return false; }
   virtual void load_state(int64_t /*position*/, const uint8_t* /*in*/) {}

@@ -137,6 +137,11 @@ uint64_t compressive_dense_bytes(const Node& node, int64_t n) {
                           uint64_t(std::max(0, c->cmem_len())));
 }
 
+// LSH (ops/lsh.h): the cache a later call continues from, every position's qk | v and buckets.
+uint64_t lsh_state_bytes(const Node& node, int64_t n, tern_kv_storage /*float32 under either*/) {
+  return LshAttention::from(node).value().cache_bytes(n);
+}
+
 // Routing Transformer (ops/routing.h): qkv as the windowed kinds; weight: centroids.
 Status validate_routing(const Node& node, const std::vector<ValueInfo>& values) {
   TERN_RETURN_IF_ERROR(RoutingAttention::from(node).status());
@@ -146,7 +151,8 @@ Status validate_routing(const Node& node, const std::vector<ValueInfo>& values) 
 using fb::AttentionKind;
 // Dense, windowed, sparse and adaptive-span kernels attend causally over their KV cache or ring, so a call split
 // into appends gives the same rows. RelativeXL and Compressive memory moves once per call, so a split call would
-// move it differently. Lsh and Routing need the whole sequence.
+// move it differently; so does Lsh's first call, whose sort sees the whole call (later calls step one position at
+// a time, as Hugging Face's cached generation). Routing needs the whole sequence.
 constexpr AttentionKindDef kKinds[] = {
     {AttentionKind::Dense, "Dense", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
      windowed_max_sequence, nullptr, nullptr},
@@ -162,8 +168,8 @@ constexpr AttentionKindDef kKinds[] = {
      Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr},
     {AttentionKind::RelativeXL, "RelativeXL", validate_relative_xl, relative_xl_state_bytes, relative_xl_dense_bytes,
      Streaming::kWholeCall, unlimited, nullptr, nullptr},
-    {AttentionKind::Lsh, "Lsh", validate_lsh, no_state, call_scores_bytes, Streaming::kWholeSequence, call_limited,
-     "LSH attention buckets and sorts the whole sequence at once", "models with LSH layers"},
+    {AttentionKind::Lsh, "Lsh", validate_lsh, lsh_state_bytes, call_scores_bytes, Streaming::kWholeCall, call_limited,
+     nullptr, nullptr},
     {AttentionKind::Compressive, "Compressive", validate_compressive, compressive_state_bytes, compressive_dense_bytes,
      Streaming::kWholeCall, unlimited, nullptr, nullptr},
     {AttentionKind::Routing, "Routing", validate_routing, no_state, call_scores_bytes, Streaming::kWholeSequence,
@@ -176,6 +182,11 @@ static_assert(covers_every_attention_kind(kKinds), "one row per attention kind o
 const AttentionKindDef* find_attention_kind(fb::AttentionKind kind) {
   const size_t k = size_t(kind);
   return k >= 1 && k <= kAttentionKindCount ? &kKinds[k - 1] : nullptr;
+}
+
+bool state_serves_later_calls_only(const Node& node) {
+  return node.code == fb::OpCode::ATTENTION &&
+         node.fb_op->params_as_AttentionParams()->kind_type() == AttentionKind::Lsh;
 }
 
 const AttentionKindDef& attention_kind(const Node& node) {

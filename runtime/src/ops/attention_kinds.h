@@ -40,6 +40,10 @@ struct AttentionKindDef {
   const char* whole_sequence_models;
 };
 
+// True for a node whose state only a later call reads (an LSH layer's generation cache), which a forward_only session
+// does not keep; the kinds whose state a call itself uses (a KV cache that row blocks of one call read) are false.
+bool state_serves_later_calls_only(const Node& node);
+
 // The kind of a validated ATTENTION node.
 const AttentionKindDef& attention_kind(const Node& node);
 // Null for a kind outside 1..kAttentionKindCount (a file from a newer schema, or NONE).

@@ -27,8 +27,23 @@
 // of 2^-7, so those rows' weights do not sum to 1 (HF's own numbers; the kernels keep that rounding).
 //
 // Work O(hashes * n * chunk * (1 + before + after) * dh); memory O(n * dh + hashes * n) on the CPU (rounds combined
-// in a second pass, cpu/attention_lsh.cpp), O(hashes * n * dh) on Vulkan; never n x n. The op has no
-// streaming state: buckets, sort and chunks depend on the whole sequence, so it runs on whole sequences only.
+// in a second pass, cpu/attention_lsh.cpp), O(hashes * n * dh) on Vulkan; never n x n.
+//
+// Continuing a sequence: Hugging Face's cached generation (modeling_reformer.py with use_cache, past_buckets_states;
+// PyTorch port: tools/reference/reformer_cached.py). The first call (position 0) runs as above and leaves, per head,
+// every position's qk | v and, when it was chunked, each round's bucket of every real position, offset by
+// r * buckets (r * (buckets + 1) when the call was padded: HF counts the padding bucket). Every position of a later
+// call then runs alone, in order, against what is cached, which is never recomputed:
+//   - Buckets cached: its rounds are offset by buckets + 1 if the largest cached bucket exceeds
+//     hashes * buckets - 1, else by buckets. Per round, the cached positions and itself (L of them) are sorted by
+//     (bucket, position); from its index i there, the window is the W = chunk * (1 + before + after) sorted slots
+//     starting at (i / chunk - before) * chunk, modulo L (a short sequence repeats positions). Every slot is an
+//     earlier position or itself: no causal mask; itself scores self_mask_value. Per round lse and output as in 5,
+//     rounds combined as in 6. Its buckets join the cache.
+//   - Nothing hashed (the first call was not chunked): it sees every position so far and itself (self-masked), one
+//     softmax; once the sequence reaches `chunk` positions, every position is hashed (offsets r * buckets).
+// State: O(max_tokens * heads * (2 * dh + hashes)); a step O(heads * hashes * (L + W * dh)), scratch O(L).
+// The Vulkan backend runs whole sequences only.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +77,10 @@ struct LshAttention {
     return (n > pad_above && n % pad_to != 0) ? (n / pad_to + 1) * pad_to : n;
   }
   bool chunked(int64_t n) const { return padded_length(n) > chunk; }
+  // Bytes of the cache a sequence of n positions keeps: qk | v of every head, and each round's bucket.
+  uint64_t cache_bytes(int64_t n) const {
+    return uint64_t(n) * uint64_t(heads) * uint64_t(2 * head_dim + hashes) * sizeof(float);
+  }
   int64_t window() const { return chunk * (1 + before + after); }
   // Bucket of one query-key vector x [head_dim] in round r of head h; `rotated` is scratch [rot_half].
   int64_t bucket(int h, int64_t r, const float* x, float* rotated) const;

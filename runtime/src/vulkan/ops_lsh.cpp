@@ -6,7 +6,8 @@
 //   lsh_combine  the rounds combined by a softmax over their log-sum-exps, into the op's output.
 // Scratch, per op, for max_batch tokens: keys [H, n, dh], buckets [H, hashes, n], counts [H, hashes, buckets],
 // order [H, hashes * n_pad], outs [H, hashes, n, dh], lses [H, hashes, n]: linear in n, nothing n x n.
-// LSH keeps no state: the session refuses a call that continues a sequence (pos0 > 0) on every backend.
+// Whole sequences only: the backend refuses a call that continues one (pos0 > 0; the CPU backend continues it as
+// Hugging Face's cached generation does, ops/lsh.h).
 #include <algorithm>
 #include <string>
 
