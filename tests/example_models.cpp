@@ -1,5 +1,7 @@
 // The models the examples' ctest tests run on, converted into the build tree by the converter library:
 //   kjv-byte.tern     the shipped model (examples/models/kjv-byte: dense attention, learned positions, context 256)
+//   kjv-stream.tern   the shipped bounded-state model (examples/models/kjv-stream: sliding-window attention, w = 128,
+//                     no positions): its sessions stream any length in the state of one window
 //   window-byte.tern  a bounded-state byte model: tern-reference, 2 layers, d 64, 4 heads, sliding-window attention
 //                     (w = 64), sinusoidal positions, random weights (seeded; bits per byte near 8, since it has
 //                     learnt nothing): a session of it streams any length in the state of one window
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
   const std::string source = argv[1], out = argv[2];
   std::filesystem::create_directories(out);
   if (!convert(source + "/examples/models/kjv-byte", out + "/kjv-byte.tern")) return 1;
+  if (!convert(source + "/examples/models/kjv-stream", out + "/kjv-stream.tern")) return 1;
   if (!write_window_checkpoint(out + "/window-byte")) {
     std::fprintf(stderr, "example_models: cannot write %s/window-byte\n", out.c_str());
     return 1;

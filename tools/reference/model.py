@@ -61,7 +61,7 @@ def normalize_config(cfg):
     c.setdefault("lm_head_bias", False)
     c.setdefault("attention", {"kind": "dense"})
 
-    if c["position_embedding"] not in ("learned", "sinusoidal"):
+    if c["position_embedding"] not in ("learned", "sinusoidal", "none"):
         raise ValueError(f"position_embedding: unknown value {c['position_embedding']!r}")
     if c["norm_position"] not in ("pre", "post"):
         raise ValueError(f"norm_position: unknown value {c['norm_position']!r}")
@@ -148,9 +148,10 @@ ACTIVATIONS = {
 }
 
 
-def sinusoidal_table(n, d, dtype=torch.float64):
-    """pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(p / 10000^(2i/d)). Computed in float64."""
-    pos = torch.arange(n, dtype=torch.float64)[:, None]
+def sinusoidal_table(n, d, dtype=torch.float64, pos0=0):
+    """pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(p / 10000^(2i/d)) for p in [pos0, pos0 + n).
+    Computed in float64."""
+    pos = torch.arange(pos0, pos0 + n, dtype=torch.float64)[:, None]
     two_i = torch.arange(0, d, 2, dtype=torch.float64)[None, :]
     angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / d)
     pe = torch.zeros(n, d, dtype=torch.float64)
@@ -374,6 +375,8 @@ class ReferenceModel(nn.Module):
         else:
             self.pos_embed = None
             self.register_buffer("sinusoidal", sinusoidal_table(P, d, torch.float32), persistent=False)
+        # "none": no position is added; causal attention alone tells the layers where a token is.
+        self.no_positions = cfg["position_embedding"] == "none"
         self.layers = nn.ModuleList([Block(cfg, i) for i in range(cfg["num_layers"])])
         self.final_norm = nn.LayerNorm(d, eps=cfg["layer_norm_eps"]) if cfg["final_norm"] else None
         if cfg["tie_word_embeddings"]:
@@ -394,18 +397,24 @@ class ReferenceModel(nn.Module):
         return self
 
     def positions(self, n, pos0=0):
-        if pos0 + n > self.cfg["max_position_embeddings"]:
-            raise ValueError(f"sequence of {pos0 + n} tokens exceeds max_position_embeddings "
-                             f"{self.cfg['max_position_embeddings']}")
+        beyond = pos0 + n > self.cfg["max_position_embeddings"]
         if self.pos_embed is not None:
+            if beyond:
+                raise ValueError(f"sequence of {pos0 + n} tokens exceeds max_position_embeddings "
+                                 f"{self.cfg['max_position_embeddings']}")
             return self.pos_embed.weight[pos0:pos0 + n]
+        if beyond:  # sinusoidal positions are computed, so they have no end (as in Tern's runtime)
+            t = self.embed.weight
+            return sinusoidal_table(n, self.cfg["hidden_size"], t.dtype, pos0).to(t.device)
         return self.sinusoidal[pos0:pos0 + n]
 
     def forward(self, ids, pos0=0):
         """ids: LongTensor [n] or [B, n] -> logits [n, V] or [B, n, V]. pos0: position of the first id (a later
         segment of a stream, for compressive layers, whose memories carry over between calls)."""
         n = ids.shape[-1]
-        x = self.embed(ids) + self.positions(n, pos0)
+        x = self.embed(ids)
+        if not self.no_positions:
+            x = x + self.positions(n, pos0)
         for layer in self.layers:
             x = layer(x)
         if self.final_norm is not None:

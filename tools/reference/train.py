@@ -75,7 +75,7 @@ def make_config(args):
         "num_heads": args.heads,
         "intermediate_size": args.ffn or 4 * args.d,
         "max_position_embeddings": args.ctx,
-        "position_embedding": "learned",
+        "position_embedding": args.positions,
         "norm_position": "pre",
         "final_norm": True,
         "activation": "gelu",
@@ -83,7 +83,7 @@ def make_config(args):
         "layer_norm_eps": 1e-5,
         "tie_word_embeddings": True,
         "lm_head_bias": False,
-        "attention": {"kind": "dense"},
+        "attention": {"kind": "sliding", "window": args.window} if args.window else {"kind": "dense"},
     }
 
 
@@ -146,6 +146,31 @@ def evaluate(model, data, ctx, stride=None, max_windows=None, batch=16):
     return total_bits / max(1, total_count)
 
 
+@torch.no_grad()
+def evaluate_streamed(model, data, window, segment=512):
+    """Bits per byte of `data` read as one stream from position 0, for a model whose every layer attends to a
+    sliding window of `window` keys (with computed positions, or none): what a streaming session with that model
+    gives.
+
+    The logits at position i depend only on the ids i - L*(window-1) .. i (L layers, each reaching window-1 back),
+    so each segment of `segment` positions is computed exactly from that many ids before it, at their absolute
+    positions. Every byte after the first is predicted once, from the logits of the byte before it.
+    """
+    model.eval()
+    n = len(data)
+    lead = model.cfg["num_layers"] * (window - 1)
+    total_bits = 0.0
+    for s in range(0, n - 1, segment):
+        e = min(n - 1, s + segment)  # positions s..e-1 predict bytes s+1..e
+        a = max(0, s - lead)
+        x = torch.from_numpy(data[a:e].astype(np.int64))
+        logp = torch.log_softmax(model(x, pos0=a).float(), dim=-1)[s - a:]
+        tgt = torch.from_numpy(data[s + 1:e + 1].astype(np.int64))
+        total_bits += -logp.gather(-1, tgt[:, None]).sum().item() / math.log(2)
+    model.train()
+    return total_bits / max(1, n - 1)
+
+
 def save_checkpoint(model, cfg, out_dir, metadata):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
@@ -180,7 +205,15 @@ def main():
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--save-every", type=int, default=500)
     ap.add_argument("--bench", type=int, default=0, help="only time this many steps, then exit")
+    ap.add_argument("--window", type=int, default=0,
+                    help="sliding-window attention of this many keys in every layer (0: dense)")
+    ap.add_argument("--positions", choices=("learned", "sinusoidal", "none"), default="learned")
+    ap.add_argument("--max-offset", type=int, default=0,
+                    help="sinusoidal positions: each step's windows start at one random absolute position below "
+                         "this, so that the model meets the positions a long stream reaches (0: every window at 0)")
     args = ap.parse_args()
+    if args.max_offset and args.positions != "sinusoidal":
+        ap.error("--max-offset needs --positions sinusoidal (a learned table ends at --ctx)")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -228,7 +261,8 @@ def main():
             g["lr"] = lr
         starts = rng.integers(0, len(train) - window, size=args.batch)
         xb = torch.from_numpy(np.stack([train[s:s + window] for s in starts]).astype(np.int64))
-        logits = model(xb[:, :-1])
+        pos0 = int(rng.integers(0, args.max_offset)) if args.max_offset else 0
+        logits = model(xb[:, :-1], pos0=pos0)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 256), xb[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -264,6 +298,10 @@ def main():
     sub = np.random.default_rng(0).integers(0, len(train) - args.ctx, size=200)
     train_eval = np.concatenate([train[s:s + args.ctx] for s in sorted(sub)])
     train_bpb = evaluate(model, train_eval, args.ctx)
+    streamed = {}
+    if args.window and args.positions != "learned":
+        streamed["val_bpb_streamed"] = round(evaluate_streamed(model, val, args.window), 4)
+        print(f"validation streamed from position 0: {streamed['val_bpb_streamed']} bits per byte", flush=True)
     summary = {
         "steps": steps_done,
         "batch": args.batch,
@@ -274,6 +312,7 @@ def main():
         "train_bpb_200_windows": round(train_bpb, 4),
         "val_bpb": round(val_bpb, 4),
         "val_bpb_sliding_stride_%d" % (args.ctx // 2): round(val_bpb_slide, 4),
+        **streamed,
         "train_bytes": len(train),
         "val_bytes": len(val),
         "history": history,

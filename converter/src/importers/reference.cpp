@@ -18,6 +18,7 @@ struct ReferenceConfig {
   int64_t max_positions = 0;  // P
   int64_t segment_length = 0; // the evaluation's tokens per call (optional; 0: none)
   bool learned_positions = true;
+  bool no_positions = false;  // "none": no POSITION op; causal attention alone places the tokens
   bool pre_ln = true;
   bool final_norm = true;
   fb::ActivationKind activation = fb::ActivationKind::GELU_ERF;
@@ -128,9 +129,10 @@ Result<ReferenceConfig> read_config(const nlohmann::json& json) {
                                                std::to_string(r.segment_length));
   }
   TERN_ASSIGN_OR_RETURN(std::string positions,
-                        c.choice("position_embedding", {"learned", "sinusoidal"}, std::string("learned")));
+                        c.choice("position_embedding", {"learned", "sinusoidal", "none"}, std::string("learned")));
   TERN_ASSIGN_OR_RETURN(std::string norm, c.choice("norm_position", {"pre", "post"}, std::string("pre")));
   r.learned_positions = positions == "learned";
+  r.no_positions = positions == "none";
   r.pre_ln = norm == "pre";
   TERN_ASSIGN_OR_RETURN(r.final_norm, c.boolean("final_norm", r.pre_ln));
   TERN_ASSIGN_OR_RETURN(std::string act, c.choice("activation", {"gelu", "gelu_tanh", "relu"}, std::string("gelu")));
@@ -300,8 +302,10 @@ Status import_reference(const Checkpoint& checkpoint, GraphBuilder& g) {
   if (r.learned_positions) {
     TERN_ASSIGN_OR_RETURN(pos_w, src.add("pos_embed.weight", {P, d}));
   }
-  const params::Position pos{r.learned_positions ? fb::PositionKind::LEARNED : fb::PositionKind::SINUSOIDAL, P};
-  TERN_ASSIGN_OR_RETURN(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
+  if (!r.no_positions) {
+    const params::Position pos{r.learned_positions ? fb::PositionKind::LEARNED : fb::PositionKind::SINUSOIDAL, P};
+    TERN_ASSIGN_OR_RETURN(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
+  }
 
   for (int64_t i = 0; i < r.layers; ++i) {
     TERN_ASSIGN_OR_RETURN(x, build_layer(r, i, x, checkpoint, g, src, e));
