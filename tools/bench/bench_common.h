@@ -30,12 +30,15 @@ inline bool parse_list(const std::string& list, int64_t lo, int64_t hi, std::vec
 }
 
 // A session of `threads` threads whose first call may hold n tokens; nullptr when creation fails (tern_last_error()).
+// The benches only run forwards: forward_only, so no state for later calls (an LSH layer's generation cache) is
+// planned or kept, and the bytes reported are what one call of n tokens needs.
 inline tern_session* open_session(tern_model* model, int threads, int64_t n) {
   tern_session_options so;
   tern_session_options_init(&so);
   so.threads = threads;
   so.max_tokens = n;
   so.max_batch = n;
+  so.forward_only = 1;
   tern_session* s = nullptr;
   if (tern_session_create(model, &so, &s) != TERN_OK) return nullptr;
   return s;
