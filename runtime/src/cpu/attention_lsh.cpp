@@ -57,6 +57,9 @@ struct Layout {
     tile = dh * window + 2 * window + a.rot_half + dh;  // kt, positions, scores, rotated, row
   }
   int64_t shared() const { return key_norm + buckets + order + count + lses + head_qkv + head_out + fold_block; }
+  // Where a folded head's qk | v and the folded layer's block of rows start.
+  int64_t head_qkv_at() const { return key_norm + buckets + order + count + lses; }
+  int64_t fold_block_at() const { return head_qkv_at() + head_qkv + head_out; }
   int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
 };
 
@@ -150,9 +153,9 @@ class LshKernel : public CpuKernel {
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
   // Linear in n: one head's key norms, buckets, sort and per-round log-sum-exps (O(hashes * n) words; with a folded
   // input, also its qk | v [n, 2*dh] and a block of normalised rows; with a folded output, its output [n, dh]), plus
-  // one tile per thread; and what a later call's steps need (step_words).
+  // one tile per thread; and what a later call's steps need (step_words; none in a forward_only session).
   uint64_t scratch_bytes_for(int64_t n) const override {
-    return uint64_t(Layout(a_, n, folded()).total(threads_) + step_words(n)) * 4;
+    return uint64_t(Layout(a_, n, folded()).total(threads_) + (cache_.capacity() > 0 ? step_words(n) : 0)) * 4;
   }
   uint64_t packed_weight_bytes() const override {
     return folded_ ? folded_->packed_bytes() : 0;
@@ -177,8 +180,8 @@ class LshKernel : public CpuKernel {
   Status run_steps(const RunContext& ctx) {
     const int64_t n = ctx.n, dh = a_.head_dim;
     const Layout lay(a_, n, folded());
-    float* head_qkv = ctx.scratch + lay.key_norm + lay.buckets + lay.order + lay.count + lay.lses;
-    float* fold_block = head_qkv + lay.head_qkv + lay.head_out;
+    float* head_qkv = ctx.scratch + lay.head_qkv_at();
+    float* fold_block = ctx.scratch + lay.fold_block_at();
     float* step_scratch = ctx.scratch + lay.total(threads_);
     float* head_outs = step_scratch + cache_.step_floats();  // [heads, n, dh], with a folded output
     const bool fold_out = folded_ && folded_->folds_output();
@@ -290,12 +293,7 @@ class LshKernel : public CpuKernel {
     // the head's output rows start at zero.
     run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int, int64_t item) {
       for (int64_t i = item * 64; i < std::min(n, (item + 1) * 64); ++i) {
-        float mx = -INFINITY;
-        for (int64_t r = 0; r < nh; ++r) mx = std::max(mx, lses_[r * n + i]);
-        float sum = 0.0f;
-        for (int64_t r = 0; r < nh; ++r) sum += std::exp(lses_[r * n + i] - mx);
-        const float total = std::log(sum) + mx;
-        for (int64_t r = 0; r < nh; ++r) lses_[r * n + i] = std::exp(lses_[r * n + i] - total);
+        lsh_round_weights(lses_ + i, nh, n);
         std::fill(out_row(h, i), out_row(h, i) + dh, 0.0f);
       }
     });

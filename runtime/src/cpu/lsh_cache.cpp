@@ -41,6 +41,15 @@ int64_t floor_mod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
 
 }  // namespace
 
+void lsh_round_weights(float* lse, int64_t hashes, int64_t stride) {
+  float mx = -INFINITY;
+  for (int64_t r = 0; r < hashes; ++r) mx = std::max(mx, lse[r * stride]);
+  float sum = 0.0f;
+  for (int64_t r = 0; r < hashes; ++r) sum += std::exp(lse[r * stride] - mx);
+  const float total = std::log(sum) + mx;
+  for (int64_t r = 0; r < hashes; ++r) lse[r * stride] = std::exp(lse[r * stride] - total);
+}
+
 LshCache::LshCache(const LshAttention& a, int64_t capacity)
     : a_(a),
       capacity_(capacity),
@@ -172,17 +181,11 @@ void LshCache::step(const IsaKernels& k, float* scratch, const std::function<flo
       t.lses[r] = attend(t.s, t.pos, W, h, nh == 1 ? out(h) : t.outs + r * dh);
     }
     if (nh == 1) continue;
-    // The rounds, weighted by a softmax over their log-sum-exps (float32, as HF).
-    float mx = -INFINITY;
-    for (int64_t r = 0; r < nh; ++r) mx = std::max(mx, t.lses[r]);
-    float sum = 0.0f;
-    for (int64_t r = 0; r < nh; ++r) sum += std::exp(t.lses[r] - mx);
-    const float total = std::log(sum) + mx;
+    lsh_round_weights(t.lses, nh, 1);
     float* o = out(h);
     std::fill(o, o + dh, 0.0f);
     for (int64_t r = 0; r < nh; ++r) {
-      const float wgt = std::exp(t.lses[r] - total);
-      for (int c = 0; c < dh; ++c) o[c] += t.outs[r * dh + c] * wgt;
+      for (int c = 0; c < dh; ++c) o[c] += t.outs[r * dh + c] * t.lses[r];
     }
   }
   max_bucket_ = step_max;

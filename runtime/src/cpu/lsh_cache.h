@@ -23,6 +23,10 @@
 
 namespace tern::cpu {
 
+// ops/lsh.h step 6, in float32 as HF: the rounds' log-sum-exps lse[r * stride] (r < hashes) become their weights
+// exp(lse_r - logsumexp_r(lse_r)), in place. Shared by the whole-sequence kernel and the cached step.
+void lsh_round_weights(float* lse, int64_t hashes, int64_t stride);
+
 class LshCache {
  public:
   LshCache(const LshAttention& a, int64_t capacity);
