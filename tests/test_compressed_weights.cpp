@@ -27,7 +27,7 @@ const char* const kCases[] = {
     "adaptive_span_fixed_span", "adaptive_span_learned", "adaptive_span_long_block", "compressive_conv_mean",
     "compressive_max_conv_post", "reformer_hashes_int", "reformer_learned_positions", "reformer_mixed_factorized",
     "reformer_short_unchunked", "reformer_wrapping_rounds", "routing_mixed", "routing_only", "transfo_xl_adaptive",
-    "transfo_xl_div1_proj", "transfo_xl_plain"};
+    "transfo_xl_div1_proj", "transfo_xl_plain", "groups_strided_fixed", "groups_routing_sliding"};
 constexpr int64_t kMaxTokens = 256;
 
 std::string convert(const std::string& dir, const std::string& out, tern::convert::WeightFormat format) {

@@ -384,7 +384,7 @@ TEST_CASE("convert: config errors name the field", "[converter]") {
       {with("num_heads", 3), "num_heads 3 does not divide hidden_size 16"},
       {with("attention", json::array({{{"kind", "dense"}}})), "field 'attention' lists 1 layers, but num_layers is 2"},
       {with("attention", json::array({{{"kind", "dense"}}, {{"kind", "lsh"}}})),
-       "field 'attention[1].kind' must be one of \"dense\", \"sliding\", \"chunked\", \"strided\", \"fixed\", \"compressive\", \"routing\"; got \"lsh\""},
+       "field 'attention[1].kind' must be one of \"dense\", \"sliding\", \"chunked\", \"strided\", \"fixed\", \"compressive\", \"routing\", \"groups\"; got \"lsh\""},
       {with("attention", {{"kind", "sliding"}}), "field 'attention.window' is missing"},
       {with("attention", {{"kind", "sliding"}, {"window", 0}}), "field 'attention.window' must be a positive integer"},
       {with("attention", {{"kind", "chunked"}, {"chunk", 4}, {"chunks_before", -1}}),

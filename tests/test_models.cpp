@@ -48,7 +48,9 @@ const char* const kGoldens[] = {"pre_tied_learned_gelu", "post_untied_sinusoidal
                                 "tiny_f16",
                                 // windowed and sparse attention kinds
                                 "sliding_w64", "chunked_c128", "strided_merged", "strided_split", "fixed_merged",
-                                "fixed_split", "mixed_layers"};
+                                "fixed_split", "mixed_layers",
+                                // strided, fixed and sliding heads side by side in one layer
+                                "groups_strided_fixed"};
 
 }  // namespace
 
@@ -115,7 +117,8 @@ TEST_CASE("reference family: one forward in 37-row blocks through attention matc
 // Streaming keeps the state in the session (on Vulkan, on the device). The CPU streams every golden whole, token by
 // token and in segments of 37; Vulkan (lavapipe in CI) the kinds with a state of their own, 300 tokens in segments of 37.
 const char* const kStreamingGoldensVulkan[] = {"pre_untied_nobias_gelutanh", "sliding_w64", "strided_merged",
-                                               "strided_split", "fixed_merged", "fixed_split", "mixed_layers"};
+                                               "strided_split", "fixed_merged", "fixed_split", "mixed_layers",
+                                               "groups_strided_fixed"};
 
 TEST_CASE("reference family: streaming in segments and token by token matches the goldens (CPU and Vulkan)", "[model][streaming][vulkan]") {
   TERN_EACH_BACKEND(backend);

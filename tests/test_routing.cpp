@@ -178,7 +178,8 @@ TEST_CASE("routing op: the loader checks its params and centroids", "[attention]
 
 TEST_CASE("routing goldens: one forward matches PyTorch (and, on Vulkan, the CPU path)", "[model][routing][vulkan]") {
   TERN_EACH_BACKEND(backend);
-  for (const char* name : {"routing_only", "routing_mixed"}) {
+  // groups_routing_sliding: routing heads beside sliding-window heads in one layer (head groups)
+  for (const char* name : {"routing_only", "routing_mixed", "groups_routing_sliding"}) {
     const std::string dir = test::source_path(std::string("tests/goldens/") + name);
     std::vector<int32_t> ids;
     npy::Array golden;

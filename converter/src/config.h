@@ -37,6 +37,7 @@ class Config {
   Status error(const std::string& message) const;
   // "config.json: field '<prefix><key>' <what>"
   Status field_error(const std::string& key, const std::string& what) const;
+  const std::string& prefix() const { return prefix_; }
   // Short JSON text of a value for messages.
   static std::string show(const nlohmann::json& value);
 

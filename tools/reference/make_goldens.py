@@ -17,7 +17,8 @@ the attention rows next to that of uniform attention over the same visible keys.
 
 Case i is seeded with SEED + i, so new cases go at the end of CASES and leave the earlier files
 unchanged. The first four use dense attention; the others cover the windowed and sparse kinds
-(sliding, chunked, strided and fixed, merged and split heads, and a per-layer mix).
+(sliding, chunked, strided and fixed, merged and split heads, and a per-layer mix), routing, and layers whose
+heads are split into groups of different kinds.
 
 Usage:
     /usr/bin/python3 tools/reference/make_goldens.py [--out tests/goldens] [--only NAME ...]
@@ -34,7 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
-from model import ReferenceModel, logits_for, visibility_mask  # noqa: E402
+from model import ReferenceModel, head_groups, logits_for, visibility_mask  # noqa: E402
 
 SEED = 20240611
 
@@ -271,6 +272,57 @@ CASES = [
             ],
         },
     },
+    {
+        "name": "groups_strided_fixed",
+        "n": 512,
+        "dtype": "F32",
+        "qk_std": 0.4,
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 64,
+            "hidden_size": 48,
+            "num_layers": 2,
+            "num_heads": 6,
+            "max_position_embeddings": 512,
+            "attention": [
+                # Sparse Transformer heads side by side in one layer, in groups of unequal size
+                {"kind": "groups", "groups": [
+                    {"num_heads": 2, "kind": "strided", "stride": 16},
+                    {"num_heads": 3, "kind": "fixed", "block": 32, "summary": 4},
+                    {"num_heads": 1, "kind": "sliding", "window": 24},
+                ]},
+                {"kind": "groups", "groups": [
+                    {"num_heads": 4, "kind": "fixed", "block": 16, "summary": 2, "heads": "split"},
+                    {"num_heads": 2, "kind": "strided", "stride": 12, "heads": "split"},
+                ]},
+            ],
+        },
+    },
+    {
+        "name": "groups_routing_sliding",
+        "n": 600,
+        "dtype": "F32",
+        "config": {
+            "model_type": "tern-reference",
+            "vocab_size": 256,
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "max_position_embeddings": 1024,
+            "attention": [
+                # Routing Transformer: routing heads beside local sliding-window heads
+                {"kind": "groups", "groups": [
+                    {"num_heads": 2, "kind": "routing", "clusters": 6, "window": 64},
+                    {"num_heads": 2, "kind": "sliding", "window": 32},
+                ]},
+                {"kind": "groups", "groups": [
+                    {"num_heads": 1, "kind": "sliding", "window": 48},
+                    {"num_heads": 3, "kind": "routing", "clusters": 4, "window": 128, "local_heads": 1,
+                     "local_chunk": 32},
+                ]},
+            ],
+        },
+    },
 ]
 
 # Smallest gap allowed between the last score a routing cluster keeps and the first it drops: float32 rounding in
@@ -292,7 +344,7 @@ def random_weights(model, rng, qk_std=0.3):
             a = rng.normal(0.0, 0.5, shape)
         elif name == "pos_embed.weight":
             a = rng.normal(0.0, 0.3, shape)
-        elif name.endswith("attn.centroids"):  # google-research's init: unit-variance rows, layer-normalised
+        elif name.endswith("centroids"):  # google-research's init: unit-variance rows, layer-normalised
             a = rng.normal(0.0, 1.0, shape)
             a = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-6)
         elif name.endswith(("attn.q.weight", "attn.k.weight")):
@@ -316,15 +368,17 @@ def attention_entropy(model, ids):
     ents, uniform = [], []
 
     def hook(mod, inp, out):
-        if mod.spec["kind"] == "routing":  # no [n, n] visibility: its clusters depend on the inputs
-            return
         x = inp[0]
         q, k = mod.split_heads(mod.q(x)), mod.split_heads(mod.k(x))
-        H, n, dh = q.shape
-        mask = visibility_mask(mod.spec, H, n)
-        p = torch.softmax(((q @ k.transpose(-1, -2)) * dh ** -0.5).masked_fill(~mask, float("-inf")), -1)
-        ents.append(float(-(p * torch.log(p.clamp_min(1e-300))).sum(-1)[:, 1:].mean()))
-        uniform.append(float(torch.log(mask.sum(-1)[:, 1:].double()).mean()))
+        for a, b, spec in head_groups(mod.spec, mod.num_heads):
+            if spec["kind"] == "routing":  # no [n, n] visibility: its clusters depend on the inputs
+                continue
+            qg, kg = q[a:b], k[a:b]
+            H, n, dh = qg.shape
+            mask = visibility_mask(spec, H, n)
+            p = torch.softmax(((qg @ kg.transpose(-1, -2)) * dh ** -0.5).masked_fill(~mask, float("-inf")), -1)
+            ents.append(float(-(p * torch.log(p.clamp_min(1e-300))).sum(-1)[:, 1:].mean()))
+            uniform.append(float(torch.log(mask.sum(-1)[:, 1:].double()).mean()))
 
     hooks = [layer.attn.register_forward_hook(hook) for layer in model.layers]
     logits_for(model, ids)
@@ -337,7 +391,8 @@ def attention_entropy(model, ids):
 
 def routing_gap(model, stored, ids):
     """Smallest top-w cut gap of the routing layers (inf when the model has none) for weights `stored`."""
-    routing = [layer.attn for layer in model.layers if layer.attn.spec["kind"] == "routing"]
+    routing = [layer.attn for layer in model.layers
+               if any(g["kind"] == "routing" for _, _, g in head_groups(layer.attn.spec, layer.attn.num_heads))]
     if not routing:
         return float("inf")
     model.load_state(stored)

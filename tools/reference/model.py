@@ -8,7 +8,9 @@ Attention is pluggable per layer: ATTENTION_KINDS maps the "kind" of an attentio
 function `fn(q, k, v, spec) -> out` on head-split tensors [..., H, n, dh]. Every kind other than
 dense is computed the plainest way: an explicit boolean visibility mask [H, n, n] built from the
 table in the spec (`visibility_mask`), applied to the full score matrix before the softmax.
-Adding a kind means adding its rule to VISIBILITY, ATTENTION_KINDS and ATTENTION_PARAMS.
+Adding a kind means adding its rule to VISIBILITY, ATTENTION_KINDS and ATTENTION_PARAMS. A "groups"
+object splits a layer's heads into consecutive groups, each with its own attention object
+(`grouped_attention`).
 
 Usage:
     cfg = json.load(open("config.json"))
@@ -88,6 +90,8 @@ ATTENTION_PARAMS = {
     "routing": {"clusters": (1, None), "window": (1, None), "local_heads": (0, 0), "local_chunk": (1, 1)},
 }
 MAX_ATTENTION_PARAM = 2 ** 31 - 1  # the converter stores them as int32
+# The kinds a head group of a "groups" object may have: each runs on its own heads from the layer's q, k and v.
+GROUP_KINDS = ("dense", "sliding", "chunked", "strided", "fixed", "routing")
 SPLIT_KINDS = ("strided", "fixed")  # kinds with a "heads": "merged" | "split" layout
 
 
@@ -97,6 +101,8 @@ def normalize_attention(a, num_heads, where="attention"):
         raise ValueError(f"{where} must be an object, got {a!r}")
     a = copy.deepcopy(a)
     kind = a.setdefault("kind", "dense")
+    if kind == "groups":
+        return normalize_groups(a, num_heads, where)
     if kind not in ATTENTION_PARAMS:
         raise ValueError(f"{where}: unknown kind {kind!r}")
     if kind == "routing" and a.get("local_heads") and "local_chunk" not in a:
@@ -125,6 +131,43 @@ def normalize_attention(a, num_heads, where="attention"):
     if kind == "fixed" and a["summary"] > a["block"]:
         raise ValueError(f"{where}.summary ({a['summary']}) exceeds block ({a['block']})")
     return a
+
+
+def normalize_groups(a, num_heads, where):
+    """{"kind": "groups", "groups": [{"num_heads": h_g, "kind": ..., ...}, ...]}: heads split in order."""
+    groups = a.get("groups")
+    if not isinstance(groups, list) or not groups:
+        raise ValueError(f"{where}.groups must be a non-empty list of head groups")
+    unknown = sorted(set(a) - {"kind", "groups"})
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}")
+    out, total = [], 0
+    for g, group in enumerate(groups):
+        at = f"{where}.groups[{g}]"
+        if not isinstance(group, dict):
+            raise ValueError(f"{at} must be an object, got {group!r}")
+        heads = group.get("num_heads")
+        if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
+            raise ValueError(f"{at}.num_heads must be a positive integer, got {heads!r}")
+        if group.get("kind", "dense") not in GROUP_KINDS:
+            raise ValueError(f"{at}.kind must be one of {GROUP_KINDS}, got {group.get('kind')!r}")
+        spec = normalize_attention({k: v for k, v in group.items() if k != "num_heads"}, heads, at)
+        out.append({"num_heads": heads, **spec})
+        total += heads
+    if total != num_heads:
+        raise ValueError(f"{where}.groups have {total} heads in all, but num_heads is {num_heads}")
+    return {"kind": "groups", "groups": out}
+
+
+def head_groups(spec, num_heads):
+    """[(first head, end head, attention object)] of a layer: its groups in order, or one group of every head."""
+    if spec["kind"] != "groups":
+        return [(0, num_heads, spec)]
+    out, h0 = [], 0
+    for g in spec["groups"]:
+        out.append((h0, h0 + g["num_heads"], g))
+        h0 += g["num_heads"]
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,6 +252,8 @@ VISIBILITY = {"dense": _dense, "sliding": _sliding, "chunked": _chunked, "stride
 def visibility_mask(spec, num_heads, n):
     """BoolTensor [H, n, n]: mask[h, i, j] is true when query i sees key j in head h."""
     spec = normalize_attention(spec, num_heads)
+    if spec["kind"] == "groups":  # each group's rule on its own heads
+        return torch.cat([visibility_mask(g, g["num_heads"], n) for g in spec["groups"]])
     h = torch.arange(num_heads).view(-1, 1, 1)
     i = torch.arange(n).view(1, -1, 1)
     j = torch.arange(n).view(1, 1, -1)
@@ -287,19 +332,29 @@ ATTENTION_KINDS = {
 }
 
 
+class Centroids(nn.Module):
+    """The trained k-means centroids of one group's routing heads, [routing heads, clusters, dh]."""
+
+    def __init__(self, heads, spec, dh):
+        super().__init__()
+        self.centroids = nn.Parameter(torch.zeros(heads - spec["local_heads"], spec["clusters"], dh))
+
+
 class Attention(nn.Module):
     def __init__(self, d, num_heads, bias, spec):
         super().__init__()
         self.num_heads = num_heads
         self.spec = spec
-        self.fn = ATTENTION_KINDS.get(spec["kind"])
         self.q = nn.Linear(d, d, bias=bias)
         self.k = nn.Linear(d, d, bias=bias)
         self.v = nn.Linear(d, d, bias=bias)
         self.out = nn.Linear(d, d, bias=bias)
+        dh = d // num_heads
         if spec["kind"] == "routing":  # trained k-means centroids of the routing heads
-            dh = d // num_heads
             self.centroids = nn.Parameter(torch.zeros(num_heads - spec["local_heads"], spec["clusters"], dh))
+        if spec["kind"] == "groups":  # layers.{i}.attn.groups.{g}.centroids for each routing group g
+            self.groups = nn.ModuleList([Centroids(b - a, g, dh) if g["kind"] == "routing" else nn.Module()
+                                         for a, b, g in head_groups(spec, num_heads)])
         if spec["kind"] == "compressive":  # memories kept between calls (compressive.py)
             self.memory = None
             if spec["compression"] == "conv":
@@ -310,6 +365,14 @@ class Attention(nn.Module):
         *lead, n, d = x.shape
         return x.view(*lead, n, self.num_heads, d // self.num_heads).transpose(-3, -2)
 
+    def attend(self, q, k, v, spec, centroids):
+        """One attention object on head-split q, k, v [..., heads, n, dh]."""
+        if spec["kind"] == "routing":
+            if q.dim() != 3:
+                raise ValueError("routing attention runs one sequence at a time")
+            return routing_attention(q, k, v, spec, centroids, getattr(self, "gaps", None))
+        return ATTENTION_KINDS[spec["kind"]](q, k, v, spec)
+
     def forward(self, x):
         if self.spec["kind"] == "compressive":
             import compressive
@@ -318,12 +381,13 @@ class Attention(nn.Module):
         q = self.split_heads(self.q(x))
         k = self.split_heads(self.k(x))
         v = self.split_heads(self.v(x))
-        if self.spec["kind"] == "routing":
-            if q.dim() != 3:
-                raise ValueError("routing attention runs one sequence at a time")
-            o = routing_attention(q, k, v, self.spec, self.centroids, getattr(self, "gaps", None))
+        if self.spec["kind"] == "groups":
+            # each group on its own heads h in [a, b), outputs back in head order
+            o = torch.cat([self.attend(q[..., a:b, :, :], k[..., a:b, :, :], v[..., a:b, :, :], g,
+                                       getattr(module, "centroids", None))
+                           for (a, b, g), module in zip(head_groups(self.spec, self.num_heads), self.groups)], dim=-3)
         else:
-            o = self.fn(q, k, v, self.spec)
+            o = self.attend(q, k, v, self.spec, getattr(self, "centroids", None))
         o = o.transpose(-3, -2).reshape(x.shape)  # heads concatenated
         return self.out(o)
 

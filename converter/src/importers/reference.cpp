@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "importers/importers.h"
+#include "importers/reference_attention.h"
 #include "importers/tensor_source.h"
 
 namespace tern::convert {
@@ -26,92 +27,8 @@ struct ReferenceConfig {
   float eps = 1e-5f;
   bool tied_head = true;
   bool head_bias = false;
-  std::vector<params::AttentionKind> attention;  // per layer
+  std::vector<LayerAttention> attention;  // per layer
 };
-
-// One layer's attention object: {"kind": ..., kind-specific keys}; the table is in converter/reference-family.md.
-Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads) {
-  TERN_ASSIGN_OR_RETURN(std::string kind,
-                        a.choice("kind", {"dense", "sliding", "chunked", "strided", "fixed", "compressive", "routing"},
-                                 std::string("dense")));
-  if (kind == "dense") return params::AttentionKind{params::DenseAttention{}};
-  if (kind == "routing") {
-    TERN_ASSIGN_OR_RETURN(const int64_t clusters, a.positive_int("clusters"));
-    TERN_ASSIGN_OR_RETURN(const int64_t window, a.positive_int("window"));
-    TERN_ASSIGN_OR_RETURN(const int64_t local_heads, a.integer("local_heads", 0, 0));
-    if (clusters > (1 << 16)) return a.field_error("clusters", "must be at most 65536, got " + std::to_string(clusters));
-    if (window > (1 << 24)) return a.field_error("window", "must be at most 2^24, got " + std::to_string(window));
-    if (local_heads >= heads) {
-      return a.field_error("local_heads", std::to_string(local_heads) + " leaves no routing head of " +
-                                              std::to_string(heads));
-    }
-    int64_t local_chunk = 1;
-    if (local_heads > 0) {
-      TERN_ASSIGN_OR_RETURN(local_chunk, a.positive_int("local_chunk"));
-      if (local_chunk > (1 << 24)) return a.field_error("local_chunk", "must be at most 2^24");
-    }
-    return params::AttentionKind{
-        params::Routing{int32_t(clusters), int32_t(window), int32_t(local_heads), int32_t(local_chunk)}};
-  }
-  if (kind == "compressive") {
-    params::Compressive c;
-    TERN_ASSIGN_OR_RETURN(const int64_t mem_len, a.positive_int("mem_len"));
-    TERN_ASSIGN_OR_RETURN(const int64_t cmem_len, a.positive_int("cmem_len"));
-    TERN_ASSIGN_OR_RETURN(const int64_t rate, a.positive_int("rate"));
-    TERN_ASSIGN_OR_RETURN(const std::string how, a.choice("compression", {"conv", "mean", "max"}, std::string("conv")));
-    if (mem_len > (1 << 24) || cmem_len > (1 << 24) || rate > (1 << 24))
-      return a.field_error("mem_len", "cmem_len and rate must be at most 2^24");
-    c.mem_len = int32_t(mem_len);
-    c.cmem_len = int32_t(cmem_len);
-    c.rate = int32_t(rate);
-    c.compression = how == "conv" ? fb::Compression::CONV : how == "mean" ? fb::Compression::MEAN_POOL : fb::Compression::MAX_POOL;
-    return params::AttentionKind{c};
-  }
-  if (kind == "sliding") {
-    TERN_ASSIGN_OR_RETURN(int64_t window, a.positive_int("window"));
-    return params::AttentionKind{params::SlidingWindow{int32_t(window)}};
-  }
-  if (kind == "chunked") {
-    TERN_ASSIGN_OR_RETURN(int64_t chunk, a.positive_int("chunk"));
-    TERN_ASSIGN_OR_RETURN(int64_t before, a.integer("chunks_before", 0, 1));
-    TERN_ASSIGN_OR_RETURN(int64_t after, a.integer("chunks_after", 0, 0));
-    return params::AttentionKind{params::ChunkedLocal{int32_t(chunk), int32_t(before), int32_t(after)}};
-  }
-  TERN_ASSIGN_OR_RETURN(std::string layout, a.choice("heads", {"merged", "split"}, std::string("merged")));
-  const bool split = layout == "split";
-  if (split && heads % 2 != 0) return a.field_error("heads", "\"split\" needs an even num_heads, got " + std::to_string(heads));
-  if (kind == "strided") {
-    TERN_ASSIGN_OR_RETURN(int64_t stride, a.positive_int("stride"));
-    return params::AttentionKind{params::Strided{int32_t(stride), split}};
-  }
-  TERN_ASSIGN_OR_RETURN(int64_t block, a.positive_int("block"));
-  TERN_ASSIGN_OR_RETURN(int64_t summary, a.positive_int("summary"));
-  if (summary > block) return a.field_error("summary", std::to_string(summary) + " exceeds block " + std::to_string(block));
-  return params::AttentionKind{params::Fixed{int32_t(block), int32_t(summary), split}};
-}
-
-// Per-layer attention kinds: one object for all layers, or a list of num_layers objects; dense by default.
-Result<std::vector<params::AttentionKind>> read_attention(const Config& config, int64_t layers, int64_t heads) {
-  std::vector<params::AttentionKind> kinds(size_t(layers), params::DenseAttention{});
-  const nlohmann::json* attention = config.get("attention");
-  if (!attention) return kinds;
-  if (attention->is_array() && int64_t(attention->size()) != layers)
-    return config.field_error("attention", "lists " + std::to_string(attention->size()) + " layers, but num_layers is " +
-                                               std::to_string(layers));
-  if (!attention->is_array() && !attention->is_object())
-    return config.field_error("attention", "must be an object or a list of num_layers objects, got " +
-                                               Config::show(*attention));
-  for (int64_t i = 0; i < layers; ++i) {
-    const bool per_layer = attention->is_array();
-    const nlohmann::json& entry = per_layer ? (*attention)[size_t(i)] : *attention;
-    const std::string prefix = per_layer ? "attention[" + std::to_string(i) + "]." : "attention.";
-    if (!entry.is_object())
-      return config.error("field '" + prefix.substr(0, prefix.size() - 1) + "' must be an object, got " +
-                          Config::show(entry));
-    TERN_ASSIGN_OR_RETURN(kinds[size_t(i)], read_attention_kind(Config(entry, "config.json", prefix), heads));
-  }
-  return kinds;
-}
 
 Result<ReferenceConfig> read_config(const nlohmann::json& json) {
   const Config c(json);
@@ -210,6 +127,68 @@ Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBui
   return std::vector<int32_t>{w, b};
 }
 
+// One group of a layer's heads: its fused q|k|v projection and, for routing, its centroids.
+struct GroupWeights {
+  int32_t qkv_w = -1, qkv_b = -1, centroids = -1;
+};
+
+// Fused projection of heads [h0, h1): weight [3 * (h1 - h0) * dh, d] = those heads' rows of q, then k, then v; bias
+// likewise. A layer of one group keeps the names attn.qkv.*; group g of a grouped layer is attn.qkv.g<g>.*.
+Result<GroupWeights> group_projection(const ReferenceConfig& r, const std::string& p, const std::string& tag,
+                                      int64_t h0, int64_t h1, TensorSource& src) {
+  const int64_t d = r.d, dh = d / r.heads;
+  GroupWeights w;
+  TERN_ASSIGN_OR_RETURN(w.qkv_w, src.add_concat_rows(p + "attn.qkv" + tag + ".weight",
+                                                     {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"},
+                                                     {d, d}, h0 * dh, h1 * dh));
+  if (r.linear_bias) {
+    TERN_ASSIGN_OR_RETURN(w.qkv_b, src.add_concat_rows(p + "attn.qkv" + tag + ".bias",
+                                                       {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"}, {d},
+                                                       h0 * dh, h1 * dh));
+  }
+  return w;
+}
+
+// The attention of layer `p` on its input `attn_in` [n, d] -> [n, d] (heads concatenated, before the output
+// projection). A grouped layer runs one qkv LINEAR and one ATTENTION op per head group, each with its own kind and
+// state, and joins their outputs in head order with CONCAT: schema/tern.fbs, ATTENTION.
+Result<int32_t> build_attention(const ReferenceConfig& r, const LayerAttention& layer, const std::string& p,
+                                int32_t attn_in, const std::vector<GroupWeights>& weights,
+                                const std::vector<int32_t>& conv, Emitter& e) {
+  using fb::OpCode;
+  const auto head_dim = int32_t(r.d / r.heads);
+  const float scale = float(1.0 / std::sqrt(double(head_dim)));
+  int32_t joined = -1;
+  int64_t h0 = 0;
+  for (size_t g = 0; g < layer.groups.size(); ++g) {
+    const HeadGroup& group = layer.groups[g];
+    const int64_t h1 = h0 + group.heads, width = group.heads * head_dim;
+    const params::Attention attn{int32_t(group.heads), head_dim, scale, true, group.kind};
+    const std::string tag = layer.grouped ? ".g" + std::to_string(g) : "";
+    const GroupWeights& w = weights[g];
+    int32_t out = -1;
+    if (std::holds_alternative<params::Compressive>(group.kind)) {
+      // A compressive layer's ATTENTION op reads the attention input itself (it keeps those rows as its memory).
+      TERN_ASSIGN_OR_RETURN(out, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {w.qkv_w, w.qkv_b, conv[0], conv[1]},
+                                      width, attn));
+    } else {
+      TERN_ASSIGN_OR_RETURN(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv" + tag, {attn_in}, {w.qkv_w, w.qkv_b},
+                                              3 * width, params::Linear{}));
+      std::vector<int32_t> attn_weights;
+      if (w.centroids >= 0) attn_weights = {w.centroids};
+      TERN_ASSIGN_OR_RETURN(out, e.op(OpCode::ATTENTION, p + "attn" + tag, {qkv}, attn_weights, width, attn));
+    }
+    if (joined < 0) {
+      joined = out;
+    } else {  // heads [0, h1): the last join is the layer's "attn"
+      const std::string name = h1 == r.heads ? p + "attn" : p + "attn.heads0-" + std::to_string(h1);
+      TERN_ASSIGN_OR_RETURN(joined, e.op(OpCode::CONCAT, name, {joined, out}, {}, h1 * head_dim, params::Concat{}));
+    }
+    h0 = h1;
+  }
+  return joined;
+}
+
 // One transformer block reading value `x`; returns the block's output value.
 Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, const Checkpoint& checkpoint, GraphBuilder& g,
                             TensorSource& src, Emitter& e) {
@@ -217,32 +196,31 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
   const std::string p = "layers." + std::to_string(i) + ".";
   const int64_t d = r.d, F = r.ffn;
   const params::LayerNorm ln{r.eps};
-  const auto head_dim = int32_t(d / r.heads);
-  const params::Attention attn{int32_t(r.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
-                               r.attention[size_t(i)]};
+  const int64_t head_dim = d / r.heads;
+  const LayerAttention& layer = r.attention[size_t(i)];
 
   TERN_ASSIGN_OR_RETURN(auto attn_norm_w, norm_weights(src, p + "attn_norm", d));
-  // Fused projection: qkv.weight [3d, d] = rows of q, then k, then v; qkv.bias [3d].
-  TERN_ASSIGN_OR_RETURN(
-      int32_t qkv_w,
-      src.add_concat(p + "attn.qkv.weight", {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"}, {d, d}));
-  int32_t qkv_b = -1;
-  if (r.linear_bias) {
-    TERN_ASSIGN_OR_RETURN(
-        qkv_b, src.add_concat(p + "attn.qkv.bias", {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"}, {d}));
+  std::vector<GroupWeights> groups;
+  int64_t h0 = 0;
+  for (size_t gi = 0; gi < layer.groups.size(); ++gi) {
+    const std::string tag = layer.grouped ? ".g" + std::to_string(gi) : "";
+    TERN_ASSIGN_OR_RETURN(GroupWeights w, group_projection(r, p, tag, h0, h0 + layer.groups[gi].heads, src));
+    groups.push_back(w);
+    h0 += layer.groups[gi].heads;
   }
   TERN_ASSIGN_OR_RETURN(auto out_w, linear_weights(src, p + "attn.out", d, d, r.linear_bias));
-  // A routing layer's trained centroids, one set per routing head.
-  int32_t centroids = -1;
-  if (const auto* routing = std::get_if<params::Routing>(&r.attention[size_t(i)])) {
-    TERN_ASSIGN_OR_RETURN(centroids,
-                          src.add(p + "attn.centroids", {r.heads - routing->local_heads, routing->clusters, head_dim}));
+  // Routing heads' trained centroids, one set per routing head: attn.centroids, or attn.groups.<g>.centroids.
+  for (size_t gi = 0; gi < layer.groups.size(); ++gi) {
+    if (const auto* routing = std::get_if<params::Routing>(&layer.groups[gi].kind)) {
+      const std::string name = layer.grouped ? p + "attn.groups." + std::to_string(gi) + ".centroids" : p + "attn.centroids";
+      TERN_ASSIGN_OR_RETURN(groups[gi].centroids,
+                            src.add(name, {layer.groups[gi].heads - routing->local_heads, routing->clusters, head_dim}));
+    }
   }
   TERN_ASSIGN_OR_RETURN(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
   TERN_ASSIGN_OR_RETURN(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
   TERN_ASSIGN_OR_RETURN(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
-  // A compressive layer's ATTENTION op reads the attention input itself (it keeps those rows as its memory).
-  const auto* compressive = std::get_if<params::Compressive>(&r.attention[size_t(i)]);
+  const auto* compressive = std::get_if<params::Compressive>(&layer.groups[0].kind);
   std::vector<int32_t> conv = {-1, -1};
   if (compressive && compressive->compression == fb::Compression::CONV) {
     TERN_ASSIGN_OR_RETURN(conv, conv_weights(checkpoint, g, src, p + "attn.compress", d, compressive->rate));
@@ -253,16 +231,7 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
   if (r.pre_ln) {
     TERN_ASSIGN_OR_RETURN(attn_in, e.op(OpCode::LAYER_NORM, p + "attn_norm", {x}, attn_norm_w, d, ln));
   }
-  int32_t a = -1;
-  if (compressive) {
-    TERN_ASSIGN_OR_RETURN(a, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {qkv_w, qkv_b, conv[0], conv[1]}, d, attn));
-  } else {
-    TERN_ASSIGN_OR_RETURN(int32_t qkv,
-                          e.op(OpCode::LINEAR, p + "qkv", {attn_in}, {qkv_w, qkv_b}, 3 * d, params::Linear{}));
-    std::vector<int32_t> attn_weights;
-    if (centroids >= 0) attn_weights = {centroids};
-    TERN_ASSIGN_OR_RETURN(a, e.op(OpCode::ATTENTION, p + "attn", {qkv}, attn_weights, d, attn));
-  }
+  TERN_ASSIGN_OR_RETURN(int32_t a, build_attention(r, layer, p, attn_in, groups, conv, e));
   TERN_ASSIGN_OR_RETURN(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
   TERN_ASSIGN_OR_RETURN(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));
 

@@ -1,5 +1,7 @@
 #include "importers/tensor_source.h"
 
+#include <algorithm>
+
 namespace tern::convert {
 
 Result<const TensorView*> TensorSource::require(const std::string& name, const std::vector<int64_t>& shape) const {
@@ -38,25 +40,46 @@ Result<int32_t> TensorSource::add_reshaped(const std::string& name, const std::v
 
 Result<int32_t> TensorSource::add_concat(const std::string& name, const std::vector<std::string>& parts,
                                          const std::vector<int64_t>& part_shape) {
+  if (part_shape.empty()) return InvalidArgument("tensor '" + name + "': nothing to concatenate");
+  return add_concat_rows(name, parts, part_shape, 0, part_shape[0]);
+}
+
+Result<int32_t> TensorSource::add_concat_rows(const std::string& name, const std::vector<std::string>& parts,
+                                              const std::vector<int64_t>& part_shape, int64_t row_begin,
+                                              int64_t row_end) {
   if (parts.empty() || part_shape.empty()) return InvalidArgument("tensor '" + name + "': nothing to concatenate");
+  if (row_begin < 0 || row_end <= row_begin || row_end > part_shape[0])
+    return InvalidArgument("tensor '" + name + "': rows [" + std::to_string(row_begin) + ", " +
+                           std::to_string(row_end) + ") out of range");
   std::vector<const TensorView*> views;
   for (const std::string& part : parts) {
     TERN_ASSIGN_OR_RETURN(const TensorView* view, require(part, part_shape));
     views.push_back(view);
   }
+  int64_t row_size = 1;  // elements per row
+  for (size_t i = 1; i < part_shape.size(); ++i) row_size *= part_shape[i];
+  const bool whole = row_begin == 0 && row_end == part_shape[0];
   std::vector<int64_t> shape = part_shape;
-  shape[0] *= int64_t(parts.size());
-  return graph_.add_tensor(name, fb::DType::F32, shape, [views, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
-    auto* out = reinterpret_cast<float*>(dst);
-    size_t need = 0;
-    for (const TensorView* v : views) need += size_t(v->numel());
-    if (size != need * sizeof(float)) return InvalidArgument("destination size mismatch");
-    for (const TensorView* v : views) {
-      TERN_RETURN_IF_ERROR(ck->read_f32(*v, out));
-      out += v->numel();
-    }
-    return Status::Ok();
-  });
+  shape[0] = (row_end - row_begin) * int64_t(parts.size());
+  return graph_.add_tensor(
+      name, fb::DType::F32, shape,
+      [views, whole, first = row_begin * row_size, count = (row_end - row_begin) * row_size,
+       ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
+        auto* out = reinterpret_cast<float*>(dst);
+        if (size != size_t(count) * views.size() * sizeof(float)) return InvalidArgument("destination size mismatch");
+        std::vector<float> part;  // a whole part, when only some of its rows are kept
+        for (const TensorView* v : views) {
+          if (whole) {
+            TERN_RETURN_IF_ERROR(ck->read_f32(*v, out));
+          } else {
+            part.resize(size_t(v->numel()));
+            TERN_RETURN_IF_ERROR(ck->read_f32(*v, part.data()));
+            std::copy(part.begin() + first, part.begin() + first + count, out);
+          }
+          out += count;
+        }
+        return Status::Ok();
+      });
 }
 
 }  // namespace tern::convert

@@ -29,6 +29,10 @@ class TensorSource {
   // each part must have shape `part_shape`, e.g. q, k, v weights [d, d] -> `name` [3*d, d].
   Result<int32_t> add_concat(const std::string& name, const std::vector<std::string>& parts,
                              const std::vector<int64_t>& part_shape);
+  // The same with rows [row_begin, row_end) of each part only, e.g. the q, k and v rows of one group of heads
+  // -> `name` [3 * (row_end - row_begin), d].
+  Result<int32_t> add_concat_rows(const std::string& name, const std::vector<std::string>& parts,
+                                  const std::vector<int64_t>& part_shape, int64_t row_begin, int64_t row_end);
 
  private:
   const Checkpoint& checkpoint_;
