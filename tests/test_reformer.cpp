@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "convert.h"
 #include "npy.h"
+#include "generation_golden.h"
 #include "op_graph.h"
 #include "test_support.h"
 
@@ -23,6 +24,9 @@ using namespace tern;
 using tern::test::relative_error;
 
 using tern::test::make_session;
+using tern::test::Generation;
+using tern::test::load_generation;
+using tern::test::worst_row_error;
 
 namespace {
 
@@ -71,13 +75,6 @@ std::vector<float> forward(tern_model* model, int threads, const std::vector<int
 }
 
 // The largest relative error of one position's logits.
-double worst_row_error(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab) {
-  double worst = 0;
-  for (size_t r = 0; r < got.size() / size_t(vocab); ++r) {
-    worst = std::max(worst, relative_error(got.data() + r * size_t(vocab), want.data() + r * size_t(vocab), size_t(vocab)));
-  }
-  return worst;
-}
 
 // A copy of a golden checkpoint whose config.json and tensors the caller may change.
 std::string copy_golden(const std::string& name, const std::string& as) {
@@ -163,58 +160,6 @@ TEST_CASE("reformer: an LSH layer's norm, projections and residual add run insid
   tern_model_free(model);
 }
 
-namespace {
-
-// A golden's cached generation (tools/reference/make_reformer_generation_goldens.py): a prompt, then one id per
-// step, and the PyTorch port of HF's cached path's logits: the prompt call's last row, then each step's.
-struct Generation {
-  int64_t prompt = 0;
-  std::vector<int32_t> ids;
-  npy::Array logits;  // [1 + steps, vocab]
-};
-
-Generation load_generation(const std::string& dir) {
-  Generation gen;
-  const nlohmann::json j = nlohmann::json::parse(test::read_file(dir + "/generation.json"));
-  gen.prompt = j.at("prompt").get<int64_t>();
-  gen.ids = j.at("ids").get<std::vector<int32_t>>();
-  std::string error;
-  INFO(error);
-  REQUIRE(npy::read_f32(dir + "/generation_logits.npy", &gen.logits, &error));
-  REQUIRE(gen.logits.shape[0] == int64_t(gen.ids.size()) - gen.prompt + 1);
-  return gen;
-}
-
-// The prompt in one call, then the steps in calls of `per_call` ids (1: HF's one token at a time); a session saved
-// and reloaded into a fresh one after `reload_after` steps (0: never). Returns each row the goldens hold.
-std::vector<float> generate(tern_model* model, const Generation& gen, int threads, int64_t per_call,
-                            int64_t reload_after = 0) {
-  const int64_t vocab = gen.logits.shape[1], n = int64_t(gen.ids.size());
-  tern_session* s = make_session(model, threads, n);
-  std::vector<float> rows, call(size_t(n * vocab));
-  INFO(tern_session_last_error(s));
-  REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, call.data()) == TERN_OK);
-  rows.insert(rows.end(), call.end() - vocab - (n - gen.prompt) * vocab, call.end() - (n - gen.prompt) * vocab);
-  for (int64_t at = gen.prompt; at < n; at += per_call) {
-    if (reload_after > 0 && at == gen.prompt + reload_after) {
-      size_t size = 0;
-      REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
-      std::vector<uint8_t> blob(size);
-      REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
-      tern_session_free(s);
-      s = make_session(model, threads, n);
-      REQUIRE(tern_session_load_state(s, blob.data(), blob.size()) == TERN_OK);
-    }
-    const int64_t len = std::min(per_call, n - at);
-    INFO("at " << at << ": " << tern_session_last_error(s));
-    REQUIRE(tern_session_append(s, gen.ids.data() + at, len, call.data()) == TERN_OK);
-    rows.insert(rows.end(), call.begin(), call.begin() + len * vocab);
-  }
-  tern_session_free(s);
-  return rows;
-}
-
-}  // namespace
 
 TEST_CASE("reformer generation: each step matches HF's cached path (the PyTorch port) within 1e-4 on the CPU",
           "[model][reformer][lsh][streaming]") {
@@ -222,20 +167,8 @@ TEST_CASE("reformer generation: each step matches HF's cached path (the PyTorch 
     const std::string dir = test::source_path(std::string("tests/goldens/") + name);
     const Generation gen = load_generation(dir);
     tern_model* model = convert_and_load(dir, std::string("gen_") + name);
-    const int64_t vocab = gen.logits.shape[1];
-    // One token a call (as HF generates), at 1 and 2 threads; several a call (each still runs alone, in order);
-    // saved and restored into a new session halfway.
-    for (auto [threads, per_call, reload] : {std::tuple{1, 1, 0}, std::tuple{2, 1, 0}, std::tuple{1, 7, 0},
-                                             std::tuple{2, 1, 20}}) {
-      const std::vector<float> got = generate(model, gen, threads, int64_t(per_call), int64_t(reload));
-      REQUIRE(got.size() == gen.logits.data.size());
-      const double err = relative_error(got.data(), gen.logits.data.data(), got.size());
-      const double row = worst_row_error(got, gen.logits.data, vocab);
-      INFO(name << ", threads " << threads << ", " << per_call << " per call, reload after " << reload
-                << ": relative error " << err << ", worst step " << row);
-      CHECK(err <= kModelTolerance);
-      CHECK(row <= kModelTolerance);
-    }
+    // One token a call (as HF generates) and several (each still runs alone, in order).
+    test::check_generation(model, gen, name, kModelTolerance);
     tern_model_free(model);
   }
 }
@@ -287,19 +220,7 @@ TEST_CASE("reformer generation: the cache is the planner's state, a forged saved
   so.forward_only = 2;
   CHECK(tern_session_create(model, &so, &s) == TERN_INVALID_ARGUMENT);
   CHECK_THAT(tern_last_error(), Catch::Contains("forward_only must be 0 or 1"));
-  so.forward_only = 1;
-  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
-  REQUIRE(tern_session_plan(s, n, &plan) == TERN_OK);
-  REQUIRE(tern_session_memory(s, &used) == TERN_OK);
-  CHECK(plan.state_bytes == 0);
-  CHECK(used.state_bytes == 0);
-  std::vector<float> again(out.size());
-  REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, again.data()) == TERN_OK);
-  const size_t prompt_floats = size_t(gen.prompt * vocab);
-  CHECK(std::equal(again.begin(), again.begin() + long(prompt_floats), out.begin()));
-  CHECK(tern_session_append(s, gen.ids.data() + gen.prompt, 1, again.data()) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("forward_only"));
-  tern_session_free(s);
+  test::check_forward_only(model, gen, out);
   tern_model_free(model);
 }
 

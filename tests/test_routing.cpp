@@ -1,7 +1,7 @@
 // Routing attention (ops/routing.h): the reference kernel against independent formulas for its two corner cases and
-// its sensitivity to centroids and window, whole-sequence-only streaming, the planner's bytes, the loader's and the
-// converter's checks, and the reference-family goldens of tools/reference/make_goldens.py. Whole-sequence streaming
-// and the goldens run on each backend (Vulkan also against the CPU). The op against the reference (routing heads
+// its sensitivity to centroids and window, continuing a sequence (each later position as row t over 0..t; Vulkan
+// refuses it), the planner's bytes, the loader's and the converter's checks, and the reference-family goldens of
+// tools/reference/make_goldens.py. Continuing and the goldens run on each backend (Vulkan also against the CPU). The op against the reference (routing heads
 // alone and mixed with local heads, windows shorter and longer than the sequence, repeated rows so that scores tie)
 // is a case of the op case table (support/op_cases.h, test_backend_ops), on every backend.
 #include <catch2/catch.hpp>
@@ -116,26 +116,50 @@ TEST_CASE("routing reference: membership follows the centroids and the window", 
   CHECK(zero_rows < n);
 }
 
-TEST_CASE("routing op: whole sequences only, appending is a clear error (CPU and Vulkan)", "[attention][routing][streaming][vulkan]") {
+TEST_CASE("routing op: a later call runs each position as row t of the op over 0..t (CPU), and Vulkan refuses one",
+          "[attention][routing][streaming][vulkan]") {
   TERN_EACH_BACKEND(backend);
-  const RoutingCase c{2, 8, {3, 8, 1, 8}};
-  const int64_t rows = 50;
+  const RoutingCase c{2, 8, {3, 8, 1, 8}};  // a local head in chunks of 8 and a routing head, 3 clusters of 8
+  const int64_t rows = 50, n = 40, first = 30, inner = 16;
   RoutingGraph rg = build_routing_graph(c, rows, 0.3f, 9);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_append", 0);
   tern_session* s = test::make_session_on(backend, model, 1, 64);
-  const std::vector<int32_t> ids = random_ids(40, rows, 10);
-  std::vector<float> out(size_t(40 * 16));
-  REQUIRE(tern_session_append(s, ids.data(), 30, out.data()) == TERN_OK);
-  CHECK(tern_session_append(s, ids.data() + 30, 1, out.data()) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("ATTENTION 'attn'") && Catch::Contains("cannot continue one"));
-  REQUIRE(tern_session_forward(s, ids.data(), 40, out.data()) == TERN_OK);
-  std::vector<float> qkv(size_t(40 * 3 * 16)), want(out.size());
-  ref::embedding(rg.g.table.data(), 3 * 16, ids.data(), 40, qkv.data());
-  ref::routing_attention(qkv.data(), 40, routing_spec(c, 0.3f, rg.centroids), want.data());
-  CHECK(relative_error(out.data(), want.data(), out.size()) <= test::backend_tolerance(backend, kOpTolerance));
-  tern_memory_plan plan{};
-  REQUIRE(tern_session_plan(s, 64, &plan) == TERN_OK);
-  CHECK(plan.state_bytes == 0);
+  const std::vector<int32_t> ids = random_ids(n, rows, 10);
+  const RoutingAttention spec = routing_spec(c, 0.3f, rg.centroids);
+  std::vector<float> qkv(size_t(n * 3 * inner)), out(size_t(n * inner));
+  ref::embedding(rg.g.table.data(), 3 * inner, ids.data(), n, qkv.data());
+  // Row t of the reference over the prefix 0..t (ops/routing.h, "Continuing a sequence").
+  auto prefix_rows = [&](int64_t count, int64_t from, int64_t to) {
+    std::vector<float> all(size_t(count * inner));
+    ref::routing_attention(qkv.data(), count, spec, all.data());
+    return std::vector<float>(all.begin() + from * inner, all.begin() + to * inner);
+  };
+  const double tolerance = test::backend_tolerance(backend, kOpTolerance);
+  REQUIRE(tern_session_append(s, ids.data(), first, out.data()) == TERN_OK);
+  std::vector<float> want = prefix_rows(first, 0, first);
+  CHECK(relative_error(out.data(), want.data(), want.size()) <= tolerance);
+  if (backend == TERN_BACKEND_VULKAN) {
+    CHECK(tern_session_append(s, ids.data() + first, 1, out.data()) == TERN_UNSUPPORTED);
+    CHECK_THAT(std::string(tern_session_last_error(s)),
+               Catch::Contains("ATTENTION 'attn'") && Catch::Contains("routing attention runs on the CPU backend only"));
+  } else {
+    // Calls of 1, 3 and 6 positions: each position alone, in order.
+    int64_t at = first;
+    for (int64_t len : {1, 3, 6}) {
+      INFO(tern_session_last_error(s));
+      REQUIRE(tern_session_append(s, ids.data() + at, len, out.data()) == TERN_OK);
+      for (int64_t t = at; t < at + len; ++t) {
+        want = prefix_rows(t + 1, t, t + 1);
+        INFO("position " << t);
+        CHECK(relative_error(out.data() + (t - at) * inner, want.data(), size_t(inner)) <= tolerance);
+      }
+      at += len;
+    }
+    REQUIRE(at == n);
+  }
+  REQUIRE(tern_session_forward(s, ids.data(), n, out.data()) == TERN_OK);
+  want = prefix_rows(n, 0, n);
+  CHECK(relative_error(out.data(), want.data(), out.size()) <= tolerance);
   tern_session_free(s);
   tern_model_free(model);
   if (backend == TERN_BACKEND_VULKAN) CHECK(test::vulkan_validation_messages() == 0);
@@ -145,7 +169,11 @@ TEST_CASE("routing op: the planner's bytes grow linearly with n, never as n x n"
   const RoutingCase c{4, 32, {64, 256, 2, 128}};  // 64 clusters of 256: about n / 64 members each at 16k
   RoutingGraph rg = build_routing_graph(c, 50, 0.2f, 31);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_plan", 0);
-  test::check_plan_linear_in_n(model, 3.0);  // linear in n, plus the clusters' fixed [K, w] part
+  // Scratch linear in n, plus the clusters' fixed [K, w] part. The state a later call continues from is bounded:
+  // 2 local heads' rings of 2 * 128 keys and values, and per routing head 64 clusters of 256 slots (position, key
+  // score, key, value, query score).
+  const uint64_t state = 2 * 256 * (2 * 32) * 4 + 2 * 64 * 256 * (1 + 1 + 32 + 32 + 1) * 4;
+  test::check_plan_linear_in_n(model, 3.0, 0, state);
   tern_model_free(model);
 }
 

@@ -3,7 +3,7 @@
 //   @MODEL  a dense byte-level model (256-token context)      @TEXT   a text to --score (1000 bytes)
 //   @SLIDE  a sliding-window model (streams without limit)    @IDS    token ids for @MODEL or @SLIDE (300)
 //   @XL     a Transformer-XL model (no context limit)         @XLIDS  token ids for @XL (50)
-//   @ROUTE  a routing model (whole sequences only)            @OUT    a path for --logits-out
+//   @ROUTE  a routing model                                   @OUT    a path for --logits-out
 // The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens, --stride raised to 128
 // and --memory-budget capped at 256 MiB, so that one input stays quick and small (clamp_values); --threads 1 and
 // --memory-budget 256 MiB are added unless the input gives them; every other value is passed as it is. The budget

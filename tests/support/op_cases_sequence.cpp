@@ -1,5 +1,5 @@
-// Cases for the whole-sequence kinds, Reformer LSH and routing attention: one forward call per run (they cannot
-// continue a sequence), several lengths through one session, and no state. Device sizes run on every backend; the
+// Cases for the kinds whose first call runs whole, Reformer LSH and routing attention: one forward call per run
+// (continuing a sequence: test_reformer.cpp, test_routing.cpp), several lengths through one session. Device sizes run on every backend; the
 // CPU sizes (up to 333 tokens, one and two threads) only on the CPU.
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -124,7 +124,7 @@ BuiltCase routing_case(const RoutingCase& c, int64_t rows, float scale, uint32_t
 void add_routing(std::vector<OpCase>& out) {
   // Device sizes, scale 0.35: routing heads only (clusters overlap and leave positions out), one local head with
   // chunks of 7, a window longer than the sequence, three distinct rows (scores tie: the lower position wins), wide
-  // heads. No streaming state: whole sequences only.
+  // heads. Each forward is a first call (the cache a later call continues from: test_routing_generation.cpp).
   struct Device {
     RoutingCase c;
     int64_t rows;
@@ -139,10 +139,8 @@ void add_routing(std::vector<OpCase>& out) {
     c.tags = "[attention][routing]";
     c.cpu_threads = {2};
     c.build = [d = device[i], i] {
-      BuiltCase b = routing_case(d.c, d.rows, 0.35f, uint32_t(50 + i), {70, 17, 1, 300}, 300, 300,
-                                 [i](int64_t n) { return uint32_t(7 * n + int64_t(i)); });
-      b.sessions[0].state_bytes = 0;
-      return b;
+      return routing_case(d.c, d.rows, 0.35f, uint32_t(50 + i), {70, 17, 1, 300}, 300, 300,
+                          [i](int64_t n) { return uint32_t(7 * n + int64_t(i)); });
     };
     out.push_back(c);
   }

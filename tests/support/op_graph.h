@@ -49,8 +49,10 @@ void check_state_bytes(tern_session* s, uint64_t expected, int64_t far_tokens);
 void check_state_matches(tern_session* s, tern_session* cpu);
 // For a bucketed op (LSH, routing): the planner's arena for a CPU session of `model` grows by a factor in
 // (min_growth, 4.01) from 4k to 16k and from 16k to 64k tokens, the state planned is state_bytes_per_token a token
-// (LSH's cache; routing keeps none), and at 64k the arena is under 1% of one n x n score matrix.
-void check_plan_linear_in_n(tern_model* model, double min_growth, uint64_t state_bytes_per_token = 0);
+// plus state_bytes_fixed (LSH's cache grows with n; routing's is bounded by its window), and at 64k the arena is
+// under 1% of one n x n score matrix.
+void check_plan_linear_in_n(tern_model* model, double min_growth, uint64_t state_bytes_per_token,
+                            uint64_t state_bytes_fixed = 0);
 // Marks `output` as the model output, writes the model under the scratch dir and loads it.
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context);
 // Marks `output` as the model output, writes the model and checks that loading it fails with TERN_INVALID_MODEL and

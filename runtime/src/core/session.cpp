@@ -43,17 +43,6 @@ uint64_t address_space_limit_bytes() {
   return uint64_t(limit.rlim_cur);
 }
 
-// Why a node that runs whole sequences only cannot continue one, for the session's one message.
-std::string whole_sequence_message(const Node& node, int64_t position) {
-  const AttentionKindDef* kind =
-      node.code == fb::OpCode::ATTENTION ? find_attention_kind(node.fb_op->params_as_AttentionParams()->kind_type())
-                                         : nullptr;
-  const std::string why = kind ? kind->whole_sequence_why : std::string(find_op(node.code)->name) + " sees the whole sequence at once";
-  const std::string models = kind ? kind->whole_sequence_models : "models with such ops";
-  return node.label() + ": " + why + ", so it cannot continue one: appending after " + std::to_string(position) +
-         " tokens is not supported; run the whole sequence in one forward call (" + models + " do not stream)";
-}
-
 }  // namespace
 
 Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, const Model& model, int64_t max_tokens,
@@ -163,7 +152,6 @@ Status Session::build(const tern_session_options& options) {
   sequence_limit_ = kMaxSequence;
   for (const Node& node : model_.nodes()) {
     const Streaming streaming = find_op(node.code)->streaming(node);
-    if (streaming == Streaming::kWholeSequence && whole_sequence_node_ < 0) whole_sequence_node_ = node.index;
     if (streaming != Streaming::kRowWise && streaming != Streaming::kAppends) splits_calls_ = false;
     sequence_limit_ = std::min(sequence_limit_, max_sequence(node, max_tokens_));
   }
@@ -200,11 +188,6 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   if (position_ > 0 && forward_only_) {
     return Unsupported("the session was created forward_only: it runs whole sequences and cannot continue one after " +
                        std::to_string(position_) + " tokens (reset it, or create it without forward_only)");
-  }
-  if (position_ > 0 && whole_sequence_node_ >= 0) {
-    const int64_t position = position_;
-    reset();  // as after any failed call
-    return Unsupported(whole_sequence_message(model_.nodes()[size_t(whole_sequence_node_)], position));
   }
   if (profiling_) {
     for (size_t i = 0; i < profile_.size(); ++i) profile_calls_before_[i] = profile_[i].first;

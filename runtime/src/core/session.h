@@ -68,7 +68,6 @@ class Session {
   bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
   bool forward_only_ = false;     // tern_session_options.forward_only: no call continues a sequence
-  int whole_sequence_node_ = -1;  // the first op that runs whole sequences only (LSH, routing), or -1
   bool profiling_ = false;
   OpProfile profile_;  // per node: calls, total ns; sized at creation
   std::vector<uint64_t> profile_flops_;       // per node, sized at creation

@@ -9,6 +9,8 @@
 //                    then each row divided by its cluster count + count_eps.
 // Scratch: the normalised queries and keys [n, dh] each, the cluster outputs [K, w, dh], the member lists and per
 // thread one tile (scores [n], sort order [n], a transposed key block and a value block). Nothing is n x n.
+// A first call also fills the cache a later call continues from (cpu/routing_cache.h), whose positions then run one
+// at a time (ops/routing.h, "Continuing a sequence"); a forward_only session keeps none.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
+#include "cpu/routing_cache.h"
 #include "ops/routing.h"
 
 namespace tern::cpu {
@@ -53,11 +56,27 @@ struct Tile {
 class RoutingKernel : public CpuKernel {
  public:
   RoutingKernel(const Node& node, const RoutingAttention& spec, const KernelConfig& cfg)
-      : node_(node), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch) {}
+      : node_(node),
+        a_(spec),
+        threads_(cfg.threads),
+        max_batch_(cfg.max_batch),
+        cache_(spec, cfg.forward_only ? 0 : cfg.max_tokens) {}
 
   Status run(const RunContext& ctx) override {
-    // Always a call at position 0: the session refuses one that continues a sequence (Streaming::kWholeSequence).
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
+    caching_ = cache_.capacity() > 0;  // none in a forward_only session, which never continues
+    if (caching_ && ctx.pos0 + ctx.n > cache_.capacity()) {
+      return InvalidArgument(node_.label() + ": the routing cache holds " + std::to_string(cache_.capacity()) +
+                             " positions (max_tokens); this call would end at " + std::to_string(ctx.pos0 + ctx.n));
+    }
+    if (ctx.pos0 > 0) {  // each position alone against the cache
+      const IsaKernels& k = isa();
+      for (int64_t i = 0; i < ctx.n; ++i) {
+        cache_.step(k, ctx.in(node_, 0) + i * 3 * inner(), ctx.scratch, ctx.out(node_, 0) + i * inner());
+      }
+      return Status::Ok();
+    }
+    if (caching_) cache_.reset();
     lay_ = Layout(a_, ctx.n);
     qn_ = ctx.scratch;
     kn_ = qn_ + lay_.n * a_.head_dim;
@@ -72,12 +91,28 @@ class RoutingKernel : public CpuKernel {
     k_ = &isa();
     for (int h = 0; h < a_.local_heads; ++h) run_local_head(ctx, h);
     for (int h = a_.local_heads; h < a_.heads; ++h) run_routing_head(ctx, h);
+    if (caching_) cache_.finish_first_call(ctx.n);
     return Status::Ok();
   }
 
+  void reset() override { cache_.reset(); }
+  bool has_state() const override { return cache_.capacity() > 0; }  // none in a forward_only session
+  uint64_t state_bytes() const override { return cache_.bytes(); }
+  uint64_t saved_state_bytes(int64_t position) const override { return cache_.saved_bytes(position); }
+  uint64_t saved_count_bytes(int64_t position) const override { return cache_.saved_count_bytes(position); }
+  Status check_saved_counts(int64_t position, const uint8_t* in) const override {
+    return cache_.check(position, in, node_.label());
+  }
+  void save_state(int64_t position, uint8_t* out) const override { cache_.save(position, out); }
+  void load_state(int64_t position, const uint8_t* in) override { cache_.load(position, in); }
+
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
   // Linear in n: the normalised queries and keys and the per-thread score rows; the rest depends on K and w only.
-  uint64_t scratch_bytes_for(int64_t n) const override { return uint64_t(Layout(a_, n).total(threads_)) * 4; }
+  // A later call's steps reuse it (at least step_floats).
+  uint64_t scratch_bytes_for(int64_t n) const override {
+    const int64_t step = cache_.capacity() > 0 ? cache_.step_floats() : 0;
+    return uint64_t(std::max(Layout(a_, n).total(threads_), step)) * 4;
+  }
 
  private:
   int64_t inner() const { return int64_t(a_.heads) * a_.head_dim; }
@@ -122,6 +157,7 @@ class RoutingKernel : public CpuKernel {
       load_block(t, q1 - lo, t.order, h, nullptr);
       for (int64_t i = q0; i < q1; ++i) attend(t, query(h, i), i - lo + 1, out_row(h, i));
     });
+    if (caching_) cache_.store_local(h, n, key(h, 0), value(h, 0), 3 * inner());
   }
 
   void run_routing_head(const RunContext& ctx, int h) {
@@ -143,8 +179,10 @@ class RoutingKernel : public CpuKernel {
       int32_t* km = k_members_ + c * w;
       routing_scores(qn_, n, dh, mu, t.scores);
       routing_top(t.scores, n, w, t.order, qm);
+      if (caching_) cache_.store_queries(r, c, w, qm, t.scores);
       routing_scores(kn_, n, dh, mu, t.scores);
       routing_top(t.scores, n, w, t.order, km);
+      if (caching_) cache_.store_keys(r, c, w, km, t.scores, kn_, value(h, 0), 3 * inner());
       load_block(t, w, km, h, kn_);
       int64_t visible = 0;  // keys at positions <= the query's: a prefix, as both lists ascend
       for (int64_t m = 0; m < w; ++m) {
@@ -181,6 +219,8 @@ class RoutingKernel : public CpuKernel {
   const float* qkv_ = nullptr;  // [n, 3*inner]
   float* out_ = nullptr;        // [n, inner]
   int slots_ = 1;
+  RoutingCache cache_;              // what a later call continues from; empty in a forward_only session
+  bool caching_ = false;
   const IsaKernels* k_ = nullptr;  // the score and softmax loops (cpu/isa.h)
   float* qn_ = nullptr;            // [n, dh], normalised queries of the head
   float* kn_ = nullptr;            // [n, dh], normalised keys
@@ -198,6 +238,11 @@ Result<std::unique_ptr<CpuKernel>> make_routing_attention(const Node& node, cons
   const uint64_t bytes = uint64_t(Layout(spec, cfg.max_batch).total(cfg.threads)) * 4;
   if (bytes > (uint64_t(1) << 40)) {
     return OutOfMemory(node.label() + ": routing scratch of " + std::to_string(bytes) + " bytes is too large");
+  }
+  const uint64_t cache = cfg.forward_only ? 0 : spec.cache_bytes(cfg.max_tokens);
+  if (cache > (uint64_t(1) << 40)) {
+    return OutOfMemory(node.label() + ": a routing cache of " + std::to_string(cache) + " bytes for " +
+                       std::to_string(cfg.max_tokens) + " positions is too large");
   }
   return std::unique_ptr<CpuKernel>(new RoutingKernel(node, spec, cfg));
 }

@@ -3,8 +3,8 @@
 // later queries can still reach. Weights: kind AdaptiveSpan has key_pe [dh, max_span] and span [H] or -1.
 // Kind RelativeXL (ops/relative_xl.h) reads the layer input h [n, d] instead, and keeps a memory of layer inputs.
 // Kind Compressive (ops/compressive.h) reads its attention input a [n, d] and keeps a memory and a compressed memory.
-// Kind Lsh (ops/lsh.h) reads qk | v [n, 2*H*dh], has one weight (rotations), keeps no state and runs whole sequences.
-// Kind Routing (ops/routing.h) reads qkv, has one weight (centroids), keeps no state and runs whole sequences.
+// Kind Lsh (ops/lsh.h) reads qk | v [n, 2*H*dh] and has one weight (rotations); kind Routing (ops/routing.h) reads qkv
+// and has one weight (centroids). Both run a first call whole and keep a cache that later calls continue from.
 #include <algorithm>
 #include <cmath>
 #include <string>

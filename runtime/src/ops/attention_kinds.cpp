@@ -45,7 +45,6 @@ uint64_t scores_bytes(const Node& node, int64_t n, uint64_t memory) {
 
 uint64_t call_scores_bytes(const Node& node, int64_t n) { return scores_bytes(node, n, 0); }
 
-uint64_t no_state(const Node&, int64_t, tern_kv_storage) { return 0; }
 
 // Dense, sliding window, chunked local, strided and fixed: a visibility pattern (ops/attention_pattern.h), no weights.
 Status validate_windowed(const Node& node, const std::vector<ValueInfo>& values) {
@@ -74,7 +73,7 @@ int64_t windowed_max_sequence(const Node& node, int64_t max_tokens) {
 
 // The memory kinds keep a fixed number of rows whatever the sequence.
 int64_t unlimited(const Node&, int64_t) { return kNoSequenceLimit; }
-// LSH and routing run whole sequences only: a sequence is what one call holds.
+// LSH and routing: their caches hold max_tokens positions (the first call included).
 int64_t call_limited(const Node&, int64_t max_tokens) { return max_tokens; }
 
 Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& values) {
@@ -142,6 +141,11 @@ uint64_t lsh_state_bytes(const Node& node, int64_t n, tern_kv_storage /*float32 
   return LshAttention::from(node).value().cache_bytes(n);
 }
 
+// Routing (ops/routing.h, "Continuing a sequence"): per cluster its best keys and query scores, a ring per local head.
+uint64_t routing_state_bytes(const Node& node, int64_t n, tern_kv_storage /*float32 under either*/) {
+  return RoutingAttention::from(node).value().cache_bytes(n);
+}
+
 // Routing Transformer (ops/routing.h): qkv as the windowed kinds; weight: centroids.
 Status validate_routing(const Node& node, const std::vector<ValueInfo>& values) {
   TERN_RETURN_IF_ERROR(RoutingAttention::from(node).status());
@@ -152,28 +156,28 @@ using fb::AttentionKind;
 // Dense, windowed, sparse and adaptive-span kernels attend causally over their KV cache or ring, so a call split
 // into appends gives the same rows. RelativeXL and Compressive memory moves once per call, so a split call would
 // move it differently; so does Lsh's first call, whose sort sees the whole call (later calls step one position at
-// a time, as Hugging Face's cached generation). Routing needs the whole sequence.
+// a time, as Hugging Face's cached generation), and Routing's, whose clusters see the whole call (later positions
+// step one at a time against each cluster's best keys).
 constexpr AttentionKindDef kKinds[] = {
     {AttentionKind::Dense, "Dense", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
-     windowed_max_sequence, nullptr, nullptr},
+     windowed_max_sequence},
     {AttentionKind::SlidingWindow, "SlidingWindow", validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, nullptr},
+     Streaming::kAppends, windowed_max_sequence},
     {AttentionKind::ChunkedLocal, "ChunkedLocal", validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, nullptr},
+     Streaming::kAppends, windowed_max_sequence},
     {AttentionKind::Strided, "Strided", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
-     windowed_max_sequence, nullptr, nullptr},
+     windowed_max_sequence},
     {AttentionKind::Fixed, "Fixed", validate_windowed, windowed_state_bytes, call_scores_bytes, Streaming::kAppends,
-     windowed_max_sequence, nullptr, nullptr},
+     windowed_max_sequence},
     {AttentionKind::AdaptiveSpan, "AdaptiveSpan", validate_adaptive_span, adaptive_span_state_bytes, call_scores_bytes,
-     Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr},
+     Streaming::kAppends, adaptive_span_max_sequence},
     {AttentionKind::RelativeXL, "RelativeXL", validate_relative_xl, relative_xl_state_bytes, relative_xl_dense_bytes,
-     Streaming::kWholeCall, unlimited, nullptr, nullptr},
-    {AttentionKind::Lsh, "Lsh", validate_lsh, lsh_state_bytes, call_scores_bytes, Streaming::kWholeCall, call_limited,
-     nullptr, nullptr},
+     Streaming::kWholeCall, unlimited},
+    {AttentionKind::Lsh, "Lsh", validate_lsh, lsh_state_bytes, call_scores_bytes, Streaming::kWholeCall, call_limited},
     {AttentionKind::Compressive, "Compressive", validate_compressive, compressive_state_bytes, compressive_dense_bytes,
-     Streaming::kWholeCall, unlimited, nullptr, nullptr},
-    {AttentionKind::Routing, "Routing", validate_routing, no_state, call_scores_bytes, Streaming::kWholeSequence,
-     call_limited, "routing attention clusters the whole sequence at once", "models with routing layers"},
+     Streaming::kWholeCall, unlimited},
+    {AttentionKind::Routing, "Routing", validate_routing, routing_state_bytes, call_scores_bytes, Streaming::kWholeCall,
+     call_limited},
 };
 static_assert(covers_every_attention_kind(kKinds), "one row per attention kind of the schema, in schema order");
 
@@ -185,8 +189,9 @@ const AttentionKindDef* find_attention_kind(fb::AttentionKind kind) {
 }
 
 bool state_serves_later_calls_only(const Node& node) {
-  return node.code == fb::OpCode::ATTENTION &&
-         node.fb_op->params_as_AttentionParams()->kind_type() == AttentionKind::Lsh;
+  if (node.code != fb::OpCode::ATTENTION) return false;
+  const AttentionKind kind = node.fb_op->params_as_AttentionParams()->kind_type();
+  return kind == AttentionKind::Lsh || kind == AttentionKind::Routing;
 }
 
 const AttentionKindDef& attention_kind(const Node& node) {

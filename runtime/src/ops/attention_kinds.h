@@ -34,14 +34,10 @@ struct AttentionKindDef {
   // where what later queries reach is wider than the state a session of max_tokens holds; kNoSequenceLimit where
   // the state is complete and bounded (a window's ring, a span, a memory).
   int64_t (*max_sequence)(const Node& node, int64_t max_tokens);
-  // kWholeSequence only: why a call cannot continue a sequence ("LSH attention buckets and sorts the whole
-  // sequence at once"), and what the models it appears in are called ("models with LSH layers").
-  const char* whole_sequence_why;
-  const char* whole_sequence_models;
 };
 
-// True for a node whose state only a later call reads (an LSH layer's generation cache), which a forward_only session
-// does not keep; the kinds whose state a call itself uses (a KV cache that row blocks of one call read) are false.
+// True for a node whose state only a later call reads (an LSH or routing layer's generation cache), which a
+// forward_only session does not keep; the kinds whose state a call itself uses (a KV cache that row blocks of one call read) are false.
 bool state_serves_later_calls_only(const Node& node);
 
 // The kind of a validated ATTENTION node.

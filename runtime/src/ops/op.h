@@ -23,10 +23,9 @@ enum class Streaming {
   // Row i needs rows <= i only, and what later rows need of earlier ones is in the op's streaming state (a KV cache
   // or a ring of the window's keys): a call may be split into consecutive appends with the same rows.
   kAppends,
-  // A call runs as one unit (e.g. Transformer-XL memory moves once per call), and the next call continues it.
+  // A call runs as one unit (e.g. Transformer-XL memory moves once per call; LSH buckets and routing clusters see
+  // the whole first call), and the next call continues it.
   kWholeCall,
-  // The whole sequence at once, no state (LSH buckets, routing clusters): only a call at position 0.
-  kWholeSequence,
 };
 
 struct OpDef {

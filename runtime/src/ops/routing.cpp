@@ -58,6 +58,17 @@ Result<RoutingAttention> RoutingAttention::from(const Node& node) {
   return a;
 }
 
+uint64_t RoutingAttention::cache_bytes(int64_t max_tokens) const {
+  // Ring [local_heads, R, 2*dh]; per routing head and cluster, W slots of key position, key score, normalised key
+  // [dh], value [dh] and query score.
+  const unsigned __int128 floats =
+      (unsigned __int128)(uint64_t(local_heads) * uint64_t(ring_slots(max_tokens))) * uint64_t(2 * head_dim) +
+      (unsigned __int128)(uint64_t(routing_heads()) * uint64_t(clusters)) * uint64_t(cluster_slots(max_tokens)) *
+          uint64_t(2 * head_dim + 3);
+  const unsigned __int128 bytes = floats * 4;
+  return bytes > ~uint64_t(0) ? ~uint64_t(0) : uint64_t(bytes);
+}
+
 void routing_normalize(const float* x, int dh, float eps, float* out) {
   float mean = 0.0f;
   for (int c = 0; c < dh; ++c) mean += x[c];

@@ -16,7 +16,22 @@
 // query see a later key when the query and key sets differ), and a query without a visible key adds zero.
 //
 // Work per routing head O(K * n * dh) for the scores and O(K * w^2 * dh) for the clusters; scratch O(n * dh), never
-// n x n. Membership depends on the whole sequence, so the op runs whole sequences only (no streaming state).
+// n x n.
+//
+// Continuing a sequence. Membership depends on the whole call, so the first call runs whole, as above. Every later
+// position t runs alone, as a step: its output is row t of this op over positions 0..t, where the earlier positions'
+// rows of qkv are those they had when they ran (a cache, as for every other kind). Row t of that needs only:
+//   local head: the keys of t's chunk and the chunk before, at most 2 * local_chunk - 1 earlier positions;
+//   routing head, cluster c, w_t = min(window, t + 1): K_c over 0..t is K_c over 0..t-1, with t in place of its
+//     weakest key when t scores higher (a key with an equal score is ranked before t, the later position) or added
+//     while the cluster holds fewer than w_t keys; t is in Q_c when fewer than w_t earlier queries score at least
+//     as high: always while t < window, else when it beats the window-th best earlier query score.
+// So the state is bounded by the window, not the sequence: per routing head and cluster, its best min(window,
+// max_tokens) keys (normalised) with their values, scores and positions, and as many best query scores; per local
+// head, a ring of the last 2 * local_chunk keys and values (cache_bytes). Steps give the rows a whole-sequence
+// forward of each prefix would give that layer, so they do not depend on how later positions are cut into calls;
+// the first call's cut matters, as above. converter/reference-family.md compares this with google-research's and
+// lucidrains' decoding.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +59,13 @@ struct RoutingAttention {
 
   int routing_heads() const { return heads - local_heads; }
   int64_t members(int64_t n) const { return window < n ? window : n; }
+  // Continuing a sequence of at most max_tokens positions: the ring of each local head and the slots of each
+  // cluster (both at most max_tokens), and the state's bytes (saturating at 2^64 - 1).
+  int64_t ring_slots(int64_t max_tokens) const {
+    return local_heads == 0 ? 0 : (2 * local_chunk < max_tokens ? 2 * local_chunk : max_tokens);
+  }
+  int64_t cluster_slots(int64_t max_tokens) const { return members(max_tokens); }
+  uint64_t cache_bytes(int64_t max_tokens) const;
   const float* centroid(int routing_head, int64_t c) const {
     return centroids + (int64_t(routing_head) * clusters + c) * head_dim;
   }

@@ -7,6 +7,7 @@
 #include "core/backend.h"
 #include "core/planner.h"
 #include "ops/op.h"
+#include "ops/attention_kinds.h"
 #include "vulkan/ops.h"
 
 namespace tern {
@@ -63,8 +64,9 @@ class VulkanBackend : public Backend {
   vk::Slice ids_;     // host: [max_batch] int32
   vk::Slice output_;  // host: [max_batch, vocab] float
   int64_t vocab_ = 0;
-  // The first LSH attention op, or -1: its continuation (Hugging Face's cached step) runs on the CPU only.
-  int lsh_node_ = -1;
+  // The first LSH or routing attention op, or -1: continuing a sequence through it (LSH: Hugging Face's cached step;
+  // routing: each cluster's best keys) runs on the CPU only.
+  int cpu_continuation_node_ = -1;
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
   std::vector<uint64_t> op_ns_;  // per node: device time of the last call, when profiling
@@ -151,10 +153,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   }
   id_limit_ = INT64_MAX;
   for (const Node& node : nodes) {
-    if (node.code == fb::OpCode::ATTENTION && lsh_node_ < 0 &&
-        node.fb_op->params_as_AttentionParams()->kind_type() == fb::AttentionKind::Lsh) {
-      lsh_node_ = node.index;
-    }
+    if (cpu_continuation_node_ < 0 && state_serves_later_calls_only(node)) cpu_continuation_node_ = node.index;
     if (node.code == fb::OpCode::EMBEDDING) id_limit_ = std::min(id_limit_, node.weights[0]->shape[0]);
     if (node.code == fb::OpCode::ADAPTIVE_EMBEDDING) {  // the vocabulary: the clusters' tables' rows together
       int64_t rows = 0;
@@ -175,10 +174,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
 }
 
 Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {
-  if (pos0 > 0 && lsh_node_ >= 0) {
-    return Unsupported(model_.nodes()[size_t(lsh_node_)].label() +
-                       ": continuing a sequence through LSH attention (Hugging Face's cached generation) runs on the "
-                       "CPU backend only; on Vulkan, run the whole sequence in one forward call, or use --backend cpu");
+  if (pos0 > 0 && cpu_continuation_node_ >= 0) {
+    const Node& node = model_.nodes()[size_t(cpu_continuation_node_)];
+    const bool lsh = node.fb_op->params_as_AttentionParams()->kind_type() == fb::AttentionKind::Lsh;
+    return Unsupported(node.label() + ": continuing a sequence through " +
+                       (lsh ? "LSH attention (Hugging Face's cached generation)" : "routing attention") +
+                       " runs on the CPU backend only; on Vulkan, run the whole sequence in one forward call, or use "
+                       "--backend cpu");
   }
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= id_limit_) {

@@ -1,0 +1,175 @@
+#include "cpu/routing_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tern::cpu {
+namespace {
+
+// The weakest of `count` ranked entries: the lowest score, and among equal scores the later position (a stable sort
+// by score, descending, ranks it last). Positions null: the entries are query scores, whose order is irrelevant.
+int64_t weakest(const float* scores, const int32_t* positions, int64_t count) {
+  int64_t m = 0;
+  for (int64_t i = 1; i < count; ++i) {
+    if (scores[i] < scores[m] || (positions && scores[i] == scores[m] && positions[i] > positions[m])) m = i;
+  }
+  return m;
+}
+
+float dot(const float* a, const float* b, int dh) {
+  float s = 0.0f;  // float32 in column order, as routing_scores
+  for (int c = 0; c < dh; ++c) s += a[c] * b[c];
+  return s;
+}
+
+}  // namespace
+
+RoutingCache::RoutingCache(const RoutingAttention& a, int64_t capacity)
+    : a_(a),
+      capacity_(capacity),
+      ring_slots_(a.ring_slots(capacity)),
+      slots_(capacity > 0 ? a.cluster_slots(capacity) : 0),
+      cluster_floats_(int64_t(a.routing_heads()) * a.clusters * slots_) {
+  ring_.assign(size_t(int64_t(a.local_heads) * ring_slots_ * 2 * a.head_dim), 0.0f);
+  key_pos_.assign(size_t(cluster_floats_), -1);
+  floats_.assign(size_t(cluster_floats_ * (2 + 2 * int64_t(a.head_dim))), 0.0f);
+}
+
+void RoutingCache::reset() {
+  size_ = 0;
+  std::fill(ring_.begin(), ring_.end(), 0.0f);
+  std::fill(key_pos_.begin(), key_pos_.end(), -1);
+  std::fill(floats_.begin(), floats_.end(), 0.0f);
+}
+
+void RoutingCache::store_local(int h, int64_t n, const float* key0, const float* value0, int64_t stride) {
+  const int dh = a_.head_dim;
+  for (int64_t p = std::max<int64_t>(0, n - ring_slots_); p < n; ++p) {
+    float* row = ring_row(h, p);
+    std::memcpy(row, key0 + p * stride, size_t(dh) * sizeof(float));
+    std::memcpy(row + dh, value0 + p * stride, size_t(dh) * sizeof(float));
+  }
+}
+
+void RoutingCache::put_key(int r, int64_t c, int64_t m, int64_t p, float s, const float* kn, const float* v) {
+  const int dh = a_.head_dim;
+  key_pos_[size_t(slot(r, c) + m)] = int32_t(p);
+  key_score(r, c)[m] = s;
+  float* kt = keys_t(r, c);
+  for (int d = 0; d < dh; ++d) kt[d * slots_ + m] = kn[d];
+  std::memcpy(values(r, c) + m * dh, v, size_t(dh) * sizeof(float));
+}
+
+void RoutingCache::store_queries(int r, int64_t c, int64_t count, const int32_t* members, const float* scores) {
+  float* held = query_score(r, c);
+  for (int64_t m = 0; m < count; ++m) held[m] = scores[members[m]];
+}
+
+void RoutingCache::store_keys(int r, int64_t c, int64_t count, const int32_t* members, const float* scores,
+                              const float* normalised, const float* value0, int64_t stride) {
+  for (int64_t m = 0; m < count; ++m) {
+    const int64_t p = members[m];
+    put_key(r, c, m, p, scores[p], normalised + p * a_.head_dim, value0 + p * stride);
+  }
+}
+
+int64_t RoutingCache::step_floats() const {
+  const int64_t dh = a_.head_dim;
+  // normalised query and key, one cluster's output and the sum, scores; a local head's window transposed and its values
+  return 4 * dh + std::max(slots_, ring_slots_) + 2 * ring_slots_ * dh;
+}
+
+void RoutingCache::step(const IsaKernels& k, const float* qkv, float* scratch, float* out) {
+  const int dh = a_.head_dim;
+  const int64_t p = size_, inner = int64_t(a_.heads) * dh, R = ring_slots_, W = slots_;
+  float* qn = scratch;
+  float* kn = qn + dh;
+  float* o = kn + dh;
+  float* acc = o + dh;
+  float* s = acc + dh;
+  float* kt = s + std::max(W, R);  // [dh, R]
+  float* vt = kt + R * dh;         // [R, dh]
+  // Local heads: the keys of p's chunk and of the chunk before, ascending, from the ring.
+  for (int h = 0; h < a_.local_heads; ++h) {
+    float* row = ring_row(h, p);
+    std::memcpy(row, qkv + inner + int64_t(h) * dh, size_t(dh) * sizeof(float));
+    std::memcpy(row + dh, qkv + 2 * inner + int64_t(h) * dh, size_t(dh) * sizeof(float));
+    const int64_t lo = std::max<int64_t>(0, (p / a_.local_chunk - 1) * a_.local_chunk);
+    for (int64_t j = lo; j <= p; ++j) {
+      const float* kv = ring_row(h, j);
+      for (int d = 0; d < dh; ++d) kt[d * R + (j - lo)] = kv[d];
+      std::memcpy(vt + (j - lo) * dh, kv + dh, size_t(dh) * sizeof(float));
+    }
+    k.routing_attend(kt, R, vt, dh, qkv + int64_t(h) * dh, a_.scale, p - lo + 1, s, out + int64_t(h) * dh);
+  }
+  // Routing heads: per cluster, p's key competes for a slot and p's query for membership.
+  for (int h = a_.local_heads; h < a_.heads; ++h) {
+    const int r = h - a_.local_heads;
+    const float* v = qkv + 2 * inner + int64_t(h) * dh;
+    routing_normalize(qkv + int64_t(h) * dh, dh, a_.norm_eps, qn);
+    routing_normalize(qkv + inner + int64_t(h) * dh, dh, a_.norm_eps, kn);
+    std::fill(acc, acc + dh, 0.0f);
+    float count = 0.0f;
+    for (int64_t c = 0; c < a_.clusters; ++c) {
+      const float* mu = a_.centroid(r, c);
+      const float sq = dot(qn, mu, dh), sk = dot(kn, mu, dh);
+      bool joins = true;
+      if (p < W) {  // fewer positions than the window: every one is a member
+        put_key(r, c, p, p, sk, kn, v);
+        query_score(r, c)[p] = sq;
+      } else {
+        const int32_t* pos = key_pos_.data() + slot(r, c);
+        const int64_t weak = weakest(key_score(r, c), pos, W);
+        if (sk > key_score(r, c)[weak]) put_key(r, c, weak, p, sk, kn, v);
+        float* held = query_score(r, c);
+        const int64_t q_weak = weakest(held, nullptr, W);
+        joins = sq > held[q_weak];
+        if (joins) held[q_weak] = sq;
+      }
+      if (!joins) continue;
+      k.routing_attend(keys_t(r, c), W, values(r, c), dh, qn, a_.scale, std::min(W, p + 1), s, o);
+      for (int d = 0; d < dh; ++d) acc[d] += o[d];
+      count += 1.0f;
+    }
+    const float inv = 1.0f / (count + a_.count_eps);
+    float* dst = out + int64_t(h) * dh;
+    for (int d = 0; d < dh; ++d) dst[d] = acc[d] * inv;
+  }
+  ++size_;
+}
+
+uint64_t RoutingCache::saved_count_bytes(int64_t) const { return key_pos_.size() * sizeof(int32_t); }
+
+void RoutingCache::save(int64_t, uint8_t* out) const {
+  std::memcpy(out, key_pos_.data(), key_pos_.size() * sizeof(int32_t));
+  out += key_pos_.size() * sizeof(int32_t);
+  std::memcpy(out, ring_.data(), ring_.size() * sizeof(float));
+  std::memcpy(out + ring_.size() * sizeof(float), floats_.data(), floats_.size() * sizeof(float));
+}
+
+Status RoutingCache::check(int64_t position, const uint8_t* in, const std::string& label) const {
+  const int64_t held = std::min(slots_, position);
+  for (int64_t cluster = 0; cluster < int64_t(a_.routing_heads()) * a_.clusters; ++cluster) {
+    for (int64_t m = 0; m < slots_; ++m) {
+      int32_t p = 0;
+      std::memcpy(&p, in + size_t(cluster * slots_ + m) * sizeof(int32_t), sizeof p);
+      const bool ok = m < held ? p >= 0 && p < position : p == -1;
+      if (!ok) {
+        return InvalidArgument(label + ": saved routing key position " + std::to_string(p) + " in slot " +
+                               std::to_string(m) + " of cluster " + std::to_string(cluster) +
+                               " cannot follow a sequence of " + std::to_string(position) + " positions");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void RoutingCache::load(int64_t position, const uint8_t* in) {
+  std::memcpy(key_pos_.data(), in, key_pos_.size() * sizeof(int32_t));
+  in += key_pos_.size() * sizeof(int32_t);
+  std::memcpy(ring_.data(), in, ring_.size() * sizeof(float));
+  std::memcpy(floats_.data(), in + ring_.size() * sizeof(float), floats_.size() * sizeof(float));
+  size_ = position;
+}
+
+}  // namespace tern::cpu
