@@ -38,6 +38,19 @@ ModelFile load_golden(const std::string& golden) {
   return ModelFile{path, std::move(model)};
 }
 
+// "cpu", and "vulkan" where this machine has a device (a skip noted where it has none).
+std::vector<const char*> backends_here() {
+  std::vector<const char*> out = {"cpu"};
+  std::string why;
+  if (test::vulkan_device(&why)) {
+    out.push_back("vulkan");
+  } else if (!test::cpu_only_run()) {
+    WARN("skipped: no Vulkan device (" << why << ")");
+    test::note_skipped();
+  }
+  return out;
+}
+
 test::ToolRun run(const std::vector<std::string>& args) {
   static int count = 0;
   return test::run_tool(kRun, args, test::scratch_dir("tokenizers_run_" + std::to_string(count++)));
@@ -57,6 +70,13 @@ TEST_CASE("tokenizers: a byte vocabulary maps each byte to its id and back", "[t
   REQUIRE_FALSE(detokenize(f.model, ids, &back));
   CHECK(back == text);
   CHECK(tern_model_special_token(f.model.get(), TERN_TOKEN_BOS) == -1);
+  // tern-run prints the prompt and what follows it, on each backend.
+  for (const char* backend : backends_here()) {
+    const test::ToolRun r = run({f.path, "--prompt", "In the beginning", "--tokens", "8", "--backend", backend});
+    INFO(backend << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("In the beginning", 0) == 0);
+  }
 }
 
 TEST_CASE("tokenizers: Reformer's 258-id vocabulary is the bytes shifted by 2", "[tokenizers]") {
@@ -79,16 +99,18 @@ TEST_CASE("tokenizers: Reformer's 258-id vocabulary is the bytes shifted by 2", 
   CHECK(tern_detokenize(f.model.get(), bad, 2, nullptr, 0, &len) == TERN_INVALID_ARGUMENT);
   CHECK_THAT(tern_last_error(), Catch::Contains("at index 1"));
 
-  // tern-run generates text through the offset (on the CPU, through the LSH layer's cache) and scores bytes.
-  const test::ToolRun g = run({f.path, "--prompt", "And God said", "--tokens", "8", "--json"});
-  INFO(g.err);
-  REQUIRE(g.exit_code == 0);
-  const std::vector<int32_t> generated = nlohmann::json::parse(g.out)["generate"]["ids"].get<std::vector<int32_t>>();
-  CHECK(generated.size() == 8);
-  for (int32_t id : generated) CHECK((id >= 0 && id < 258));
-  const test::ToolRun plain = run({f.path, "--prompt", "And God said", "--tokens", "8"});
-  CHECK(plain.exit_code == 0);
-  CHECK(plain.out.rfind("And God said", 0) == 0);
+  // tern-run generates text through the offset (through the LSH layer's cache, on each backend) and scores bytes.
+  for (const char* backend : backends_here()) {
+    const test::ToolRun g = run({f.path, "--prompt", "And God said", "--tokens", "8", "--json", "--backend", backend});
+    INFO(backend << ": " << g.err);
+    REQUIRE(g.exit_code == 0);
+    const std::vector<int32_t> generated = nlohmann::json::parse(g.out)["generate"]["ids"].get<std::vector<int32_t>>();
+    CHECK(generated.size() == 8);
+    for (int32_t id : generated) CHECK((id >= 0 && id < 258));
+    const test::ToolRun plain = run({f.path, "--prompt", "And God said", "--tokens", "8", "--backend", backend});
+    CHECK(plain.exit_code == 0);
+    CHECK(plain.out.rfind("And God said", 0) == 0);
+  }
   const std::string scored = test::scratch_dir("tokenizers_score") + "/text.txt";
   test::write_file(scored, "In the beginning God created the heaven and the earth.\n");
   const test::ToolRun s = run({f.path, "--score", scored, "--json"});
@@ -225,15 +247,7 @@ TEST_CASE("tokenizers: a word list takes text on a Transformer-XL model", "[toke
   REQUIRE_FALSE(token_to_text(model, ids[0], &piece));
   CHECK(piece == " " + words[5]);
 
-  for (const char* backend : {"cpu", "vulkan"}) {
-    std::string why;
-    if (std::string(backend) == "vulkan" && !test::vulkan_device(&why)) {
-      if (!test::cpu_only_run()) {
-        WARN("skipped: no Vulkan device (" << why << ")");
-        test::note_skipped();
-      }
-      continue;
-    }
+  for (const char* backend : backends_here()) {
     const test::ToolRun r = run({path, "--prompt", words[5] + " " + words[9], "--tokens", "12", "--backend", backend, "--json"});
     INFO(backend << ": " << r.err);
     REQUIRE(r.exit_code == 0);
@@ -267,10 +281,12 @@ TEST_CASE("tokenizers: characters and decimal bytes as adaptive-span's corpora n
   int64_t n = 0;
   CHECK(tern_tokenize(model.get(), "a!", 2, nullptr, 0, &n) == TERN_INVALID_ARGUMENT);
   CHECK_THAT(tern_last_error(), Catch::Contains("'!' at offset 1 is not in the model's vocabulary"));
-  const test::ToolRun r = run({path, "--prompt", "in the beginning", "--tokens", "16"});
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK(r.out.rfind("in the beginning", 0) == 0);
+  for (const char* backend : backends_here()) {
+    const test::ToolRun r = run({path, "--prompt", "in the beginning", "--tokens", "16", "--backend", backend});
+    INFO(backend << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind("in the beginning", 0) == 0);
+  }
 
   // enwik8-like: bytes in decimal, newline as <eos>.
   std::vector<std::string> bytes = {"<eos>"};

@@ -22,6 +22,20 @@ float dot(const float* a, const float* b, int dh) {
   return s;
 }
 
+// Copies `count` elements of `from` to `to` and returns the end of what was written; nothing when there are none
+// (a model without local heads has no ring: its vector's data() may be null, which memcpy must not see).
+template <typename T>
+uint8_t* put(uint8_t* to, const std::vector<T>& from) {
+  if (!from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(T));
+  return to + from.size() * sizeof(T);
+}
+
+template <typename T>
+const uint8_t* take(const uint8_t* from, std::vector<T>* to) {
+  if (!to->empty()) std::memcpy(to->data(), from, to->size() * sizeof(T));
+  return from + to->size() * sizeof(T);
+}
+
 }  // namespace
 
 RoutingCache::RoutingCache(const RoutingAttention& a, int64_t capacity)
@@ -140,12 +154,7 @@ void RoutingCache::step(const IsaKernels& k, const float* qkv, float* scratch, f
 
 uint64_t RoutingCache::saved_count_bytes(int64_t) const { return key_pos_.size() * sizeof(int32_t); }
 
-void RoutingCache::save(int64_t, uint8_t* out) const {
-  std::memcpy(out, key_pos_.data(), key_pos_.size() * sizeof(int32_t));
-  out += key_pos_.size() * sizeof(int32_t);
-  std::memcpy(out, ring_.data(), ring_.size() * sizeof(float));
-  std::memcpy(out + ring_.size() * sizeof(float), floats_.data(), floats_.size() * sizeof(float));
-}
+void RoutingCache::save(int64_t, uint8_t* out) const { put(put(put(out, key_pos_), ring_), floats_); }
 
 Status RoutingCache::check(int64_t position, const uint8_t* in, const std::string& label) const {
   const int64_t held = std::min(slots_, position);
@@ -165,10 +174,7 @@ Status RoutingCache::check(int64_t position, const uint8_t* in, const std::strin
 }
 
 void RoutingCache::load(int64_t position, const uint8_t* in) {
-  std::memcpy(key_pos_.data(), in, key_pos_.size() * sizeof(int32_t));
-  in += key_pos_.size() * sizeof(int32_t);
-  std::memcpy(ring_.data(), in, ring_.size() * sizeof(float));
-  std::memcpy(floats_.data(), in + ring_.size() * sizeof(float), floats_.size() * sizeof(float));
+  take(take(take(in, &key_pos_), &ring_), &floats_);
   size_ = position;
 }
 
