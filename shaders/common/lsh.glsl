@@ -14,8 +14,7 @@ layout(push_constant) uniform LshPush {
   uint n_buckets;  // lsh_sort
   float key_norm_eps;  // lsh_hash
   float scale;  // lsh_hash
-  float self_mask_value;  // lsh_attend, lsh_step
-  uint capacity;  // lsh_store, lsh_step: positions the cache holds
+  float self_mask_value;  // lsh_attend
 } pc;
 
 // The length the sequence is treated as (HF's right-padding): LshAttention::padded_length.

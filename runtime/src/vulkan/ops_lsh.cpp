@@ -1,5 +1,4 @@
-// Lowering of ATTENTION of kind Lsh (Reformer; semantics: ops/lsh.h). A first call runs four dispatches, as the CPU
-// path's phases:
+// Lowering of ATTENTION of kind Lsh (Reformer; semantics: ops/lsh.h) to four dispatches, as the CPU path's phases:
 //   lsh_hash     normalised keys, and the bucket of every (round, position) by the rotation matmul + argmax per factor;
 //   lsh_sort     per (round, head) a stable counting sort by bucket into the sorted axis (pads last);
 //   lsh_attend   per chunk of the sorted axis, each query against its circular window of neighbouring chunks, with
@@ -7,12 +6,8 @@
 //   lsh_combine  the rounds combined by a softmax over their log-sum-exps, into the op's output.
 // Scratch, per op, for max_batch tokens: keys [H, n, dh], buckets [H, hashes, n], counts [H, hashes, buckets],
 // order [H, hashes * n_pad], outs [H, hashes, n, dh], lses [H, hashes, n]: linear in n, nothing n x n.
-// Continuing a sequence (Hugging Face's cached generation, ops/lsh.h), unless the session is forward_only:
-//   lsh_store    after a first call: every position's qk | v and its buckets into the cache (the op's state, saved in
-//                the CPU kernel's layout);
-//   lsh_step     a later call: per head, each position in order as the CPU's LshCache::step;
-//   lsh_hashed   then the cache's hashed flag for the next call.
-// State [2 + H * hashes * max_tokens] words + [H, max_tokens, 2 * dh] floats; step scratch per head O(max_tokens).
+// Whole sequences only: the backend refuses a call that continues one (pos0 > 0; the CPU backend continues it as
+// Hugging Face's cached generation does, ops/lsh.h).
 #include <algorithm>
 #include <string>
 
@@ -58,66 +53,6 @@ LshPush lsh_push(const LshAttention& a) {
   return push;
 }
 
-// The cache a later call continues from (lsh_store after a first call, lsh_step and lsh_hashed after that), saved as
-// the CPU kernel saves it: int32 hashed, int32 0, buckets [H, hashes, position], rows [H, position, 2 * dh].
-Status lower_lsh_cache(const Node& node, const LshAttention& a, Lowering& low, const Binding& rotations,
-                       const Binding& factors, const Binding& call_buckets) {
-  const int64_t H = a.heads, dh = a.head_dim, nh = a.hashes, cap = low.max_tokens;
-  const int64_t slots = std::max(a.window(), a.chunk + 1);
-  const int64_t per_head = nh + a.buckets + cap + 2 * slots + nh * dh + nh;  // lsh_step's scratch, in words
-  const int64_t bucket_words = H * nh * cap, row_words = H * cap * 2 * dh;
-  if (2 + bucket_words + row_words > INT32_MAX || H * per_head > INT32_MAX) {
-    return Unsupported(where(node) + ": an LSH cache of " + std::to_string(cap) +
-                       " positions needs indices past 2^31; use a smaller max_tokens on the Vulkan backend");
-  }
-  TERN_ASSIGN_OR_RETURN(auto state, low.state(uint64_t(2 + bucket_words + row_words) * 4, "LSH cache"));
-  low.scratch_bytes += uint64_t(H * per_head) * 4;
-  TERN_ASSIGN_OR_RETURN(auto scratch, low.memory.allocate(uint64_t(H * per_head) * 4, MemoryKind::kDevice,
-                                                          "LSH step scratch"));
-  LshPush push = lsh_push(a);
-  push.capacity = uint32_t(cap);
-  const Binding cache{state, 0, 0, "LSH cache"};
-  const Binding qkv = low.values[node.inputs[0]];
-
-  DispatchSpec store = make_dispatch(node, "lsh_store", {uint32_t(dh)}, kHashGroup, push,
-                                     [H](int64_t n) { return stride_groups(n * H, kHashGroup); },
-                                     {qkv, call_buckets, cache});
-  store.when = CallKind::kFirst;
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(store)));
-  DispatchSpec step = make_dispatch(node, "lsh_step", {uint32_t(dh), kCpuUsesFma ? 1u : 0u}, 1, push,
-                                    [H](int64_t) { return Groups{uint32_t(H), 1, 1}; },
-                                    {qkv, rotations, factors, cache, low.values[node.outputs[0]],
-                                     Binding{scratch, 0, 0, "LSH step scratch"}});
-  step.when = CallKind::kLater;
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(step)));
-  DispatchSpec hashed = make_dispatch(node, "lsh_hashed", {}, 1, push, [](int64_t) { return Groups{1, 1, 1}; },
-                                      {cache});
-  hashed.when = CallKind::kLater;
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(hashed)));
-
-  SavedState saved;
-  saved.node = node.index;
-  saved.where = node.label();
-  saved.slice = state;
-  saved.bytes = [a](int64_t position) { return a.cache_bytes(position) + 8; };
-  saved.copies = [H, nh, dh, cap, bucket_words](int64_t position, std::vector<StateCopy>* copies) {
-    copies->push_back({0, 0, 8});  // hashed, 0
-    uint64_t at = 8;
-    for (int64_t hr = 0; hr < H * nh; ++hr, at += uint64_t(position) * 4) {
-      copies->push_back({at, uint64_t(2 + hr * cap) * 4, uint64_t(position) * 4});
-    }
-    const uint64_t row_bytes = uint64_t(2 * dh) * 4;
-    for (int64_t h = 0; h < H; ++h, at += uint64_t(position) * row_bytes) {
-      copies->push_back({at, uint64_t(2 + bucket_words + h * cap * 2 * dh) * 4, uint64_t(position) * row_bytes});
-    }
-  };
-  saved.check = [a, cap, label = node.label()](int64_t position, const uint8_t* in) {
-    return a.check_saved_cache(cap, position, in, label);
-  };
-  low.saved_states.push_back(std::move(saved));
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status lower_lsh_attention(const Node& node, Lowering& low) {
@@ -153,7 +88,6 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       [H](int64_t n) { return stride_groups(n * H, kHashGroup); },
       {qkv, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"), bind(keys, "LSH keys"),
        bind(buckets, "LSH buckets")});
-  hash.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
 
   uint32_t sort_group = kSortGroup;
@@ -166,7 +100,6 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       node, "lsh_sort", {sort_group}, sort_group, push, [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; },
       {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")});
   sort.shared_bytes = 2 * sort_group * sizeof(uint32_t);
-  sort.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(sort)));
 
   uint32_t key_tile = kKeyTile;
@@ -186,17 +119,12 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       {qkv, bind(keys, "LSH keys"), bind(order, "LSH sorted order"), bind(outs, "LSH round outputs"),
        bind(lses, "LSH round log-sum-exps")});
   attend.shared_bytes = uint32_t(std::min<uint64_t>(tile_bytes(key_tile), UINT32_MAX));
-  attend.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(attend)));
 
   DispatchSpec combine = make_dispatch(
       node, "lsh_combine", {uint32_t(dh)}, 256, push, [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); },
       {bind(outs, "LSH round outputs"), bind(lses, "LSH round log-sum-exps"), low.values[node.outputs[0]]});
-  combine.when = CallKind::kFirst;
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(combine)));
-  if (low.forward_only) return Status::Ok();
-  return lower_lsh_cache(node, a, low, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"),
-                         bind(buckets, "LSH buckets"));
+  return low.program.add(std::move(combine));
 }
 
 }  // namespace tern::vk

@@ -202,7 +202,6 @@ struct LshPush {
   float key_norm_eps = 0.0f;
   float scale = 0.0f;
   float self_mask_value = 0.0f;
-  uint32_t capacity = 0;  // lsh_store, lsh_step: positions the cache holds (max_tokens)
 };
 TERN_PUSH_FIELD(LshPush, heads, 32);
 TERN_PUSH_FIELD(LshPush, hashes, 36);
@@ -217,8 +216,7 @@ TERN_PUSH_FIELD(LshPush, n_buckets, 68);
 TERN_PUSH_FIELD(LshPush, key_norm_eps, 72);
 TERN_PUSH_FIELD(LshPush, scale, 76);
 TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
-TERN_PUSH_FIELD(LshPush, capacity, 84);
-TERN_PUSH_SIZE(LshPush, 14);
+TERN_PUSH_SIZE(LshPush, 13);
 
 // shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
 // 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width, qkv_width
