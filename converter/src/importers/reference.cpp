@@ -127,13 +127,17 @@ Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBui
   return std::vector<int32_t>{w, b};
 }
 
+// What names group g's tensors and ops: ".g<g>" in a grouped layer; nothing in a layer of one group of every head,
+// whose names stay attn.qkv.*, qkv and attn.
+std::string group_tag(const LayerAttention& layer, size_t g) { return layer.grouped ? ".g" + std::to_string(g) : ""; }
+
 // One group of a layer's heads: its fused q|k|v projection and, for routing, its centroids.
 struct GroupWeights {
   int32_t qkv_w = -1, qkv_b = -1, centroids = -1;
 };
 
 // Fused projection of heads [h0, h1): weight [3 * (h1 - h0) * dh, d] = those heads' rows of q, then k, then v; bias
-// likewise. A layer of one group keeps the names attn.qkv.*; group g of a grouped layer is attn.qkv.g<g>.*.
+// likewise, named attn.qkv<tag>.*.
 Result<GroupWeights> group_projection(const ReferenceConfig& r, const std::string& p, const std::string& tag,
                                       int64_t h0, int64_t h1, TensorSource& src) {
   const int64_t d = r.d, dh = d / r.heads;
@@ -164,7 +168,7 @@ Result<int32_t> build_attention(const ReferenceConfig& r, const LayerAttention& 
     const HeadGroup& group = layer.groups[g];
     const int64_t h1 = h0 + group.heads, width = group.heads * head_dim;
     const params::Attention attn{int32_t(group.heads), head_dim, scale, true, group.kind};
-    const std::string tag = layer.grouped ? ".g" + std::to_string(g) : "";
+    const std::string tag = group_tag(layer, g);
     const GroupWeights& w = weights[g];
     int32_t out = -1;
     if (std::holds_alternative<params::Compressive>(group.kind)) {
@@ -203,8 +207,8 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
   std::vector<GroupWeights> groups;
   int64_t h0 = 0;
   for (size_t gi = 0; gi < layer.groups.size(); ++gi) {
-    const std::string tag = layer.grouped ? ".g" + std::to_string(gi) : "";
-    TERN_ASSIGN_OR_RETURN(GroupWeights w, group_projection(r, p, tag, h0, h0 + layer.groups[gi].heads, src));
+    TERN_ASSIGN_OR_RETURN(GroupWeights w,
+                          group_projection(r, p, group_tag(layer, gi), h0, h0 + layer.groups[gi].heads, src));
     groups.push_back(w);
     h0 += layer.groups[gi].heads;
   }

@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "cpu/continuation_kernel.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
@@ -72,24 +73,19 @@ struct Tile {
   float* row;       // [dh], one query's output for one round
 };
 
-class LshKernel : public CpuKernel {
+class LshKernel : public ContinuationKernel<LshCache> {
  public:
   LshKernel(const Node& node, const LshAttention& spec, const KernelConfig& cfg,
             std::optional<LshFoldedLayer> folded = std::nullopt)
-      : node_(node),
+      : ContinuationKernel(node, spec, cfg, "LSH"),
         a_(spec),
         threads_(cfg.threads),
         max_batch_(cfg.max_batch),
-        folded_(std::move(folded)),
-        cache_(spec, cfg.forward_only ? 0 : cfg.max_tokens) {}
+        folded_(std::move(folded)) {}
 
   Status run(const RunContext& ctx) override {
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
-    const bool caching = cache_.capacity() > 0;  // none in a forward_only session, which never continues
-    if (caching && ctx.pos0 + ctx.n > cache_.capacity()) {
-      return InvalidArgument(node_.label() + ": the LSH cache holds " + std::to_string(cache_.capacity()) +
-                             " positions (max_tokens); this call would end at " + std::to_string(ctx.pos0 + ctx.n));
-    }
+    TERN_RETURN_IF_ERROR(check_fits(ctx.pos0, ctx.n));
     if (ctx.pos0 > 0) return run_steps(ctx);
     const Layout lay(a_, ctx.n, folded());
     float* base = ctx.scratch;
@@ -131,31 +127,20 @@ class LshKernel : public CpuKernel {
     for (int h = 0; h < a_.heads; ++h) {
       if (folded_) TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n_, head_qkv, fold_block_, node_.label()));
       run_head(ctx, h);
-      if (caching) cache_.store_rows(h, 0, n_, qk(h, 0), row_stride_, v_offset_);
-      if (caching && chunked) cache_.store_first_buckets(h, n_, bucket_, n_pad_ > n_);
+      if (caching()) cache_.store_rows(h, 0, n_, qk(h, 0), row_stride_, v_offset_);
+      if (caching() && chunked) cache_.store_first_buckets(h, n_, bucket_, n_pad_ > n_);
       if (folded_ && folded_->folds_output()) TERN_RETURN_IF_ERROR(folded_->add_output(ctx, h, n_, out_, fold_block_, node_.label()));
     }
-    if (caching) cache_.finish_first_call(n_, chunked);
+    if (caching()) cache_.finish_first_call(n_, chunked);
     return Status::Ok();
   }
-
-  void reset() override { cache_.reset(); }
-  bool has_state() const override { return cache_.capacity() > 0; }  // none in a forward_only session
-  uint64_t state_bytes() const override { return cache_.bytes(); }
-  uint64_t saved_state_bytes(int64_t position) const override { return cache_.saved_bytes(position); }
-  uint64_t saved_count_bytes(int64_t position) const override { return cache_.saved_count_bytes(position); }
-  Status check_saved_counts(int64_t position, const uint8_t* in) const override {
-    return cache_.check(position, in, node_.label());
-  }
-  void save_state(int64_t position, uint8_t* out) const override { cache_.save(position, out); }
-  void load_state(int64_t position, const uint8_t* in) override { cache_.load(position, in); }
 
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
   // Linear in n: one head's key norms, buckets, sort and per-round log-sum-exps (O(hashes * n) words; with a folded
   // input, also its qk | v [n, 2*dh] and a block of normalised rows; with a folded output, its output [n, dh]), plus
   // one tile per thread; and what a later call's steps need (step_words; none in a forward_only session).
   uint64_t scratch_bytes_for(int64_t n) const override {
-    return uint64_t(Layout(a_, n, folded()).total(threads_) + (cache_.capacity() > 0 ? step_words(n) : 0)) * 4;
+    return uint64_t(Layout(a_, n, folded()).total(threads_) + (caching() ? step_words(n) : 0)) * 4;
   }
   uint64_t packed_weight_bytes() const override {
     return folded_ ? folded_->packed_bytes() : 0;
@@ -354,12 +339,10 @@ class LshKernel : public CpuKernel {
     k_->lsh_weigh_values(t.s, t.wpos, count, scale, value(h, 0), row_stride_, a_.head_dim, out);
   }
 
-  const Node& node_;
   LshAttention a_;
   int threads_;
   int64_t max_batch_;
   std::optional<LshFoldedLayer> folded_;  // none: the op reads qk | v [n, 2*inner] and writes o [n, inner]
-  LshCache cache_;                        // what a later call continues from
   // Per call.
   const float* qkv_ = nullptr;  // qk of head h, row j: qkv_ + j * row_stride_ + h * head_stride_; v: + v_offset_
   int64_t row_stride_ = 0, head_stride_ = 0, v_offset_ = 0;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 
+#include "cpu/continuation_kernel.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
@@ -53,22 +54,14 @@ struct Tile {
   float* s;        // [tile_keys], one query's scores, then their exponentials
 };
 
-class RoutingKernel : public CpuKernel {
+class RoutingKernel : public ContinuationKernel<RoutingCache> {
  public:
   RoutingKernel(const Node& node, const RoutingAttention& spec, const KernelConfig& cfg)
-      : node_(node),
-        a_(spec),
-        threads_(cfg.threads),
-        max_batch_(cfg.max_batch),
-        cache_(spec, cfg.forward_only ? 0 : cfg.max_tokens) {}
+      : ContinuationKernel(node, spec, cfg, "routing"), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch) {}
 
   Status run(const RunContext& ctx) override {
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
-    caching_ = cache_.capacity() > 0;  // none in a forward_only session, which never continues
-    if (caching_ && ctx.pos0 + ctx.n > cache_.capacity()) {
-      return InvalidArgument(node_.label() + ": the routing cache holds " + std::to_string(cache_.capacity()) +
-                             " positions (max_tokens); this call would end at " + std::to_string(ctx.pos0 + ctx.n));
-    }
+    TERN_RETURN_IF_ERROR(check_fits(ctx.pos0, ctx.n));
     if (ctx.pos0 > 0) {  // each position alone against the cache
       const IsaKernels& k = isa();
       for (int64_t i = 0; i < ctx.n; ++i) {
@@ -76,7 +69,7 @@ class RoutingKernel : public CpuKernel {
       }
       return Status::Ok();
     }
-    if (caching_) cache_.reset();
+    if (caching()) cache_.reset();
     lay_ = Layout(a_, ctx.n);
     qn_ = ctx.scratch;
     kn_ = qn_ + lay_.n * a_.head_dim;
@@ -91,26 +84,15 @@ class RoutingKernel : public CpuKernel {
     k_ = &isa();
     for (int h = 0; h < a_.local_heads; ++h) run_local_head(ctx, h);
     for (int h = a_.local_heads; h < a_.heads; ++h) run_routing_head(ctx, h);
-    if (caching_) cache_.finish_first_call(ctx.n);
+    if (caching()) cache_.finish_first_call(ctx.n);
     return Status::Ok();
   }
-
-  void reset() override { cache_.reset(); }
-  bool has_state() const override { return cache_.capacity() > 0; }  // none in a forward_only session
-  uint64_t state_bytes() const override { return cache_.bytes(); }
-  uint64_t saved_state_bytes(int64_t position) const override { return cache_.saved_bytes(position); }
-  uint64_t saved_count_bytes(int64_t position) const override { return cache_.saved_count_bytes(position); }
-  Status check_saved_counts(int64_t position, const uint8_t* in) const override {
-    return cache_.check(position, in, node_.label());
-  }
-  void save_state(int64_t position, uint8_t* out) const override { cache_.save(position, out); }
-  void load_state(int64_t position, const uint8_t* in) override { cache_.load(position, in); }
 
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
   // Linear in n: the normalised queries and keys and the per-thread score rows; the rest depends on K and w only.
   // A later call's steps reuse it (at least step_floats).
   uint64_t scratch_bytes_for(int64_t n) const override {
-    const int64_t step = cache_.capacity() > 0 ? cache_.step_floats() : 0;
+    const int64_t step = caching() ? cache_.step_floats() : 0;
     return uint64_t(std::max(Layout(a_, n).total(threads_), step)) * 4;
   }
 
@@ -157,7 +139,7 @@ class RoutingKernel : public CpuKernel {
       load_block(t, q1 - lo, t.order, h, nullptr);
       for (int64_t i = q0; i < q1; ++i) attend(t, query(h, i), i - lo + 1, out_row(h, i));
     });
-    if (caching_) cache_.store_local(h, n, key(h, 0), value(h, 0), 3 * inner());
+    if (caching()) cache_.store_local(h, n, key(h, 0), value(h, 0), 3 * inner());
   }
 
   void run_routing_head(const RunContext& ctx, int h) {
@@ -179,10 +161,10 @@ class RoutingKernel : public CpuKernel {
       int32_t* km = k_members_ + c * w;
       routing_scores(qn_, n, dh, mu, t.scores);
       routing_top(t.scores, n, w, t.order, qm);
-      if (caching_) cache_.store_queries(r, c, w, qm, t.scores);
+      if (caching()) cache_.store_queries(r, c, w, qm, t.scores);
       routing_scores(kn_, n, dh, mu, t.scores);
       routing_top(t.scores, n, w, t.order, km);
-      if (caching_) cache_.store_keys(r, c, w, km, t.scores, kn_, value(h, 0), 3 * inner());
+      if (caching()) cache_.store_keys(r, c, w, km, t.scores, kn_, value(h, 0), 3 * inner());
       load_block(t, w, km, h, kn_);
       int64_t visible = 0;  // keys at positions <= the query's: a prefix, as both lists ascend
       for (int64_t m = 0; m < w; ++m) {
@@ -211,7 +193,6 @@ class RoutingKernel : public CpuKernel {
     });
   }
 
-  const Node& node_;
   RoutingAttention a_;
   int threads_ = 1;
   int64_t max_batch_ = 0;
@@ -219,8 +200,6 @@ class RoutingKernel : public CpuKernel {
   const float* qkv_ = nullptr;  // [n, 3*inner]
   float* out_ = nullptr;        // [n, inner]
   int slots_ = 1;
-  RoutingCache cache_;              // what a later call continues from; empty in a forward_only session
-  bool caching_ = false;
   const IsaKernels* k_ = nullptr;  // the score and softmax loops (cpu/isa.h)
   float* qn_ = nullptr;            // [n, dh], normalised queries of the head
   float* kn_ = nullptr;            // [n, dh], normalised keys

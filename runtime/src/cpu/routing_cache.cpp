@@ -16,12 +16,6 @@ int64_t weakest(const float* scores, const int32_t* positions, int64_t count) {
   return m;
 }
 
-float dot(const float* a, const float* b, int dh) {
-  float s = 0.0f;  // float32 in column order, as routing_scores
-  for (int c = 0; c < dh; ++c) s += a[c] * b[c];
-  return s;
-}
-
 // Copies `count` elements of `from` to `to` and returns the end of what was written; nothing when there are none
 // (a model without local heads has no ring: its vector's data() may be null, which memcpy must not see).
 template <typename T>
@@ -42,7 +36,7 @@ RoutingCache::RoutingCache(const RoutingAttention& a, int64_t capacity)
     : a_(a),
       capacity_(capacity),
       ring_slots_(a.ring_slots(capacity)),
-      slots_(capacity > 0 ? a.cluster_slots(capacity) : 0),
+      slots_(a.cluster_slots(capacity)),
       cluster_floats_(int64_t(a.routing_heads()) * a.clusters * slots_) {
   ring_.assign(size_t(int64_t(a.local_heads) * ring_slots_ * 2 * a.head_dim), 0.0f);
   key_pos_.assign(size_t(cluster_floats_), -1);
@@ -126,7 +120,9 @@ void RoutingCache::step(const IsaKernels& k, const float* qkv, float* scratch, f
     float count = 0.0f;
     for (int64_t c = 0; c < a_.clusters; ++c) {
       const float* mu = a_.centroid(r, c);
-      const float sq = dot(qn, mu, dh), sk = dot(kn, mu, dh);
+      float sq = 0.0f, sk = 0.0f;  // as the first call scored them
+      routing_scores(qn, 1, dh, mu, &sq);
+      routing_scores(kn, 1, dh, mu, &sk);
       bool joins = true;
       if (p < W) {  // fewer positions than the window: every one is a member
         put_key(r, c, p, p, sk, kn, v);
