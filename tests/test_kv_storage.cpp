@@ -140,13 +140,6 @@ uint32_t saved_entries(const std::vector<uint8_t>& blob) {
   return entries;
 }
 
-std::vector<uint8_t> save(tern_session* s) {
-  size_t size = 0;
-  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
-  std::vector<uint8_t> blob(size);
-  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
-  return blob;
-}
 
 }  // namespace
 
@@ -311,7 +304,7 @@ TEST_CASE("float16 KV: a saved state round-trips and does not load under the oth
   // The first `cut` tokens in one call, saved; then token by token, in this session and in a fresh one that
   // loaded the state: the same logits.
   REQUIRE(tern_session_append(a, g.ids.data(), cut, nullptr) == TERN_OK);
-  const std::vector<uint8_t> blob16 = save(a);
+  const std::vector<uint8_t> blob16 = tern::test::saved_state(a);
   std::vector<float> whole(size_t(n * g.vocab));
   for (int64_t i = cut; i < n; ++i) {
     REQUIRE(tern_session_append(a, g.ids.data() + i, 1, whole.data() + i * g.vocab) == TERN_OK);
@@ -328,7 +321,7 @@ TEST_CASE("float16 KV: a saved state round-trips and does not load under the oth
   // The float32 state of the same tokens: twice the payload.
   tern_session* c = session(g.model, TERN_KV_STORAGE_F32, 2, n);
   REQUIRE(tern_session_append(c, g.ids.data(), cut, nullptr) == TERN_OK);
-  const std::vector<uint8_t> blob32 = save(c);
+  const std::vector<uint8_t> blob32 = tern::test::saved_state(c);
   const size_t header = 48 + 16 * size_t(saved_entries(blob16));
   CHECK(saved_entries(blob16) == saved_entries(blob32));
   CHECK(2 * (blob16.size() - header) == blob32.size() - header);

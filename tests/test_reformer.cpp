@@ -191,10 +191,7 @@ TEST_CASE("reformer generation: the cache is the planner's state, a forged saved
   CHECK(used.state_bytes == want);
   std::vector<float> out(size_t(n * vocab));
   REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, out.data()) == TERN_OK);
-  size_t size = 0;
-  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
-  std::vector<uint8_t> blob(size);
-  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+  std::vector<uint8_t> blob = test::saved_state(s);
   // Every layer is LSH: the payload (after the 48-byte header and one 16-byte entry per layer) starts with the first
   // layer's header (hashed = 1, 0), then head 0's round 0 buckets. Put position 0's outside round 0's range.
   const size_t first = 48 + size_t(lsh_layers) * 16;

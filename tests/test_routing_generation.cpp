@@ -68,10 +68,7 @@ TEST_CASE("routing generation: the cache is the planner's state, bounded by the 
   tern_session* s = make_session(model, 1, n);
   std::vector<float> out(size_t(n * vocab));
   REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, out.data()) == TERN_OK);
-  size_t size = 0;
-  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
-  std::vector<uint8_t> blob(size);
-  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+  std::vector<uint8_t> blob = test::saved_state(s);
   // The payload (after the 48-byte header and one 16-byte entry per layer) starts with the first layer's key
   // positions: slot 0 of cluster 0 holds a prompt position. Point it past the sequence.
   const size_t first = 48 + size_t(layers) * 16;

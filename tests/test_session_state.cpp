@@ -66,15 +66,6 @@ std::vector<float> run(tern_session* s, const std::vector<int32_t>& ids, int64_t
   return out;
 }
 
-std::vector<uint8_t> save(const tern_session* s) {
-  size_t size = 0;
-  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
-  std::vector<uint8_t> blob(size);
-  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
-  REQUIRE(size == blob.size());
-  return blob;
-}
-
 
 }  // namespace
 
@@ -90,7 +81,7 @@ TEST_CASE("session state: save, restore into a new session, continue: bit-identi
     INFO(c.golden);
     tern_session* a = make_session(backend, model, max_tokens, c.segment);
     run(a, ids, 0, cut, c.segment);
-    const std::vector<uint8_t> blob = save(a);
+    const std::vector<uint8_t> blob = tern::test::saved_state(a);
     const std::vector<float> want = run(a, ids, cut, n, c.segment);  // uninterrupted
 
     tern_session* b = make_session(backend, model, max_tokens, c.segment);
@@ -128,7 +119,7 @@ TEST_CASE("session state: saved on one backend, continued on the other", "[sessi
       INFO(c.golden << ": saved on " << tern::test::backend_name(from) << ", loaded on " << tern::test::backend_name(to));
       tern_session* a = make_session(from, model, n, c.segment);
       run(a, ids, 0, cut, c.segment);
-      const std::vector<uint8_t> blob = save(a);
+      const std::vector<uint8_t> blob = tern::test::saved_state(a);
       const std::vector<float> want = run(a, ids, cut, n, c.segment);
       tern_session* b = make_session(to, model, n, c.segment);
       run(b, ids, 0, c.segment, c.segment);
@@ -136,7 +127,7 @@ TEST_CASE("session state: saved on one backend, continued on the other", "[sessi
       REQUIRE(tern_session_load_state(b, blob.data(), blob.size()) == TERN_OK);
       CHECK(tern_session_position(b) == cut);
       // The same entries (ops, layout 0, sizes) as the other backend saved.
-      const std::vector<uint8_t> again = save(b);
+      const std::vector<uint8_t> again = tern::test::saved_state(b);
       uint32_t entries = 0;
       std::memcpy(&entries, blob.data() + 12, 4);
       REQUIRE(again.size() == blob.size());
@@ -160,7 +151,7 @@ TEST_CASE("session state: a blob from another model or configuration, truncated 
   const std::vector<int32_t> dense_ids = golden_ids("pre_tied_learned_gelu");
   tern_session* s = make_session(backend, xl, 1000, 16);
   run(s, xl_ids, 0, 32, 16);
-  const std::vector<uint8_t> blob = save(s);
+  const std::vector<uint8_t> blob = tern::test::saved_state(s);
 
   size_t small = blob.size() - 1;
   std::vector<uint8_t> buf(small);
@@ -209,7 +200,7 @@ TEST_CASE("session state: a blob from another model or configuration, truncated 
   rejects(other, blob, "saved from a different model");
 
   // Dense attention keeps every key up to max_tokens; a smaller session cannot hold a longer state.
-  const std::vector<uint8_t> dense_blob = save(other);
+  const std::vector<uint8_t> dense_blob = tern::test::saved_state(other);
   tern_session* tiny = make_session(backend, dense, 32, 32);
   rejects(tiny, dense_blob, "max_tokens is 32");
   // A larger max_tokens holds it: dense and strided states save only the positions seen.
@@ -236,7 +227,7 @@ TEST_CASE("session state: Vulkan rejects compressive row counts that are not its
   const std::vector<int32_t> ids = golden_ids("compressive_conv_mean");
   tern_session* s = make_session(TERN_BACKEND_VULKAN, model, 128, 16);
   run(s, ids, 0, 64, 16);
-  const std::vector<uint8_t> blob = save(s);
+  const std::vector<uint8_t> blob = tern::test::saved_state(s);
   uint32_t entries = 0;
   std::memcpy(&entries, blob.data() + 12, 4);
   std::vector<uint8_t> bad = blob;
@@ -281,7 +272,7 @@ TEST_CASE("session state: a forged blob with a NaN or an infinity is rejected, w
     const std::vector<int32_t> ids = golden_ids(c.golden);
     tern_session* s = make_session(backend, model, 4 * c.segment, c.segment);
     run(s, ids, 0, 2 * c.segment, c.segment);
-    const std::vector<uint8_t> blob = save(s);
+    const std::vector<uint8_t> blob = tern::test::saved_state(s);
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = -std::numeric_limits<float>::infinity();
     for (const auto& [value, words] : {std::pair{nan, "holds NaN"}, std::pair{inf, "holds an infinity"}}) {
       std::vector<uint8_t> bad = blob;

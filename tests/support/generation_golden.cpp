@@ -33,10 +33,7 @@ std::vector<float> generate(tern_model* model, const Generation& gen, int thread
   rows.insert(rows.end(), call.begin() + (gen.prompt - 1) * vocab, call.begin() + gen.prompt * vocab);
   for (int64_t at = gen.prompt; at < n; at += per_call) {
     if (reload_after > 0 && at == gen.prompt + reload_after) {
-      size_t size = 0;
-      REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
-      std::vector<uint8_t> blob(size);
-      REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+      const std::vector<uint8_t> blob = saved_state(s);
       tern_session_free(s);
       s = make_session(model, threads, n);
       REQUIRE(tern_session_load_state(s, blob.data(), blob.size()) == TERN_OK);

@@ -170,6 +170,15 @@ uint64_t blob_checksum(uint64_t h, const uint8_t* p, size_t n) {
 
 }  // namespace
 
+std::vector<uint8_t> saved_state(const tern_session* s) {
+  size_t size = 0;
+  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
+  std::vector<uint8_t> blob(size);
+  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+  REQUIRE(size == blob.size());
+  return blob;
+}
+
 void reseal_state(std::vector<uint8_t>* blob) {
   const uint64_t sum = blob_checksum(blob_checksum(1469598103934665603ull, blob->data(), 40), blob->data() + 48,
                                      blob->size() - 48);

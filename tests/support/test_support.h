@@ -39,6 +39,8 @@ void write_file(const std::string& path, const std::string& bytes);
 // Recomputes a saved session state's checksum (core/session_state.cpp: FNV-1a over 8-byte words, then the tail
 // bytes) after a test changed its bytes, so that the forgery reaches the checks behind the checksum.
 void reseal_state(std::vector<uint8_t>* blob);
+// The session's state as tern_session_save_state writes it (the size query, then the blob).
+std::vector<uint8_t> saved_state(const tern_session* s);
 // "CPU" or "Vulkan", for the messages of a test that runs on each backend.
 const char* backend_name(tern_backend backend);
 // The bound of one backend's fp32 output against the reference (DESIGN.md, Numerics): the CPU's own bound, 1e-4 on
