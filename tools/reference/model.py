@@ -481,6 +481,10 @@ class ReferenceModel(nn.Module):
             x = x + self.positions(n, pos0)
         for layer in self.layers:
             x = layer(x)
+        return self.head(x)
+
+    def head(self, x):
+        """The last layer's output x [..., d] -> logits [..., V]: final norm, then the (tied or untied) head."""
         if self.final_norm is not None:
             x = self.final_norm(x)
         if self.lm_head is not None:

@@ -60,13 +60,8 @@ class Stepper:
             else:
                 x = block.attn_norm(x + a)
                 x = block.mlp_norm(x + block.mlp(x))
-        if m.final_norm is not None:
-            x = m.final_norm(x)
-        logits = m.lm_head(x) if m.lm_head is not None else x @ m.embed.weight.t()
-        if m.lm_head is None and m.lm_head_bias is not None:
-            logits = logits + m.lm_head_bias
         self.t += 1
-        return logits[0].numpy()
+        return m.head(x)[0].numpy()
 
     def record_gaps(self, attn, prefix):
         """The margins of the step's top-w decisions in every routing head: how far the cluster's w-th key score is
