@@ -161,14 +161,15 @@ TEST_CASE("reformer: an LSH layer's norm, projections and residual add run insid
 }
 
 
-TEST_CASE("reformer generation: each step matches HF's cached path (the PyTorch port) within 1e-4 on the CPU",
-          "[model][reformer][lsh][streaming]") {
+TEST_CASE("reformer generation: each step matches HF's cached path (the PyTorch port) within 1e-4 (CPU and Vulkan)",
+          "[model][reformer][lsh][streaming][vulkan]") {
+  TERN_EACH_BACKEND(backend);
   for (const char* name : kGoldens) {
     const std::string dir = test::source_path(std::string("tests/goldens/") + name);
     const Generation gen = load_generation(dir);
     tern_model* model = convert_and_load(dir, std::string("gen_") + name);
     // One token a call (as HF generates) and several (each still runs alone, in order).
-    test::check_generation(model, gen, name, kModelTolerance);
+    test::check_generation(model, gen, name, test::backend_tolerance(backend, kModelTolerance), backend);
     tern_model_free(model);
   }
 }
@@ -219,6 +220,66 @@ TEST_CASE("reformer generation: the cache is the planner's state, a forged saved
   CHECK_THAT(tern_last_error(), Catch::Contains("forward_only must be 0 or 1"));
   test::check_forward_only(model, gen, out);
   tern_model_free(model);
+}
+
+TEST_CASE("reformer generation: the Vulkan cache saves as the CPU's: a state moves between backends mid-generation, "
+          "and a forged bucket is refused",
+          "[model][reformer][lsh][streaming][vulkan]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  const std::string dir = test::source_path("tests/goldens/reformer_hashes_int");
+  const Generation gen = load_generation(dir);
+  tern_model* model = convert_and_load(dir, "gen_cross");
+  const int64_t n = int64_t(gen.ids.size()), vocab = gen.logits.shape[1], half = 20;
+  std::vector<float> out(size_t(n * vocab));
+  // The prompt and `half` steps on one backend, saved; the rest on the other, from the blob.
+  for (auto [from, to] : {std::pair{TERN_BACKEND_VULKAN, TERN_BACKEND_CPU}, std::pair{TERN_BACKEND_CPU, TERN_BACKEND_VULKAN}}) {
+    INFO(test::backend_name(from) << " -> " << test::backend_name(to));
+    tern_session* s = test::make_session_on(from, model, 1, n);
+    REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, out.data()) == TERN_OK);
+    REQUIRE(tern_session_append(s, gen.ids.data() + gen.prompt, half, out.data()) == TERN_OK);
+    size_t size = 0;
+    REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
+    std::vector<uint8_t> blob(size);
+    REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+    tern_session_free(s);
+    s = test::make_session_on(to, model, 1, n);
+    INFO(tern_session_last_error(s));
+    REQUIRE(tern_session_load_state(s, blob.data(), blob.size()) == TERN_OK);
+    const int64_t rest = n - gen.prompt - half;
+    REQUIRE(tern_session_append(s, gen.ids.data() + gen.prompt + half, rest, out.data()) == TERN_OK);
+    const float* want = gen.logits.data.data() + (1 + half) * vocab;
+    CHECK(relative_error(out.data(), want, size_t(rest * vocab)) <= kModelTolerance);
+    tern_session_free(s);
+  }
+  // A bucket outside its round's range is refused by the Vulkan session before anything is loaded.
+  tern_session* s = make_session(model, 1, n);
+  REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, out.data()) == TERN_OK);
+  size_t size = 0;
+  REQUIRE(tern_session_save_state(s, nullptr, &size) == TERN_OK);
+  std::vector<uint8_t> blob(size);
+  REQUIRE(tern_session_save_state(s, blob.data(), &size) == TERN_OK);
+  tern_session_free(s);
+  const size_t first = 48 + 3 * 16;  // the first LSH layer's header (hashed, 0), then its buckets
+  const int32_t bad = 1 << 20;
+  std::memcpy(blob.data() + first + 8, &bad, 4);
+  test::reseal_state(&blob);
+  s = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, n);
+  CHECK(tern_session_load_state(s, blob.data(), blob.size()) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("saved LSH bucket 1048576"));
+  tern_session_free(s);
+  // forward_only: no cache on the device either.
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = TERN_BACKEND_VULKAN;
+  so.max_tokens = n;
+  so.forward_only = 1;
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  tern_memory_plan used{};
+  REQUIRE(tern_session_memory(s, &used) == TERN_OK);
+  CHECK(used.state_bytes == 0);
+  tern_session_free(s);
+  tern_model_free(model);
+  CHECK(test::vulkan_validation_messages() == 0);
 }
 
 TEST_CASE("reformer: rotations drawn from the hash seed when the checkpoint has none", "[model][reformer][lsh]") {

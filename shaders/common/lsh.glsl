@@ -14,7 +14,9 @@ layout(push_constant) uniform LshPush {
   uint n_buckets;  // lsh_sort
   float key_norm_eps;  // lsh_hash
   float scale;  // lsh_hash
-  float self_mask_value;  // lsh_attend
+  float self_mask_value;  // lsh_attend, lsh_step
+  uint capacity;  // lsh_store and the later call's shaders: positions the cache holds
+  uint step_first;  // lsh_step: the call position of its workgroup row 0
 } pc;
 
 // The length the sequence is treated as (HF's right-padding): LshAttention::padded_length.

@@ -274,11 +274,11 @@ TERN_API tern_status tern_session_get_profile_flops(const tern_session* session,
 TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Continues the sequence held in the state with ids[0..n) (1 <= n <= max_batch, position + n <= max_tokens).
  * logits: [n, vocab_size], or NULL when only the state should advance. Errors as tern_session_forward, and
- * TERN_UNSUPPORTED when position > 0 on the Vulkan backend and the model has LSH or routing attention (naming the
- * layer: they run whole sequences only there), or in a forward_only session. On the CPU, LSH attention continues a
- * sequence as Hugging Face's cached generation does: each position of a later call attends, alone and in order, to
- * what the first call and the positions since left in its cache (the first call's sort is never redone); routing
- * attention runs each position alone as row t of the layer over positions 0..t (ops/routing.h). A call
+ * TERN_UNSUPPORTED when position > 0 on the Vulkan backend and the model has routing attention (naming the layer:
+ * it runs whole sequences only there), or in a forward_only session. LSH attention continues a sequence as
+ * Hugging Face's cached generation does, on both backends: each position of a later call attends, as if alone and
+ * in order, to what the first call and the positions since left in its cache (the first call's sort is never
+ * redone); routing attention runs each position alone as row t of the layer over positions 0..t (ops/routing.h). A call
  * rejected for n, max_batch or max_tokens leaves the state as it was; one that fails while running (an id out of
  * range, a device error) or is unsupported resets it: a half-applied call would leave some caches ahead of
  * others. */

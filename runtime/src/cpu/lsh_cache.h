@@ -64,8 +64,7 @@ class LshCache {
   const int32_t* round_buckets(int h, int64_t r) const {
     return buckets_.data() + (int64_t(h) * a_.hashes + r) * capacity_;
   }
-  // Round r's bucket values lie in [r * buckets, r * (buckets + 1) + buckets - 1].
-  int64_t bucket_limit(int64_t r) const { return r * (a_.buckets + 1) + a_.buckets - 1; }
+  int64_t bucket_limit(int64_t r) const { return a_.bucket_limit(r); }
   // Query qk [dh] against key position j: q . (x_j * rsqrt(mean(x_j^2) + eps) * scale), or the self mask at `self`.
   float score(const IsaKernels& k, const float* q, int h, int64_t j, int64_t self, float* key) const;
   // Softmax of s[0..count) over the values of positions pos[0..count) into o [dh]; returns HF's float32 lse.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -224,6 +225,46 @@ void ref::lsh_attention(const float* qkv, int64_t n, const LshAttention& a, floa
       for (int c = 0; c < dh; ++c) o[c] = float(row[size_t(c)]);
     }
   }
+}
+
+Status LshAttention::check_saved_cache(int64_t capacity, int64_t position, const uint8_t* in,
+                                       const std::string& label) const {
+  int32_t head[2];
+  std::memcpy(head, in, 8);
+  if ((head[0] != 0 && head[0] != 1) || head[1] != 0) {
+    return InvalidArgument(label + ": saved LSH state has an unknown header (" + std::to_string(head[0]) + ", " +
+                           std::to_string(head[1]) + ")");
+  }
+  if (position > capacity) {
+    return InvalidArgument(label + ": saved LSH state of " + std::to_string(position) + " positions, the cache holds " +
+                           std::to_string(capacity));
+  }
+  if (head[0] == 0) {
+    // Unhashed only while the sequence is within a chunk (HF hashes it once a step reaches one).
+    if (position > chunk) {
+      return InvalidArgument(label + ": saved LSH state of " + std::to_string(position) +
+                             " positions without buckets; past the chunk of " + std::to_string(chunk) +
+                             " every position has them");
+    }
+    return Status::Ok();
+  }
+  if (position == 0) return InvalidArgument(label + ": saved LSH state has buckets but no positions");
+  const uint8_t* b = in + 8;
+  for (int h = 0; h < heads; ++h) {
+    for (int64_t r = 0; r < hashes; ++r, b += position * 4) {
+      for (int64_t j = 0; j < position; ++j) {
+        int32_t v;
+        std::memcpy(&v, b + j * 4, 4);
+        if (v < r * buckets || v > bucket_limit(r)) {
+          return InvalidArgument(label + ": saved LSH bucket " + std::to_string(v) + " of head " + std::to_string(h) +
+                                 ", round " + std::to_string(r) + ", position " + std::to_string(j) +
+                                 " is outside [" + std::to_string(r * buckets) + ", " +
+                                 std::to_string(bucket_limit(r)) + "]");
+        }
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace tern

@@ -43,10 +43,11 @@
 //   - Nothing hashed (the first call was not chunked): it sees every position so far and itself (self-masked), one
 //     softmax; once the sequence reaches `chunk` positions, every position is hashed (offsets r * buckets).
 // State: O(max_tokens * heads * (2 * dh + hashes)); a step O(heads * hashes * (L + W * dh)), scratch O(L).
-// The Vulkan backend runs whole sequences only.
+// The Vulkan backend keeps the same cache on the device and runs the same steps (vulkan/ops_lsh.cpp).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/model.h"
@@ -82,6 +83,14 @@ struct LshAttention {
     return uint64_t(n) * uint64_t(heads) * uint64_t(2 * head_dim + hashes) * sizeof(float);
   }
   int64_t window() const { return chunk * (1 + before + after); }
+  // Round r's cached bucket values lie in [r * buckets, bucket_limit(r)] (offsets r * (buckets + 1) after a padded
+  // first call).
+  int64_t bucket_limit(int64_t r) const { return r * (buckets + 1) + buckets - 1; }
+  // The saved cache of a sequence of `position` positions, in the layout every backend saves (int32 hashed, int32 0,
+  // int32 buckets [heads, hashes, position], then the float rows): TERN_INVALID_ARGUMENT unless its counts could be
+  // a cache of `capacity` positions after them (checked before any state is loaded; a forged blob can match the
+  // checksum). `label` names the op.
+  Status check_saved_cache(int64_t capacity, int64_t position, const uint8_t* in, const std::string& label) const;
   // Bucket of one query-key vector x [head_dim] in round r of head h; `rotated` is scratch [rot_half].
   int64_t bucket(int h, int64_t r, const float* x, float* rotated) const;
 };

@@ -7,7 +7,6 @@
 #include "core/backend.h"
 #include "core/planner.h"
 #include "ops/op.h"
-#include "ops/attention_kinds.h"
 #include "vulkan/ops.h"
 
 namespace tern {
@@ -64,8 +63,8 @@ class VulkanBackend : public Backend {
   vk::Slice ids_;     // host: [max_batch] int32
   vk::Slice output_;  // host: [max_batch, vocab] float
   int64_t vocab_ = 0;
-  // The first LSH or routing attention op, or -1: continuing a sequence through it (LSH: Hugging Face's cached step;
-  // routing: each cluster's best keys) runs on the CPU only.
+  // The first routing attention op, or -1: continuing a sequence through it (each cluster's best keys) runs on the
+  // CPU only.
   int cpu_continuation_node_ = -1;
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
@@ -139,6 +138,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   vk::Lowering low(model, *ctx_, *memory_, *program_, config.max_tokens, config.max_batch);
   low.f16_weights = config.f16_weights;
   low.f16_storage = ctx_->f16_storage_enabled();
+  low.forward_only = options.forward_only != 0;
   const auto& values = model.values();
   low.values.resize(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
@@ -153,7 +153,10 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   }
   id_limit_ = INT64_MAX;
   for (const Node& node : nodes) {
-    if (cpu_continuation_node_ < 0 && state_serves_later_calls_only(node)) cpu_continuation_node_ = node.index;
+    if (cpu_continuation_node_ < 0 && node.code == fb::OpCode::ATTENTION &&
+        node.fb_op->params_as_AttentionParams()->kind_type() == fb::AttentionKind::Routing) {
+      cpu_continuation_node_ = node.index;
+    }
     if (node.code == fb::OpCode::EMBEDDING) id_limit_ = std::min(id_limit_, node.weights[0]->shape[0]);
     if (node.code == fb::OpCode::ADAPTIVE_EMBEDDING) {  // the vocabulary: the clusters' tables' rows together
       int64_t rows = 0;
@@ -175,12 +178,9 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
 
 Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {
   if (pos0 > 0 && cpu_continuation_node_ >= 0) {
-    const Node& node = model_.nodes()[size_t(cpu_continuation_node_)];
-    const bool lsh = node.fb_op->params_as_AttentionParams()->kind_type() == fb::AttentionKind::Lsh;
-    return Unsupported(node.label() + ": continuing a sequence through " +
-                       (lsh ? "LSH attention (Hugging Face's cached generation)" : "routing attention") +
-                       " runs on the CPU backend only; on Vulkan, run the whole sequence in one forward call, or use "
-                       "--backend cpu");
+    return Unsupported(model_.nodes()[size_t(cpu_continuation_node_)].label() +
+                       ": continuing a sequence through routing attention runs on the CPU backend only; on Vulkan, "
+                       "run the whole sequence in one forward call, or use --backend cpu");
   }
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= id_limit_) {
@@ -203,6 +203,7 @@ Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* lo
 Status VulkanBackend::check_state(int node, int64_t position, const uint8_t* in) const {
   const vk::SavedState* s = saved(node);
   if (!s) return Status::Ok();
+  if (s->check) TERN_RETURN_IF_ERROR(s->check(position, in));
   if (s->host_bytes > 0) {
     std::vector<uint8_t> want(size_t(s->host_bytes));
     s->host(position, want.data());

@@ -30,6 +30,9 @@ struct SavedState {
   std::function<void(int64_t position, std::vector<StateCopy>* copies)> copies;
   uint64_t host_bytes = 0;
   std::function<void(int64_t position, uint8_t* out)> host;  // host_bytes of them, when not 0
+  // Where the saved bytes hold counts the device indexes with (LSH buckets): the CPU kernel's check of them
+  // (CpuKernel::check_saved_counts), run before anything is loaded; null when there are none.
+  std::function<Status(int64_t position, const uint8_t* in)> check;
 };
 
 // A LINEAR weight or EMBEDDING table [rows, cols] on the device as one of its shader's variants reads it:
@@ -89,6 +92,7 @@ class Lowering {
   Result<MatrixWeight> matrix_weight(const TensorInfo* tensor, const char* const shaders[4]);
   bool f16_weights = false;  // weight_storage F16: LINEAR weights and EMBEDDING tables stored F32 as float16
   bool f16_storage = false;  // storageBuffer16BitAccess enabled: float16 weights of the file read as they are
+  bool forward_only = false;  // tern_session_options.forward_only: no state that only a later call would read
   // A table computed on the host at session creation (e.g. sinusoid frequencies), uploaded with the weights.
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.

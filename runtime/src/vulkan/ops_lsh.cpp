@@ -1,4 +1,5 @@
-// Lowering of ATTENTION of kind Lsh (Reformer; semantics: ops/lsh.h) to four dispatches, as the CPU path's phases:
+// Lowering of ATTENTION of kind Lsh (Reformer; semantics: ops/lsh.h). A first call runs four dispatches, as the CPU
+// path's phases:
 //   lsh_hash     normalised keys, and the bucket of every (round, position) by the rotation matmul + argmax per factor;
 //   lsh_sort     per (round, head) a stable counting sort by bucket into the sorted axis (pads last);
 //   lsh_attend   per chunk of the sorted axis, each query against its circular window of neighbouring chunks, with
@@ -6,8 +7,15 @@
 //   lsh_combine  the rounds combined by a softmax over their log-sum-exps, into the op's output.
 // Scratch, per op, for max_batch tokens: keys [H, n, dh], buckets [H, hashes, n], counts [H, hashes, buckets],
 // order [H, hashes * n_pad], outs [H, hashes, n, dh], lses [H, hashes, n]: linear in n, nothing n x n.
-// Whole sequences only: the backend refuses a call that continues one (pos0 > 0; the CPU backend continues it as
-// Hugging Face's cached generation does, ops/lsh.h).
+// Continuing a sequence (Hugging Face's cached generation, ops/lsh.h), unless the session is forward_only:
+//   lsh_store       after a first call: every position's qk | v and its buckets into the cache (the op's state,
+//                   saved in the CPU kernel's layout);
+//   lsh_stride      a later call: the round offset its new buckets take (HF's padding bucket);
+//   lsh_step_store  the call's positions' qk | v and buckets into the cache, before any steps;
+//   lsh_step        each (head, call position) in a workgroup of its own, as the CPU's LshCache::step;
+//   lsh_hashed      then the cache's hashed flag for the next call.
+// State [2 + H * hashes * max_tokens] words + [H, max_tokens, 2 * dh] floats; step scratch per head and position
+// O(buckets + window + hashes * dh), nothing O(max_tokens).
 #include <algorithm>
 #include <string>
 
@@ -20,7 +28,9 @@ namespace {
 constexpr uint32_t kQueryRows = 32;  // BQ: queries (invocations) per workgroup of lsh_attend
 constexpr uint32_t kKeyTile = 32;    // BK: window slots staged in shared memory at a time, fewer for wide heads
 constexpr uint32_t kSortGroup = 256;  // invocations of the one workgroup that sorts a (round, head)
-constexpr uint32_t kHashGroup = 64;   // local_size_x of lsh_hash
+constexpr uint32_t kHashGroup = 64;   // local_size_x of lsh_hash, lsh_store and lsh_step_store
+constexpr uint32_t kStepGroup = 256;  // invocations of lsh_step's workgroup (one head, one position), fewer if need be
+constexpr int64_t kStepScratchBytes = 16 << 20;  // lsh_step's scratch for the positions one dispatch covers
 // The CPU path sums the rotated columns with fused multiply-adds where the build contracts them (-march with FMA,
 // GCC/Clang's default contraction); lsh_hash does the same so both backends bucket a position alike.
 #if defined(__FMA__)
@@ -51,6 +61,107 @@ LshPush lsh_push(const LshAttention& a) {
   push.scale = a.scale;
   push.self_mask_value = a.self_mask_value;
   return push;
+}
+
+// lsh_step's workgroup size: a power of two, at most the device's, at least the head size (an invocation per channel).
+Result<uint32_t> step_group(const Node& node, const DeviceLimits& limits, int64_t dh) {
+  uint32_t wg = kStepGroup;
+  while (wg > 32 && (wg > limits.max_compute_work_group_invocations || wg > limits.max_compute_work_group_size[0])) {
+    wg /= 2;
+  }
+  if (int64_t(wg) < dh) {
+    return Unsupported(where(node) + ": continuing a sequence through LSH attention with heads of " +
+                       std::to_string(dh) + " needs workgroups of as many invocations; this device allows " +
+                       std::to_string(wg) + "; use --backend cpu, or a forward_only session");
+  }
+  return wg;
+}
+
+// The cache a later call continues from (lsh_store after a first call; lsh_stride, lsh_step_store, lsh_step and
+// lsh_hashed in a later one), saved as the CPU kernel saves it: int32 hashed, int32 0, buckets [H, hashes,
+// position], rows [H, position, 2 * dh].
+Status lower_lsh_cache(const Node& node, const LshAttention& a, Lowering& low, const Binding& rotations,
+                       const Binding& factors, const Binding& call_buckets) {
+  const int64_t H = a.heads, dh = a.head_dim, nh = a.hashes, cap = low.max_tokens;
+  const int64_t slots = std::max(a.window(), a.chunk + 1);
+  // lsh_step's scratch per (head, workgroup row), in words: counts, pos, score, list, round outputs and lses.
+  const int64_t per_row = a.buckets + nh + 1 + 3 * slots + nh * dh + nh;
+  // Positions one lsh_step dispatch covers: all of a call's when the scratch for them stays small, else several
+  // dispatches of `rows` each (a workgroup per position keeps every invocation's loops short).
+  const int64_t rows =
+      std::clamp<int64_t>(kStepScratchBytes / (4 * H * per_row), 1, std::min<int64_t>(low.max_batch, 65535));
+  const int64_t dispatches = (low.max_batch + rows - 1) / rows;
+  const int64_t bucket_words = H * nh * cap, row_words = H * cap * 2 * dh, scratch_words = 1 + H * rows * per_row;
+  if (2 + bucket_words + row_words > INT32_MAX || scratch_words > INT32_MAX) {
+    return Unsupported(where(node) + ": an LSH cache of " + std::to_string(cap) +
+                       " positions needs indices past 2^31; use a smaller max_tokens on the Vulkan backend");
+  }
+  TERN_ASSIGN_OR_RETURN(const uint32_t wg, step_group(node, low.ctx.limits(), dh));  // before any allocation
+  TERN_ASSIGN_OR_RETURN(auto state, low.state(uint64_t(2 + bucket_words + row_words) * 4, "LSH cache"));
+  low.scratch_bytes += uint64_t(scratch_words) * 4;
+  TERN_ASSIGN_OR_RETURN(auto scratch_slice, low.memory.allocate(uint64_t(scratch_words) * 4, MemoryKind::kDevice,
+                                                                "LSH step scratch"));
+  LshPush push = lsh_push(a);
+  push.capacity = uint32_t(cap);
+  const Binding cache{state, 0, 0, "LSH cache"}, scratch{scratch_slice, 0, 0, "LSH step scratch"};
+  const Binding qkv = low.values[node.inputs[0]];
+  const auto add = [&](DispatchSpec d, CallKind when) {
+    d.when = when;
+    return low.program.add(std::move(d));
+  };
+
+  TERN_RETURN_IF_ERROR(add(make_dispatch(node, "lsh_store", {uint32_t(dh)}, kHashGroup, push,
+                                         [H](int64_t n) { return stride_groups(n * H, kHashGroup); },
+                                         {qkv, call_buckets, cache}),
+                           CallKind::kFirst));
+  TERN_RETURN_IF_ERROR(add(make_dispatch(node, "lsh_stride", {}, 256, push, [](int64_t) { return Groups{1, 1, 1}; },
+                                         {cache, scratch}),
+                           CallKind::kLater));
+  // Hashing every position so far happens only while the sequence is within a chunk: at most chunk + n of them.
+  const int64_t C = a.chunk;
+  TERN_RETURN_IF_ERROR(add(make_dispatch(node, "lsh_step_store", {uint32_t(dh), kCpuUsesFma ? 1u : 0u}, kHashGroup,
+                                         push,
+                                         [H, nh, C](int64_t n) { return stride_groups(H * nh * (C + n), kHashGroup); },
+                                         {qkv, rotations, factors, cache, scratch}),
+                           CallKind::kLater));
+  for (int64_t k = 0; k < dispatches; ++k) {
+    LshPush step_push = push;
+    step_push.step_first = uint32_t(k * rows);
+    const int64_t first = k * rows;
+    DispatchSpec step = make_dispatch(
+        node, "lsh_step", {uint32_t(dh), wg}, wg, step_push,
+        [H, first, rows](int64_t n) {
+          return Groups{uint32_t(H), uint32_t(std::clamp<int64_t>(n - first, 0, rows)), 1};
+        },
+        {qkv, cache, low.values[node.outputs[0]], scratch});
+    step.shared_bytes = uint32_t((3 * wg + dh + 5) * 4);
+    TERN_RETURN_IF_ERROR(add(std::move(step), CallKind::kLater));
+  }
+  TERN_RETURN_IF_ERROR(add(make_dispatch(node, "lsh_hashed", {}, 1, push, [](int64_t) { return Groups{1, 1, 1}; },
+                                         {cache}),
+                           CallKind::kLater));
+
+  SavedState saved;
+  saved.node = node.index;
+  saved.where = node.label();
+  saved.slice = state;
+  saved.bytes = [a](int64_t position) { return a.cache_bytes(position) + 8; };
+  saved.copies = [H, nh, dh, cap, bucket_words](int64_t position, std::vector<StateCopy>* copies) {
+    copies->push_back({0, 0, 8});  // hashed, 0
+    uint64_t at = 8;
+    for (int64_t hr = 0; hr < H * nh; ++hr, at += uint64_t(position) * 4) {
+      copies->push_back({at, uint64_t(2 + hr * cap) * 4, uint64_t(position) * 4});
+    }
+    const uint64_t row_bytes = uint64_t(2 * dh) * 4;
+    for (int64_t h = 0; h < H; ++h, at += uint64_t(position) * row_bytes) {
+      copies->push_back({at, uint64_t(2 + bucket_words + h * cap * 2 * dh) * 4, uint64_t(position) * row_bytes});
+    }
+  };
+  saved.check = [a, cap, label = node.label()](int64_t position, const uint8_t* in) {
+    return a.check_saved_cache(cap, position, in, label);
+  };
+  low.saved_states.push_back(std::move(saved));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -88,6 +199,7 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       [H](int64_t n) { return stride_groups(n * H, kHashGroup); },
       {qkv, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"), bind(keys, "LSH keys"),
        bind(buckets, "LSH buckets")});
+  hash.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
 
   uint32_t sort_group = kSortGroup;
@@ -100,6 +212,7 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       node, "lsh_sort", {sort_group}, sort_group, push, [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; },
       {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")});
   sort.shared_bytes = 2 * sort_group * sizeof(uint32_t);
+  sort.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(sort)));
 
   uint32_t key_tile = kKeyTile;
@@ -119,12 +232,17 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
       {qkv, bind(keys, "LSH keys"), bind(order, "LSH sorted order"), bind(outs, "LSH round outputs"),
        bind(lses, "LSH round log-sum-exps")});
   attend.shared_bytes = uint32_t(std::min<uint64_t>(tile_bytes(key_tile), UINT32_MAX));
+  attend.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(attend)));
 
   DispatchSpec combine = make_dispatch(
       node, "lsh_combine", {uint32_t(dh)}, 256, push, [H, dh](int64_t n) { return stride_groups(n * H * dh, 256); },
       {bind(outs, "LSH round outputs"), bind(lses, "LSH round log-sum-exps"), low.values[node.outputs[0]]});
-  return low.program.add(std::move(combine));
+  combine.when = CallKind::kFirst;
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(combine)));
+  if (low.forward_only) return Status::Ok();
+  return lower_lsh_cache(node, a, low, bind(rotations, "LSH rotations"), bind(factors, "LSH bucket factors"),
+                         bind(buckets, "LSH buckets"));
 }
 
 }  // namespace tern::vk

@@ -51,6 +51,7 @@ Status Program::add(DispatchSpec spec) {
   TERN_ASSIGN_OR_RETURN(auto pipeline, pipelines_.get(spec.shader, spec.spec, bindings));
   d.pipeline = pipeline;
   d.groups = std::move(spec.groups);
+  d.when = spec.when;
   d.node = spec.node;
   d.push = spec.push;
   const uint64_t align = limits.min_storage_buffer_offset_alignment;
@@ -156,6 +157,11 @@ Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
   std::memcpy(call_.mapped, call, sizeof call);
   auto* sizes = reinterpret_cast<VkDispatchIndirectCommand*>(indirect_.mapped);
   for (size_t i = 0; i < dispatches_.size(); ++i) {
+    const CallKind when = dispatches_[i].when;
+    if ((when == CallKind::kFirst && pos0 > 0) || (when == CallKind::kLater && pos0 == 0)) {
+      sizes[i] = {0, 0, 0};  // not this call's: no workgroups
+      continue;
+    }
     const Groups g = dispatches_[i].groups(n);
     sizes[i] = {g[0], g[1], g[2]};
   }

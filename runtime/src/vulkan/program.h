@@ -58,6 +58,10 @@ class PushConstants {
   uint32_t size_ = 0;  // bytes of the struct last set; 0: none yet
 };
 
+// Which calls a dispatch runs in: every call, only a call at position 0 (a first call), or only later ones (an op
+// whose first call runs whole and whose later positions step against a cache, as LSH attention's).
+enum class CallKind { kEvery, kFirst, kLater };
+
 struct DispatchSpec {
   std::string where;                 // the op, for messages
   int node = -1;                     // the op's index, for per-op times
@@ -68,6 +72,7 @@ struct DispatchSpec {
   std::vector<Binding> bindings;     // bindings 1..; binding 0 is the call (n, pos0)
   PushConstants push;                // the shader family's struct (push.set); binding offsets by Program::add
   GroupsFn groups;
+  CallKind when = CallKind::kEvery;
 };
 
 class Program {
@@ -92,6 +97,7 @@ class Program {
     PushConstants push;
     std::vector<VkDescriptorBufferInfo> buffers;  // bindings 1..
     GroupsFn groups;
+    CallKind when = CallKind::kEvery;
     int node = -1;
   };
 

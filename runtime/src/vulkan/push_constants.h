@@ -202,6 +202,8 @@ struct LshPush {
   float key_norm_eps = 0.0f;
   float scale = 0.0f;
   float self_mask_value = 0.0f;
+  uint32_t capacity = 0;    // lsh_store and the later call's shaders: positions the cache holds (max_tokens)
+  uint32_t step_first = 0;  // lsh_step: the call position of its workgroup row 0
 };
 TERN_PUSH_FIELD(LshPush, heads, 32);
 TERN_PUSH_FIELD(LshPush, hashes, 36);
@@ -216,7 +218,9 @@ TERN_PUSH_FIELD(LshPush, n_buckets, 68);
 TERN_PUSH_FIELD(LshPush, key_norm_eps, 72);
 TERN_PUSH_FIELD(LshPush, scale, 76);
 TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
-TERN_PUSH_SIZE(LshPush, 13);
+TERN_PUSH_FIELD(LshPush, capacity, 84);
+TERN_PUSH_FIELD(LshPush, step_first, 88);
+TERN_PUSH_SIZE(LshPush, 15);
 
 // shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
 // 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width, qkv_width
