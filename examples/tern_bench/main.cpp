@@ -135,7 +135,7 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
     for (int64_t i = 0; i < t->generate; ++i) {
       const tern_status st = tern_session_append(s, &ids[size_t(t->depth + i)], 1, logits.data());
       if (st == TERN_UNSUPPORTED && t->depth + i > 0) {
-        // LSH and routing layers continue a sequence on the CPU only: on Vulkan, no token-by-token generation.
+        // Routing layers continue a sequence on the CPU only: on Vulkan, no token-by-token generation.
         t->skipped = "the model runs whole sequences only on this backend (no token-by-token generation)";
         return false;
       }
