@@ -251,6 +251,23 @@ TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "
   CHECK(WEXITSTATUS(st) == 2);
 }
 
+TEST_CASE("tern-bench --profile: a generation test profiles its steps, not the calls that fill its depth",
+          "[session][cli]") {
+  std::string model = test::scratch_dir("session_bench_profile") + "/model.tern";
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
+  int st;
+  std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
+                                    " -p 0 -n 8 -d 16 -r 2 -t 1 --profile 2>/dev/null",
+                                &st);
+  REQUIRE(st == 0);
+  // The per-op table: each of the 8 steps of a run calls every op once (the depth's call would make it 9).
+  CHECK_THAT(out, Catch::Contains("profile of tg8@d16, 1 thread(s), 2 warm runs"));
+  CHECK_THAT(out, Catch::Contains("| ATTENTION | 8 | "));
+  CHECK_THAT(out, !Catch::Contains("| ATTENTION | 9 | "));
+}
+
 TEST_CASE("tern-bench: a routing model measures prefill and generation (its first call whole, then one token a call)",
           "[session][cli]") {
   std::string model = test::scratch_dir("session_bench_routing") + "/model.tern";

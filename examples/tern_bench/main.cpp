@@ -23,8 +23,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   -r, --repetitions N    timed runs after one warm-up (default 5)
   -t, --threads LIST     thread counts, at most the hardware threads (default 1; 0: every hardware thread)
   -o, --output FORMAT    md | json | csv (default md)
-  --profile              time every op during the warm runs; print them sorted by time, with GFLOP/s per op
-                         kind (md output)
+  --profile              time every op during the warm runs (a tg test's steps, not the calls that fill its
+                         depth); print them sorted by time, with GFLOP/s per op kind (md output)
   --backend B            cpu | vulkan | auto (default cpu); auto takes a Vulkan GPU when the model runs there
   --device N             Vulkan device N as vulkaninfo numbers them (GPU0 is 0; default: the best device)
   --f16-weights          Vulkan: store LINEAR weights and EMBEDDING tables as float16 on the device (half their
@@ -85,6 +85,22 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(i, v.size() - 1)];
 }
 
+// The session's per-op profile so far: calls, ns and flops per op, in graph order.
+struct ProfileTotals {
+  std::vector<tern_op_profile> ops;
+  std::vector<uint64_t> flops;
+};
+ProfileTotals profile_totals(const tern_session* s) {
+  ProfileTotals p;
+  size_t count = 0;
+  tern_session_get_profile(s, nullptr, 0, &count);
+  p.ops.resize(count);
+  tern_session_get_profile(s, p.ops.data(), count, &count);
+  p.flops.resize(count);
+  tern_session_get_profile_flops(s, p.flops.data(), count, &count);
+  return p;
+}
+
 // Runs one test; returns false with a message on a runtime error.
 // `base`: the session options the command line sets (backend, device, storage, row blocks).
 bool run_test(const tern_model* model, const tern_session_options& base, int64_t vocab, int64_t context, int reps,
@@ -122,6 +138,8 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
   std::vector<int32_t> ids(static_cast<size_t>(total));
   for (auto& id : ids) id = int32_t(rng() % uint64_t(vocab));
   std::vector<float> logits(size_t(std::max(t->prefill, int64_t(1)) * vocab));
+  bool profiling = false;
+  ProfileTotals setup;  // what the untimed depth calls added to the profile, taken out of it at the end
   auto once = [&]() -> bool {
     tern::cli::Timer timer;
     if (t->prefill > 0) {
@@ -130,8 +148,21 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
       return true;
     }
     tern_session_reset(s);
-    if (t->depth > 0 && tern_session_append(s, ids.data(), t->depth, nullptr) != TERN_OK) return false;
-    tern::cli::Timer gen;  // depth is set up, not timed
+    if (t->depth > 0) {
+      const ProfileTotals before = profiling ? profile_totals(s) : ProfileTotals{};
+      if (tern_session_append(s, ids.data(), t->depth, nullptr) != TERN_OK) return false;
+      if (profiling) {
+        const ProfileTotals after = profile_totals(s);
+        setup.ops.resize(after.ops.size());
+        setup.flops.resize(after.ops.size());
+        for (size_t i = 0; i < after.ops.size(); ++i) {
+          setup.ops[i].calls += after.ops[i].calls - before.ops[i].calls;
+          setup.ops[i].total_ns += after.ops[i].total_ns - before.ops[i].total_ns;
+          setup.flops[i] += after.flops[i] - before.flops[i];
+        }
+      }
+    }
+    tern::cli::Timer gen;  // depth is set up, not timed (nor profiled)
     for (int64_t i = 0; i < t->generate; ++i) {
       const tern_status st = tern_session_append(s, &ids[size_t(t->depth + i)], 1, logits.data());
       if (st == TERN_UNSUPPORTED && t->depth + i > 0) {
@@ -149,17 +180,18 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
     t->first_ms = t->ms.back();
     t->ms.clear();
     if (profile) tern_session_set_profiling(s, 1);
+    profiling = profile;
     for (int r = 0; r < reps && ok; ++r) ok = once();
   }
   if (ok && profile) {
-    size_t count = 0;
-    tern_session_get_profile(s, nullptr, 0, &count);
-    std::vector<tern_op_profile> ops(count);
-    tern_session_get_profile(s, ops.data(), count, &count);
-    std::vector<uint64_t> flops(count);
-    tern_session_get_profile_flops(s, flops.data(), count, &count);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].calls > 0) t->profile.push_back({ops[i].name, ops[i].kind, ops[i].calls, ops[i].total_ns, flops[i]});
+    ProfileTotals p = profile_totals(s);
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      const tern_op_profile& op = p.ops[i];
+      const bool set_up = i < setup.ops.size();
+      const int64_t calls = op.calls - (set_up ? setup.ops[i].calls : 0);
+      const uint64_t ns = op.total_ns - (set_up ? setup.ops[i].total_ns : 0);
+      const uint64_t flops = p.flops[i] - (set_up ? setup.flops[i] : 0);
+      if (calls > 0) t->profile.push_back({op.name, op.kind, calls, ns, flops});
     }
     std::sort(t->profile.begin(), t->profile.end(), [](const auto& a, const auto& b) { return a.ns > b.ns; });
   }
