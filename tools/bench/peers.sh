@@ -18,8 +18,9 @@
 #    model also with --weights f16, int8 and int4), ONNX (torch.onnx.export), GGUF F32, F16, Q8_0 and Q4_0 (gguf-py,
 #    the tensor types llama-quantize would pick);
 # 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process (prefill: one forward of n
-#    tokens; generation: tg128@d0, d512, d2048 for Tern and llama.cpp with and without flash attention; compressed
-#    weights: Tern f16 / int8 / int4 against llama.cpp FA F16 / Q8_0 / Q4_0 and both float32 files, pp512, tg128@d0 and @d512:
+#    tokens; generation: tg128@d0, d512, d2048 for Tern (float32 and F16 KV state) and llama.cpp with and without
+#    flash attention; compressed weights: Tern f16 / int8 / int4 against llama.cpp FA F16 / Q8_0 / Q4_0 and both
+#    float32 files, pp512, tg128@d0 and @d512:
 #    file size, peak RSS, speed and the logits' error against each runtime's float32 run and Tern's); prints
 #    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
 #

@@ -12,9 +12,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 LABEL = {"tern": "Tern (dense)", "ort": "ONNX Runtime", "llama-fa": "llama.cpp, flash attention",
-         "llama": "llama.cpp", "torch": "PyTorch eager", "tern-windowed": "Tern (sliding window)"}
+         "llama": "llama.cpp", "torch": "PyTorch eager", "tern-windowed": "Tern (sliding window)",
+         "tern-f16kv": "Tern (F16 KV)"}
 STYLE = {"tern": ("C0", "o-"), "ort": ("C1", "s--"), "llama-fa": ("C2", "^--"), "llama": ("C4", "v:"),
-         "torch": ("C3", "d:"), "tern-windowed": ("C0", "*-")}
+         "torch": ("C3", "d:"), "tern-windowed": ("C0", "*-"), "tern-f16kv": ("C5", "o--")}
 
 
 def main():
@@ -55,7 +56,7 @@ def main():
     ax_t.legend(fontsize=8)
     if decode:
         ax_d = axes[2]
-        for rt in ["tern", "llama-fa", "llama"]:
+        for rt in ["tern", "tern-f16kv", "llama-fa", "llama"]:
             pts = sorted((r["depth"], r["tokens_per_s"]) for r in decode if r["runtime"] == rt)
             if pts:
                 color, style = STYLE[rt]

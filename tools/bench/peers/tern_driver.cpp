@@ -3,9 +3,12 @@
 // With DEPTH (generation, as llama-bench's tg<N>@d<DEPTH>): each run resets, appends the first DEPTH ids in one call
 // (untimed), then times N appends of one id each; the logits are those of the N steps [N, vocab].
 // Prints one JSON line: load + session creation, first run, warm runs (ms). The caller measures peak RSS.
+// TERN_PEER_KV=f16 in the environment: the session keeps its KV state as float16 (kv_storage F16, as llama.cpp's
+// default cache); otherwise float32.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "tern/tern.h"
@@ -42,6 +45,13 @@ int main(int argc, char** argv) {
   opt.threads = threads;
   opt.max_tokens = total;  // size the arena and state for this n, as the peers size theirs
   opt.max_batch = decode ? (depth > 0 ? depth : 1) : n;
+  const char* kv = std::getenv("TERN_PEER_KV");
+  if (kv && std::string(kv) == "f16") {
+    opt.kv_storage = TERN_KV_STORAGE_F16;
+  } else if (kv && *kv && std::string(kv) != "f32") {
+    std::fprintf(stderr, "peer_tern: TERN_PEER_KV=%s: expected f16 or f32\n", kv);
+    return 2;
+  }
   tern_session* s = nullptr;
   if (tern_session_create(model, &opt, &s) != TERN_OK) {
     std::fprintf(stderr, "peer_tern: %s\n", tern_last_error());
