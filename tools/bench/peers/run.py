@@ -333,11 +333,14 @@ def main():
         rc, out, err, _, _ = measured([os.path.join(a.build, "tools", "bench", "linear_bench"),
                                        os.path.join(a.models, "dense.tern"), "--tokens", str(n_lin), "--threads",
                                        str(t), "--repetitions", "3"])
-        row = next((ln for ln in out.splitlines() if ln.startswith("| all")), None)
+        # The "all" row of the n-row table (linear_bench prints a 1-row table first): in x out, ops, Tern's weight
+        # format, Tern ms, its GFLOP/s, bare XNNPACK f32 ms, its GFLOP/s, then XNNPACK f16 and qs8.
+        row = next((ln for ln in reversed(out.splitlines()) if ln.startswith("| all")), None)
         if rc == 0 and row:
             cells = [c.strip() for c in row.strip("|").split("|")]
-            linear.append({"n": n_lin, "threads": t, "tern_ms": float(cells[2]), "xnnpack_ms": float(cells[3]),
-                           "ratio": float(cells[4].rstrip("%")) / 100})
+            tern_ms, xnnpack_ms = float(cells[3]), float(cells[5])
+            linear.append({"n": n_lin, "threads": t, "tern_ms": tern_ms, "xnnpack_ms": xnnpack_ms,
+                           "ratio": xnnpack_ms / tern_ms})
             save()
         else:
             log(f"linear_bench t={t}: rc={rc} {err[-300:]}")
