@@ -150,6 +150,29 @@ TEST_CASE("CPU kernels: float16 conversions are exact and the same in every vari
   }
 }
 
+TEST_CASE("CPU kernels: one query row against keys in place agrees across variants at head sizes of whole vectors",
+          "[isa][attention]") {
+  // dh 64: no column tail in any variant (the test above has one); counts of 4 x 4 + 1, 9 x 4 + 3 and a whole block
+  // cover the four-key groups and the single keys after them.
+  const int dh = 64;
+  constexpr int64_t B = tern::cpu::kAttentionKeyBlock;
+  const std::vector<float> q = randoms(size_t(dh), 30), rows = randoms(size_t(2 * B * dh), 31);
+  std::vector<const float*> keys, values;
+  for (int64_t t = 0; t < B; ++t) {
+    keys.push_back(rows.data() + t * dh);
+    values.push_back(rows.data() + (B + t) * dh);
+  }
+  against_narrowest(size_t(dh) + 2, 1e-6, [&](const IsaKernels& k, float* out) {
+    std::vector<float> s(static_cast<size_t>(B));
+    for (int c = 0; c < dh; ++c) out[c] = 0.0f;
+    out[dh] = -INFINITY;
+    out[dh + 1] = 0.0f;
+    for (const int64_t count : {int64_t(17), int64_t(39), B}) {
+      k.attend_keys(q.data(), keys.data(), values.data(), count, dh, s.data(), out + dh, out + dh + 1, out);
+    }
+  });
+}
+
 TEST_CASE("CPU kernels: attention's inner loops agree across variants", "[isa][attention]") {
   const int dh = 40;  // a multiple of 8 but not of 16: the vector loops' tails run
   constexpr int64_t B = tern::cpu::kAttentionKeyBlock;
