@@ -56,23 +56,15 @@ float score(uint j) {
   return s;
 }
 
-// Tree reductions over the workgroup (every invocation calls them).
-float reduce_max(float v) {
+// A tree reduction over the workgroup, the maximum or the sum (every invocation calls it).
+float reduce(float v, bool maximum) {
   red[t] = floatBitsToUint(v);
   sync();
   for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) red[t] = floatBitsToUint(max(uintBitsToFloat(red[t]), uintBitsToFloat(red[t + s])));
-    sync();
-  }
-  float m = uintBitsToFloat(red[0]);
-  sync();
-  return m;
-}
-float reduce_sum(float v) {
-  red[t] = floatBitsToUint(v);
-  sync();
-  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) red[t] = floatBitsToUint(uintBitsToFloat(red[t]) + uintBitsToFloat(red[t + s]));
+    if (t < s) {
+      float a = uintBitsToFloat(red[t]), b = uintBitsToFloat(red[t + s]);
+      red[t] = floatBitsToUint(maximum ? max(a, b) : a + b);
+    }
     sync();
   }
   float m = uintBitsToFloat(red[0]);
@@ -85,10 +77,10 @@ float reduce_sum(float v) {
 float attend(uint count, out float lse) {
   float m = uintBitsToFloat(0xff800000u);  // -inf
   for (uint w = t; w < count; w += WG) m = max(m, uintBitsToFloat(sc[score_at + w]));
-  m = reduce_max(m);
+  m = reduce(m, true);
   float part = 0.0;
   for (uint w = t; w < count; w += WG) part += exp(uintBitsToFloat(sc[score_at + w]) - m);
-  lse = log(reduce_sum(part)) + m;
+  lse = log(reduce(part, false)) + m;
   float to_lse = exp(m - lse);
   for (uint w = t; w < count; w += WG) {
     sc[score_at + w] = floatBitsToUint(exp(uintBitsToFloat(sc[score_at + w]) - m) * to_lse);

@@ -15,11 +15,17 @@ using namespace tern;
 
 namespace {
 
-tern_model* load_converted(const std::string& golden) {
+// The golden converted into a fresh scratch directory: the .tern file's path.
+std::string converted(const std::string& golden) {
   std::string out = test::scratch_dir("session_" + golden) + "/model.tern";
   convert::ConvertOptions opts;
   opts.quiet = true;
   REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/" + golden), out, opts).ok());
+  return out;
+}
+
+tern_model* load_converted(const std::string& golden) {
+  const std::string out = converted(golden);
   tern_model* model = nullptr;
   REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
   return model;
@@ -202,10 +208,7 @@ TEST_CASE("session: profiles count each op's operations from its shapes, over ev
 }
 
 TEST_CASE("tern-run: generation is deterministic for a seed and differs across seeds", "[session][cli]") {
-  std::string model = test::scratch_dir("session_cli") + "/model.tern";
-  convert::ConvertOptions opts;
-  opts.quiet = true;
-  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
+  const std::string model = converted("pre_tied_learned_gelu");
   const std::string run = tern::test::tool_command("examples/tern-run ") + model +
                           " --prompt 'Tern' -n 64 --temperature 1.0 --top-k 20 --threads 1 2>/dev/null --seed ";
   auto text_of = [](const std::string& out) { return out.substr(0, out.find("\n\nprompt:")); };
@@ -223,10 +226,7 @@ TEST_CASE("tern-run: generation is deterministic for a seed and differs across s
 }
 
 TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "[session][cli]") {
-  std::string model = test::scratch_dir("session_bench") + "/model.tern";
-  convert::ConvertOptions opts;
-  opts.quiet = true;
-  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
+  const std::string model = converted("pre_tied_learned_gelu");
   int st;
   std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
                                     " -p 32 -n 8 -d 0,16 -r 2 -t 1 -o json 2>/dev/null",
@@ -253,10 +253,7 @@ TEST_CASE("tern-bench: prints a JSON row per test with the planner's numbers", "
 
 TEST_CASE("tern-bench --profile: a generation test profiles its steps, not the calls that fill its depth",
           "[session][cli]") {
-  std::string model = test::scratch_dir("session_bench_profile") + "/model.tern";
-  convert::ConvertOptions opts;
-  opts.quiet = true;
-  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/pre_tied_learned_gelu"), model, opts).ok());
+  const std::string model = converted("pre_tied_learned_gelu");
   int st;
   std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
                                     " -p 0 -n 8 -d 16 -r 2 -t 1 --profile 2>/dev/null",
@@ -270,10 +267,7 @@ TEST_CASE("tern-bench --profile: a generation test profiles its steps, not the c
 
 TEST_CASE("tern-bench: a routing model measures prefill and generation (its first call whole, then one token a call)",
           "[session][cli]") {
-  std::string model = test::scratch_dir("session_bench_routing") + "/model.tern";
-  convert::ConvertOptions opts;
-  opts.quiet = true;
-  REQUIRE(convert::convert_checkpoint(test::source_path("tests/goldens/routing_only"), model, opts).ok());
+  const std::string model = converted("routing_only");
   int st;
   std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
                                     " -p 32 -n 4 -r 1 -o json 2>/dev/null",

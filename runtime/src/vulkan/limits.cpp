@@ -45,6 +45,12 @@ Status check_dispatch(const DeviceLimits& l, const DispatchNeeds& d) {
   return Status::Ok();
 }
 
+uint32_t fit_workgroup(const DeviceLimits& l, uint32_t wanted, uint32_t least) {
+  uint32_t wg = wanted;
+  while (wg > least && (wg > l.max_compute_work_group_invocations || wg > l.max_compute_work_group_size[0])) wg /= 2;
+  return wg;
+}
+
 Status check_binding(const DeviceLimits& l, const std::string& where, const std::string& what, uint64_t bytes) {
   if (bytes > l.max_storage_buffer_range) {
     return over(where, "binding " + what + " in bytes", bytes, "maxStorageBufferRange", l.max_storage_buffer_range);

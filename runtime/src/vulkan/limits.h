@@ -45,6 +45,9 @@ struct DispatchNeeds {
 };
 
 Status check_dispatch(const DeviceLimits& limits, const DispatchNeeds& needs);
+// A one-dimensional workgroup size: `wanted` (a power of two) halved until the device allows it, but not below
+// `least` (check_dispatch then names what the device lacks).
+uint32_t fit_workgroup(const DeviceLimits& limits, uint32_t wanted, uint32_t least);
 // One binding of `bytes` (after aligning its offset down to the device's alignment).
 Status check_binding(const DeviceLimits& limits, const std::string& where, const std::string& what, uint64_t bytes);
 

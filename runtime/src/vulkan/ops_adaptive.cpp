@@ -54,12 +54,7 @@ Status upload(Lowering& low, Packed& p, Slice* hdr, Slice* data, const char* wha
   return Status::Ok();
 }
 
-uint32_t row_group(const Lowering& low) {
-  const DeviceLimits& l = low.ctx.limits();
-  uint32_t wg = 256;
-  while (wg > 1 && (wg > l.max_compute_work_group_invocations || wg > l.max_compute_work_group_size[0])) wg /= 2;
-  return wg;
-}
+uint32_t row_group(const Lowering& low) { return fit_workgroup(low.ctx.limits(), 256, 1); }
 
 }  // namespace
 

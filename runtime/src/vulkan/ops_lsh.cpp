@@ -65,10 +65,7 @@ LshPush lsh_push(const LshAttention& a) {
 
 // lsh_step's workgroup size: a power of two, at most the device's, at least the head size (an invocation per channel).
 Result<uint32_t> step_group(const Node& node, const DeviceLimits& limits, int64_t dh) {
-  uint32_t wg = kStepGroup;
-  while (wg > 32 && (wg > limits.max_compute_work_group_invocations || wg > limits.max_compute_work_group_size[0])) {
-    wg /= 2;
-  }
+  const uint32_t wg = fit_workgroup(limits, kStepGroup, 32);
   if (int64_t(wg) < dh) {
     return Unsupported(where(node) + ": continuing a sequence through LSH attention with heads of " +
                        std::to_string(dh) + " needs workgroups of as many invocations; this device allows " +
@@ -125,9 +122,9 @@ Status lower_lsh_cache(const Node& node, const LshAttention& a, Lowering& low, c
                                          {qkv, rotations, factors, cache, scratch}),
                            CallKind::kLater));
   for (int64_t k = 0; k < dispatches; ++k) {
-    LshPush step_push = push;
-    step_push.step_first = uint32_t(k * rows);
     const int64_t first = k * rows;
+    LshPush step_push = push;
+    step_push.step_first = uint32_t(first);
     DispatchSpec step = make_dispatch(
         node, "lsh_step", {uint32_t(dh), wg}, wg, step_push,
         [H, first, rows](int64_t n) {
@@ -202,12 +199,8 @@ Status lower_lsh_attention(const Node& node, Lowering& low) {
   hash.when = CallKind::kFirst;
   TERN_RETURN_IF_ERROR(low.program.add(std::move(hash)));
 
-  uint32_t sort_group = kSortGroup;
   const DeviceLimits& limits = low.ctx.limits();
-  while (sort_group > 32 && (sort_group > limits.max_compute_work_group_invocations ||
-                             sort_group > limits.max_compute_work_group_size[0])) {
-    sort_group /= 2;
-  }
+  const uint32_t sort_group = fit_workgroup(limits, kSortGroup, 32);
   DispatchSpec sort = make_dispatch(
       node, "lsh_sort", {sort_group}, sort_group, push, [nh, H](int64_t) { return Groups{uint32_t(nh), uint32_t(H), 1}; },
       {bind(buckets, "LSH buckets"), bind(counts, "LSH bucket counts"), bind(order, "LSH sorted order")});

@@ -56,12 +56,7 @@ MemoryPush memory_push(const MemoryOp& m) {
   return push;
 }
 
-uint32_t project_group(const Lowering& low) {
-  const DeviceLimits& l = low.ctx.limits();
-  uint32_t wg = 64;
-  while (wg > 1 && (wg > l.max_compute_work_group_invocations || wg > l.max_compute_work_group_size[0])) wg /= 2;
-  return wg;
-}
+uint32_t project_group(const Lowering& low) { return fit_workgroup(low.ctx.limits(), 64, 1); }
 
 Status too_large(const Node& node, int64_t rows, int64_t width) {
   if (double(rows) * double(width) >= double(INT32_MAX)) {
