@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "cpu/half_values.h"
+#include "cpu/huge_pages.h"
 #include "cpu/kernel.h"
 #include "cpu/row_chains.h"
 
@@ -64,14 +65,14 @@ class CpuBackend : public Backend {
   std::vector<int> chain_at_;         // per node: index in chains_ of the chain starting there, -1 if none
   std::vector<void*> block_ptrs_;     // per value: its rows for the block being run (run_chain)
   std::vector<int64_t> arena_offsets_;  // per value: its byte offset in the arena, -1 if none (for max_batch rows)
-  std::vector<float> arena_;          // the arena's bytes + alignment slack, allocated once
-  std::vector<float> scratch_;        // largest per-call scratch of any kernel, + alignment slack
+  LargeVector<float> arena_;          // the arena's bytes + alignment slack, allocated once
+  LargeVector<float> scratch_;        // largest per-call scratch of any kernel, + alignment slack
   float* scratch_base_ = nullptr;     // scratch_ from its first 64-byte aligned float
-  std::vector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
+  LargeVector<float> output_sink_;    // [max_batch, vocab] only when a stateful op writes the output (see build)
   std::vector<void*> value_ptrs_;     // per value: its place in the arena
   std::vector<bool> half_values_;     // per value: stored as float16; empty unless activation_storage F16
   std::vector<std::vector<StagedPlace>> staged_;  // per chain: its float16 places (cpu/half_values.h)
-  std::vector<float> staging_;        // the float32 blocks of the largest chain's staged places
+  LargeVector<float> staging_;        // the float32 blocks of the largest chain's staged places
 };
 
 }  // namespace tern::cpu

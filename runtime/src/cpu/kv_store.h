@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/huge_pages.h"
 #include "ops/attention_pattern.h"
 
 namespace tern::cpu {
@@ -56,12 +57,12 @@ class KvStore {
   }
   void save(int64_t position, uint8_t* out) const {
     const size_t run = size_t(used_slots(position)) * size_t(dh_) * sizeof(T);
-    for (const std::vector<T>* buf : {&k_, &v_})
+    for (const LargeVector<T>* buf : {&k_, &v_})
       for (int h = 0; h < heads_; ++h, out += run) std::memcpy(out, buf->data() + size_t(h) * size_t(slots_) * size_t(dh_), run);
   }
   void load(int64_t position, const uint8_t* in) {
     const size_t run = size_t(used_slots(position)) * size_t(dh_) * sizeof(T);
-    for (std::vector<T>* buf : {&k_, &v_})
+    for (LargeVector<T>* buf : {&k_, &v_})
       for (int h = 0; h < heads_; ++h, in += run) std::memcpy(buf->data() + size_t(h) * size_t(slots_) * size_t(dh_), in, run);
   }
 
@@ -81,7 +82,7 @@ class KvStore {
   int64_t max_tokens_;
   int64_t ring_ = 0;   // 0: every position has its own slot
   int64_t slots_ = 0;
-  std::vector<T> k_, v_;  // [heads, slots, dh]
+  LargeVector<T> k_, v_;  // [heads, slots, dh], read whole by every generated token
 };
 
 }  // namespace tern::cpu

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "cpu/huge_pages.h"
 #include "cpu/isa.h"
 #include "ops/lsh.h"
 
@@ -73,7 +74,7 @@ class LshCache {
 
   LshAttention a_;
   int64_t capacity_;
-  std::vector<float> rows_;       // [heads, capacity, 2*dh]
+  LargeVector<float> rows_;       // [heads, capacity, 2*dh] (cpu/huge_pages.h)
   std::vector<int32_t> buckets_;  // [heads, hashes, capacity]
   int64_t size_ = 0;
   bool hashed_ = false;

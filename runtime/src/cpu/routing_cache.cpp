@@ -18,14 +18,14 @@ int64_t weakest(const float* scores, const int32_t* positions, int64_t count) {
 
 // Copies `count` elements of `from` to `to` and returns the end of what was written; nothing when there are none
 // (a model without local heads has no ring: its vector's data() may be null, which memcpy must not see).
-template <typename T>
-uint8_t* put(uint8_t* to, const std::vector<T>& from) {
+template <typename T, typename A>
+uint8_t* put(uint8_t* to, const std::vector<T, A>& from) {
   if (!from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(T));
   return to + from.size() * sizeof(T);
 }
 
-template <typename T>
-const uint8_t* take(const uint8_t* from, std::vector<T>* to) {
+template <typename T, typename A>
+const uint8_t* take(const uint8_t* from, std::vector<T, A>* to) {
   if (!to->empty()) std::memcpy(to->data(), from, to->size() * sizeof(T));
   return from + to->size() * sizeof(T);
 }

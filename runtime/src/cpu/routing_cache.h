@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "cpu/huge_pages.h"
 #include "cpu/isa.h"
 #include "ops/routing.h"
 
@@ -71,7 +72,7 @@ class RoutingCache {
   int64_t cluster_floats_;      // RH * K * W
   std::vector<float> ring_;     // [L, R, 2*dh]
   std::vector<int32_t> key_pos_;  // [RH, K, W]
-  std::vector<float> floats_;     // key scores, keys_t, values, query scores
+  LargeVector<float> floats_;     // key scores, keys_t, values, query scores (cpu/huge_pages.h)
   int64_t size_ = 0;
 };
 
