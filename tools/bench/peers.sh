@@ -25,9 +25,9 @@
 #    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
-# Tern's windowed model at n in {8192, 16384, 32768} (55 min on the 2-core VM shared with other builds, most of it
-# at n = 8192; the compressed-weights phase adds a few minutes). --quick: n in {512, 2048}, two warm runs, windowed n
-# up to 8192 (over 10 min on that VM).
+# Tern's windowed model at n in {8192, 16384, 32768}, then generation and the compressed-weights phase: 12.5 min on
+# the 2-core VM when quiet, 55 min when shared with other builds (most of it at n = 8192). --quick: n in
+# {512, 2048}, two warm runs, windowed n up to 8192.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
