@@ -152,8 +152,8 @@ TEST_CASE("CPU kernels: float16 conversions are exact and the same in every vari
 
 TEST_CASE("CPU kernels: one query row against keys in place agrees across variants at head sizes of whole vectors",
           "[isa][attention]") {
-  // dh 64: no column tail in any variant (the test above has one); counts of 4 x 4 + 1, 9 x 4 + 3 and a whole block
-  // cover the four-key groups and the single keys after them.
+  // dh 64: no column tail in any variant (the test above has one); counts of 17, 39 and a whole block cover the
+  // groups of a vector's width of keys (4, 8 or 16) and the single keys after them.
   const int dh = 64;
   constexpr int64_t B = tern::cpu::kAttentionKeyBlock;
   const std::vector<float> q = randoms(size_t(dh), 30), rows = randoms(size_t(2 * B * dh), 31);

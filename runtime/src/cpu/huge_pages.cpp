@@ -1,6 +1,5 @@
 #include "cpu/huge_pages.h"
 
-#include <cstdint>
 #include <cstdlib>
 
 #if defined(__linux__)

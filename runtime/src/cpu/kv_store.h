@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "cpu/huge_pages.h"
 #include "ops/attention_pattern.h"
