@@ -1,6 +1,6 @@
 // Compressed weights (tern-convert --weights f16|int8|int4) on every golden checkpoint of every family, on each
 // backend. What a compressed model computes is defined as the float32 model whose weights are the dequantised ones
-// (core/dequantize.h: value = q * scale): each case runs the compressed model and that twin (the float32 conversion
+// (format/dequantize.h: value = q * scale): each case runs the compressed model and that twin (the float32 conversion
 // with the dequantised values written over its tensors) and compares their logits. Float16 weights and the Vulkan
 // shaders (which widen weights, activations stay float32) match the twin to float32 rounding; the CPU's int8 and
 // int4 kernels also round activations to int8 in blocks of 32 (their arithmetic is checked exactly against a

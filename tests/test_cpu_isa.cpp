@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/half.h"
+#include "format/half.h"
 #include "cpu/isa.h"
 #include "op_graph.h"
 #include "test_support.h"

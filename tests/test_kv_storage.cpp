@@ -14,7 +14,7 @@
 #include "attention_cases.h"
 #include "cli.h"
 #include "convert.h"
-#include "core/half.h"
+#include "format/half.h"
 #include "cpu/isa.h"
 #include "graph_builder.h"
 #include "npy.h"

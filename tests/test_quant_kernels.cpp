@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/half.h"
+#include "format/half.h"
 #include "cpu/isa.h"
 #include "test_support.h"
 
@@ -66,7 +66,7 @@ std::vector<uint16_t> halves(const std::vector<float>& f) {
   return h;
 }
 
-// I4 element c of row o (core/dequantize.cpp's layout).
+// I4 element c of row o (format/dequantize.cpp's layout).
 int i4_at(const std::vector<uint8_t>& w, int64_t in, int64_t o, int64_t c) {
   const int64_t block = c / kBlock, k = c % kBlock;
   const uint8_t byte = w[size_t((o * in + block * kBlock) / 2 + k % 16)];

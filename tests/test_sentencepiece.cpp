@@ -1,4 +1,4 @@
-// Tern's SentencePiece tokenizer (core/sentencepiece.h) against libsentencepiece 0.1.97 itself: models trained
+// Tern's SentencePiece tokenizer (text/sentencepiece.h) against libsentencepiece 0.1.97 itself: models trained
 // here at test time (unigram and BPE, nmt_nfkc and other normalizations, byte fallback, user-defined symbols,
 // whitespace settings), read with the converter's reader, and 10,000 lines that reach every rule; every line's ids
 // and decoded text must be the library's exactly.
@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/sentencepiece.h"
+#include "text/sentencepiece.h"
 #include "sentencepiece_corpus.h"
 #include "sentencepiece_file.h"
 #include "test_support.h"

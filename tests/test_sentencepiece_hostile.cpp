@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/sentencepiece.h"
+#include "text/sentencepiece.h"
 #include "sentencepiece_corpus.h"
 #include "sentencepiece_file.h"
 #include "test_support.h"

@@ -5,7 +5,7 @@
 
 #include "attention_cases.h"
 #include "convert.h"
-#include "core/status.h"
+#include "format/status.h"
 #include "op_graph.h"
 #include "run_tool.h"
 #include "tern/tern.h"

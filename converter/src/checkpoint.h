@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "safetensors.h"
 
 namespace tern::convert {

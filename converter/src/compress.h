@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "graph_builder.h"
 
 namespace tern::convert {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::convert {
 

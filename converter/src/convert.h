@@ -8,7 +8,7 @@
 
 #include "compress.h"
 #include "tokenizer_file.h"
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::convert {
 

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "core/model.h"
+#include "format/model.h"
 #include "ops/op.h"
 
 namespace tern::convert {

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "tern_generated.h"
 
 namespace tern::convert {

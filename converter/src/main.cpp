@@ -6,9 +6,9 @@
 #include <string>
 
 #include "convert.h"
-#include "core/model.h"  // kQuantBlock
+#include "format/model.h"  // kQuantBlock
 #include "importers/importers.h"
-#include "temp_file.h"
+#include "format/temp_file.h"
 #include "tern/tern.h"
 #include "writer.h"
 
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   if (checkpoint_dir.empty()) return usage_error("missing CHECKPOINT_DIR");
   if (out_path.empty()) return usage_error("missing -o MODEL.tern");
 
-  tern::convert::remove_temporaries_on_signals();
+  tern::remove_temporaries_on_signals();
   tern::convert::ConvertReport report;
   const tern::Status status = tern::convert::convert_checkpoint(checkpoint_dir, out_path, options, &report);
   if (!status.ok()) {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string_view>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::convert {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/half.h"
+#include "format/half.h"
 
 namespace tern::convert {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::convert {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/half.h"
+#include "format/half.h"
 #include "json_text.h"
 
 namespace tern::convert {

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
-#include "input_file.h"
+#include "format/status.h"
+#include "format/input_file.h"
 
 namespace tern::convert {
 

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "input_file.h"
+#include "format/input_file.h"
 #include "proto_wire.h"
 
 namespace tern::convert {

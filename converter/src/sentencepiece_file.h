@@ -1,5 +1,5 @@
 // Reading a SentencePiece .model file (a serialized sentencepiece.ModelProto) into what Tern's tokenizer runs
-// (core/sentencepiece.h). libsentencepiece loads and validates it (and runs its self-test samples) and gives the
+// (text/sentencepiece.h). libsentencepiece loads and validates it (and runs its self-test samples) and gives the
 // pieces, scores and special ids; what its API does not expose (model type, byte fallback, whitespace as suffix,
 // unk_surface, the normalizer and denormalizer specs, and user-defined piece types: it has no IsUserDefined) is read
 // from the protobuf wire format directly, the types checked against the API where it tells them. A model Tern cannot encode and decode exactly as libsentencepiece
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/sentencepiece.h"
-#include "core/status.h"
+#include "text/sentencepiece.h"
+#include "format/status.h"
 
 namespace tern::convert {
 

@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "input_file.h"
+#include "format/input_file.h"
 #include "json_text.h"
 
 namespace tern::convert {

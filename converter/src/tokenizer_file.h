@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "graph_builder.h"
 
 namespace tern::convert {

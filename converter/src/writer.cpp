@@ -10,10 +10,10 @@
 
 #include <flatbuffers/flatbuffers.h>
 
-#include "core/model.h"
+#include "format/model.h"
 #include "sentencepiece_file.h"
 #include "symbols_file.h"
-#include "temp_file.h"
+#include "format/temp_file.h"
 
 namespace tern::convert {
 namespace {

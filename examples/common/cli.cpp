@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "input_file.h"
+#include "format/input_file.h"
 #include "tern/tern.h"
 
 namespace tern::cli {
@@ -128,7 +128,7 @@ std::string format_bytes(uint64_t bytes) {
 
 bool read_file(const std::string& path, uint64_t max_bytes, const std::string& what, std::string* bytes,
                std::string* error) {
-  auto file = convert::InputFile::open(path);
+  auto file = tern::InputFile::open(path);
   if (!file.ok()) {
     *error = file.status().message();
     return false;

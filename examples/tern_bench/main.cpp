@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "temp_file.h"
+#include "format/temp_file.h"
 #include "tern/tern.h"
 
 namespace {
@@ -348,7 +348,7 @@ int fail(const std::string& message, int code = 1) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tern::convert::report_truncated_mappings("tern-bench");
+  tern::report_truncated_mappings("tern-bench");
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
                         "-o", "--output", "--backend", "--device", "--row-block-rows"},

@@ -10,7 +10,7 @@
 #include "npy.h"
 #include "report.h"
 #include "stream_score.h"
-#include "temp_file.h"
+#include "format/temp_file.h"
 
 namespace tern::run {
 namespace {
@@ -37,7 +37,7 @@ double nll_of(const float* row, int64_t vocab, int32_t target) {
 
 // --logits-out: the .npy written to a temporary next to the destination, renamed into place when complete.
 int write_logits(const std::string& path, const std::vector<float>& logits, int64_t n, int64_t vocab) {
-  convert::TempFile out;
+  tern::TempFile out;
   const std::string header = npy::header_f32({n, vocab});
   Status st = out.create(path);
   if (st.ok()) st = out.write(header.data(), header.size());

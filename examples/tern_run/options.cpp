@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "cli.h"
-#include "input_file.h"
-#include "temp_file.h"
+#include "format/input_file.h"
+#include "format/temp_file.h"
 
 namespace tern::run {
 namespace {
@@ -111,7 +111,7 @@ bool parse_plan(const std::string& list, std::vector<int64_t>* out, std::string*
 
 // --logits-out: a regular file or nothing yet, in a directory this process may write.
 bool check_output(const std::string& path, std::string* error) {
-  if (Status st = convert::check_replaceable(path); !st.ok()) {
+  if (Status st = tern::check_replaceable(path); !st.ok()) {
     *error = "--logits-out: " + st.message();
     return false;
   }
@@ -126,7 +126,7 @@ bool check_output(const std::string& path, std::string* error) {
 
 // The model, --score and --ids: regular files, opened without blocking, read within their limits.
 bool check_inputs(Options* opt, std::string* error) {
-  if (auto model = convert::InputFile::open(opt->model_path); !model.ok()) {
+  if (auto model = tern::InputFile::open(opt->model_path); !model.ok()) {
     *error = model.status().message();
     return false;
   }

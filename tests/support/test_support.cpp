@@ -15,8 +15,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/dequantize.h"
-#include "core/model.h"
+#include "format/dequantize.h"
+#include "format/model.h"
 #include "cpu/isa.h"
 #ifdef TERN_HAVE_VULKAN
 #include "convert.h"

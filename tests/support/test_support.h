@@ -78,7 +78,7 @@ class EnvOverride {
 
 // The float32 "twin" of a compressed model: the float32 file f32_path (the same checkpoint converted without
 // --weights) with every tensor that compressed_path stores compressed overwritten by its dequantised values
-// (core/dequantize.h), written to out; *replaced counts the tensors. What a compressed model computes is defined
+// (format/dequantize.h), written to out; *replaced counts the tensors. What a compressed model computes is defined
 // as what its twin computes.
 void write_dequantised_twin(const std::string& f32_path, const std::string& compressed_path, const std::string& out,
                             int* replaced);

@@ -25,8 +25,8 @@
 
 #include "bench_common.h"
 #include "cli.h"
-#include "core/half.h"
-#include "core/model.h"
+#include "format/half.h"
+#include "format/model.h"
 #include "tern/tern.h"
 
 namespace {

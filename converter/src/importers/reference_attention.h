@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "config.h"
-#include "core/status.h"
+#include "format/status.h"
 #include "graph_builder.h"
 
 namespace tern::convert {

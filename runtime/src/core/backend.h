@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/model.h"
-#include "core/status.h"
+#include "format/model.h"
+#include "format/status.h"
 #include "tern/tern.h"
 
 namespace tern {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/c_api_internal.h"
-#include "core/model.h"
+#include "format/model.h"
 #include "core/session.h"
 #include "core/sized_options.h"
 #include "ops/op.h"

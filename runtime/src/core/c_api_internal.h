@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "core/model.h"
+#include "format/model.h"
 #include "core/session.h"
-#include "core/status.h"
+#include "format/status.h"
 #include "tern/tern.h"
 
 namespace tern::capi {

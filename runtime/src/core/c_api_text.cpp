@@ -1,10 +1,10 @@
-// The C API's text section (tern.h): text <-> token ids through the model's tokenizer (core/tokenizer.h).
+// The C API's text section (tern.h): text <-> token ids through the model's tokenizer (text/tokenizer.h).
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/c_api_internal.h"
-#include "core/tokenizer.h"
+#include "text/tokenizer.h"
 #include "tern/tern.h"
 
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "tern/tern.h"
 
 namespace tern {

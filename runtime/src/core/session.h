@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/model.h"
+#include "format/model.h"
 
 namespace tern {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern {
 

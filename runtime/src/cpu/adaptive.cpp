@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/dequantize.h"
+#include "format/dequantize.h"
 #include "cpu/kernels.h"
 #include "cpu/matrix.h"
 #include "cpu/parallel.h"

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/dequantize.h"
+#include "format/dequantize.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"

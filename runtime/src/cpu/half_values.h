@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model.h"
+#include "format/model.h"
 #include "cpu/row_chains.h"
 
 namespace tern {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/model.h"
-#include "core/status.h"
+#include "format/model.h"
+#include "format/status.h"
 
 namespace tern {
 

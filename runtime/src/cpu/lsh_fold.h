@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "core/model.h"
+#include "format/model.h"
 
 namespace tern {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/model.h"
-#include "core/status.h"
+#include "format/model.h"
+#include "format/status.h"
 #include "cpu/xnn_linear.h"
 
 namespace tern::cpu {

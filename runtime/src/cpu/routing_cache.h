@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "cpu/huge_pages.h"
 #include "cpu/isa.h"
 #include "ops/routing.h"

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/model.h"
+#include "format/model.h"
 
 namespace tern {
 

@@ -3,7 +3,7 @@
 // stack limit that leaves no room for a second stack hung in tern_session_create).
 #pragma once
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::cpu {
 

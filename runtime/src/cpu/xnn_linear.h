@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "cpu/xnnpack_init.h"
 
 namespace tern::cpu {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::cpu {
 // Initialises XNNPACK once per process; thread-safe.

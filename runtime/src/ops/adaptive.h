@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model.h"
-#include "core/status.h"
+#include "format/model.h"
+#include "format/status.h"
 
 namespace tern {
 

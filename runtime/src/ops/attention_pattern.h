@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "tern_generated.h"
 
 namespace tern {

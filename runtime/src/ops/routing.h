@@ -37,8 +37,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model.h"
-#include "core/status.h"
+#include "format/model.h"
+#include "format/status.h"
 
 namespace tern {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::vk {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern::vk {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <iterator>
 
-#include "core/dequantize.h"
-#include "core/half.h"
+#include "format/dequantize.h"
+#include "format/half.h"
 #include "ops/attention_kinds.h"
 #include "vulkan/ops.h"
 

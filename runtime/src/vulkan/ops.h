@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/model.h"
+#include "format/model.h"
 #include "vulkan/program.h"
 #include "vulkan/push_constants.h"
 
@@ -78,7 +78,7 @@ class Lowering {
   std::vector<Binding> values;  // per value: its place for a call ([max_batch, width]); set by the runner
 
   // The tensor's data on the device as float32, uploaded once per session however many ops read it. A compressed
-  // tensor (F16, I8, I4: is_compressed) is widened on the host while staging (core/dequantize.h, dequantize_rows),
+  // tensor (F16, I8, I4: is_compressed) is widened on the host while staging (format/dequantize.h, dequantize_rows),
   // counted as the floats uploaded. That is the fallback which keeps any op running whose weight slot becomes
   // compressible (OpDef::compressible) before it has a shader reading the compressed bytes; the native paths are
   // LINEAR and EMBEDDING (matrix_weight).

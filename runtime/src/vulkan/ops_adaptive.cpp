@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/dequantize.h"
+#include "format/dequantize.h"
 #include "ops/adaptive.h"
 #include "vulkan/ops.h"
 

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/dequantize.h"
+#include "format/dequantize.h"
 #include "ops/compressive.h"
 #include "ops/relative_xl.h"
 #include "vulkan/ops.h"

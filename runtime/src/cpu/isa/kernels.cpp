@@ -28,7 +28,7 @@
 namespace tern::cpu::TERN_ISA_NAMESPACE {
 namespace {
 
-#include "core/half_bits.inc"
+#include "format/half_bits.inc"
 #include "cpu/isa/fast_math.inc"
 #include "cpu/isa/rows.inc"
 #include "cpu/isa/attention.inc"

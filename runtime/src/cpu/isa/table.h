@@ -31,7 +31,7 @@ struct IsaKernels {
   void (*gelu_tanh)(const float* x, int64_t count, float* out);
   void (*add)(const float* a, const float* b, int64_t count, float* out);
 
-  // float16 activations (cpu/half_rows.cpp), rounded to nearest even as core/half.h.
+  // float16 activations (cpu/half_rows.cpp), rounded to nearest even as format/half.h.
   void (*halves_to_floats)(const uint16_t* in, int64_t count, float* out);
   void (*floats_to_halves)(const float* in, int64_t count, uint16_t* out);
   void (*add_into_halves)(uint16_t* x, const float* y, int64_t count);  // x += y, rounded once per element
@@ -91,7 +91,7 @@ struct IsaKernels {
   void (*strided_update_row)(const float* q, int dh, const float* kv, int64_t kv_stride, int64_t v_offset,
                              int64_t count, float* s, float* mx, float* l, float* acc);
 
-  // Compressed weights (cpu/matrix.cpp; schema/tern.fbs, Tensor, and core/dequantize.cpp define the values).
+  // Compressed weights (cpu/matrix.cpp; schema/tern.fbs, Tensor, and format/dequantize.cpp define the values).
   // Activations for I8 / I4 weights: x [rows, in] (in a multiple of 32) -> q [rows, in] int8 and s [rows, in / 32]:
   // per block of 32, s = max|x| / 127 and q = x * (127 / max|x|) rounded to nearest, ties to even, so |q| <= 127
   // (q = 0, s = 0 for a block whose max|x| is below 2^-100, zeros included). Bit-identical in every variant.

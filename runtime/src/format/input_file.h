@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <string>
 
-#include "core/file_kind.h"
-#include "core/status.h"
+#include "format/regular_file.h"
+#include "format/status.h"
 
-namespace tern::convert {
+namespace tern {
 
 // An open, read-only descriptor of a regular file, closed on destruction.
 class InputFile {
@@ -46,4 +46,4 @@ class InputFile {
   ino_t ino_ = 0;
 };
 
-}  // namespace tern::convert
+}  // namespace tern

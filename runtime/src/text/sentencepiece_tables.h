@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern {
 

@@ -1,6 +1,6 @@
 // SentencePieceTokenizer: validation, the steps around segmentation (unknown runs, byte fallback) and decoding.
 // Normalization is in sentencepiece_normalize.cpp, segmentation in sentencepiece_segment.cpp.
-#include "core/sentencepiece.h"
+#include "text/sentencepiece.h"
 
 #include <cfloat>
 #include <cmath>

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/sentencepiece.h"
-#include "core/status.h"
-#include "core/symbol_vocab.h"
+#include "text/sentencepiece.h"
+#include "format/status.h"
+#include "text/symbol_vocab.h"
 #include "tern_generated.h"
 
 namespace tern {

@@ -1,4 +1,4 @@
-#include "core/mapped_file.h"
+#include "format/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,25 +8,15 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/file_kind.h"
+#include "format/regular_file.h"
 
 namespace tern {
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait for one forever (and a device could be read
-  // without end); only a regular file is mapped.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return IoError("cannot stat '" + path + "': " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
-  }
+  // Only a regular file is mapped: a FIFO or a device could block or be read without end.
+  TERN_ASSIGN_OR_RETURN(const RegularFile opened, open_regular_file(path));
+  const int fd = opened.fd;
+  const struct stat& st = opened.st;
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);

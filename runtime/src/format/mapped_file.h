@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "format/status.h"
 
 namespace tern {
 

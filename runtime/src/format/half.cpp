@@ -1,4 +1,4 @@
-#include "core/half.h"
+#include "format/half.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>

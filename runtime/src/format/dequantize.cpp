@@ -1,8 +1,8 @@
-#include "core/dequantize.h"
+#include "format/dequantize.h"
 
 #include <cstring>
 
-#include "core/half.h"
+#include "format/half.h"
 
 namespace tern {
 

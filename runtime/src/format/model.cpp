@@ -1,4 +1,4 @@
-#include "core/model.h"
+#include "format/model.h"
 
 #include <cstring>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "temp_file.h"
+#include "format/temp_file.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/file_kind.h"
+#include "format/regular_file.h"
 
-namespace tern::convert {
+namespace tern {
 namespace {
 
 constexpr const char kSuffix[] = ".tmp-XXXXXX";
@@ -218,4 +218,4 @@ Status TempFile::commit() {
   return Status::Ok();
 }
 
-}  // namespace tern::convert
+}  // namespace tern

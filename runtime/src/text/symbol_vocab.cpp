@@ -1,4 +1,4 @@
-#include "core/symbol_vocab.h"
+#include "text/symbol_vocab.h"
 
 #include <cctype>
 

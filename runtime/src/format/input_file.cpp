@@ -1,4 +1,4 @@
-#include "input_file.h"
+#include "format/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,31 +8,16 @@
 #include <cstring>
 #include <utility>
 
-namespace tern::convert {
+namespace tern {
 
 Result<InputFile> InputFile::open(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait for one forever.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return IoError("cannot stat '" + path + "': " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
-  }
-  // A regular file never blocks; clear the flag anyway so reads behave the ordinary way.
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  TERN_ASSIGN_OR_RETURN(const RegularFile opened, open_regular_file(path));
   InputFile f;
   f.path_ = path;
-  f.fd_ = fd;
-  f.size_ = uint64_t(st.st_size);
-  f.dev_ = st.st_dev;
-  f.ino_ = st.st_ino;
+  f.fd_ = opened.fd;
+  f.size_ = uint64_t(opened.st.st_size);
+  f.dev_ = opened.st.st_dev;
+  f.ino_ = opened.st.st_ino;
   return f;
 }
 
@@ -91,4 +76,4 @@ Result<std::string> InputFile::read_all(uint64_t max_bytes, const std::string& w
   return text;
 }
 
-}  // namespace tern::convert
+}  // namespace tern

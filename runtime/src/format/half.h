@@ -1,4 +1,4 @@
-// IEEE float16 <-> float32: one value at a time (float16 tensors of a checkpoint), and arrays of them (core/half.cpp:
+// IEEE float16 <-> float32: one value at a time (float16 tensors of a checkpoint), and arrays of them (format/half.cpp:
 // with the F16C instructions where the build targets them, 8 at a time, and one at a time for the rest), with which
 // Vulkan stages float16 weights. The CPU backend's activations use its kernel variants' own copies instead
 // (cpu/half_rows.h: F16C picked at run time), split across threads.
@@ -10,7 +10,7 @@
 
 namespace tern {
 
-#include "core/half_bits.inc"  // float_to_half, half_to_float
+#include "format/half_bits.inc"  // float_to_half, half_to_float
 
 // Elements [b, e) of the arrays, rounded as float_to_half / exactly as half_to_float.
 void halves_to_floats(const uint16_t* in, float* out, size_t b, size_t e);

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/status.h"
+#include "format/status.h"
 #include "tern_generated.h"
 
 namespace tern {

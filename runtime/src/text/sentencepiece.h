@@ -22,8 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/sentencepiece_tables.h"
-#include "core/status.h"
+#include "text/sentencepiece_tables.h"
+#include "format/status.h"
 
 namespace tern {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/mapped_file.h"
-#include "core/status.h"
-#include "core/tokenizer.h"
+#include "format/mapped_file.h"
+#include "format/status.h"
+#include "text/tokenizer.h"
 #include "tern_generated.h"
 
 namespace tern {

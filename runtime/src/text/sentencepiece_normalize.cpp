@@ -1,7 +1,7 @@
 // SentencePieceTokenizer::normalize: the reference Normalizer::Normalize, ids-only (no offsets back into the input).
 #include <string>
 
-#include "core/sentencepiece.h"
+#include "text/sentencepiece.h"
 
 namespace tern {
 

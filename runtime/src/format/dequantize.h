@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model.h"
+#include "format/model.h"
 
 namespace tern {
 

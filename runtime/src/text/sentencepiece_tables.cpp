@@ -1,4 +1,4 @@
-#include "core/sentencepiece_tables.h"
+#include "text/sentencepiece_tables.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "core/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace tern {
 namespace {

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "format/status.h"
 
-namespace tern::convert {
+namespace tern {
 
 // For programs (tern-convert), not libraries, which leave signals to their host: installs the handlers above and
 // ignores SIGXFSZ, so that a write past `ulimit -f` fails with EFBIG, is reported and cleaned up, instead of the
@@ -60,4 +60,4 @@ class TempFile {
   uint64_t written_ = 0;
 };
 
-}  // namespace tern::convert
+}  // namespace tern

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/sentencepiece.h"
+#include "text/sentencepiece.h"
 
 namespace tern {
 
