@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Checks that two builds of Tern give bit-identical logits: every golden under tests/goldens/ and the shipped model
 # are converted with each build's tern-convert (the .tern files must be identical too), then run with each build's
-# `tern-run --ids --logits-out` at 1 and 2 threads (models without a context limit fed their evaluation segment per
-# call), and the .npy files are compared byte for byte.
-#   tools/check_identical.sh OLD_BUILD_DIR NEW_BUILD_DIR     e.g. /tmp/main-before/build build
+# `tern-run --ids --logits-out` at 1 and 2 threads on the CPU, and with --vulkan also on the Vulkan backend (models
+# without a context limit fed their evaluation segment per call), and the .npy files are compared byte for byte.
+#   tools/check_identical.sh [--vulkan] OLD_BUILD_DIR NEW_BUILD_DIR     e.g. /tmp/main-before/build build
 # Prints one line per model and thread count (for logits that differ, the largest difference: max |new - old| over
 # max |old|, and max |new - old| itself); exits 1 if anything differs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 2 ] || { echo "usage: $0 OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 2; }
+runs=("--threads 1" "--threads 2")
+if [ "${1:-}" = --vulkan ]; then
+  runs+=("--backend vulkan")
+  shift
+fi
+[ $# -eq 2 ] || { echo "usage: $0 [--vulkan] OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 2; }
 old=$1 new=$2
 for b in "$old" "$new"; do
   for exe in converter/tern-convert examples/tern-run; do
@@ -52,7 +57,7 @@ PY
 }
 
 status=0
-printf '%-34s %-8s %-7s %12s  %s\n' model threads segment bytes result
+printf '%-34s %-16s %-7s %12s  %s\n' model run segment bytes result
 for dir in tests/goldens/*/ examples/models/kjv-byte/; do
   dir=${dir%/}
   name=$(basename "$dir")
@@ -72,21 +77,23 @@ for dir in tests/goldens/*/ examples/models/kjv-byte/; do
   n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$ids")
   extra=(--max-tokens "$n")
   [ "$segment" -gt 0 ] && extra+=(--segment "$segment")
-  for threads in 1 2; do
+  for run in "${runs[@]}"; do
+    tag=${run//[^a-z0-9]/}
     for b in old new; do
       build=$old; [ $b = new ] && build=$new
-      "$build/examples/tern-run" "$work/$name.old.tern" --ids "$ids" --logits-out "$work/$name.$threads.$b.npy" \
-        --threads "$threads" "${extra[@]}" >/dev/null 2>"$work/err" ||
-        { echo "$name: $build/examples/tern-run failed: $(cat "$work/err")" >&2; exit 2; }
+      # shellcheck disable=SC2086  # $run is an option and its value
+      "$build/examples/tern-run" "$work/$name.old.tern" --ids "$ids" --logits-out "$work/$name.$tag.$b.npy" \
+        $run "${extra[@]}" >/dev/null 2>"$work/err" ||
+        { echo "$name: $build/examples/tern-run $run failed: $(cat "$work/err")" >&2; exit 2; }
     done
-    bytes=$(stat -c %s "$work/$name.$threads.new.npy")
-    if cmp -s "$work/$name.$threads.old.npy" "$work/$name.$threads.new.npy"; then
+    bytes=$(stat -c %s "$work/$name.$tag.new.npy")
+    if cmp -s "$work/$name.$tag.old.npy" "$work/$name.$tag.new.npy"; then
       result=identical
     else
-      result="DIFFERENT: $(npy_diff "$work/$name.$threads.old.npy" "$work/$name.$threads.new.npy")"
+      result="DIFFERENT: $(npy_diff "$work/$name.$tag.old.npy" "$work/$name.$tag.new.npy")"
       status=1
     fi
-    printf '%-34s %-8s %-7s %12s  %s\n' "$name" "$threads" "$segment" "$bytes" "$result"
+    printf '%-34s %-16s %-7s %12s  %s\n' "$name" "${run#--}" "$segment" "$bytes" "$result"
   done
 done
 [ $status = 0 ] && echo "all logits bit-identical" || echo "some logits differ"
