@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Checks that two builds of Tern give bit-identical logits: every golden under tests/goldens/ and the shipped model
-# are converted with each build's tern-convert (the .tern files must be identical too), then run with each build's
+# are converted with each build's tern-convert (the .tern files must be identical too, and so must their
+# conversions with --weights f16, int8 and int4), then run with each build's
 # `tern-run --ids --logits-out` at 1 and 2 threads on the CPU, and with --vulkan also on the Vulkan backend (models
 # without a context limit fed their evaluation segment per call), and the .npy files are compared byte for byte.
 #   tools/check_identical.sh [--vulkan] OLD_BUILD_DIR NEW_BUILD_DIR     e.g. /tmp/main-before/build build
-# Prints one line per model and thread count (for logits that differ, the largest difference: max |new - old| over
+# Prints one line per model and run (for logits that differ, the largest difference: max |new - old| over
 # max |old|, and max |new - old| itself); exits 1 if anything differs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,7 @@ PY
 }
 
 status=0
+declare -i converted=0
 printf '%-34s %-16s %-7s %12s  %s\n' model run segment bytes result
 for dir in tests/goldens/*/ examples/models/kjv-byte/; do
   dir=${dir%/}
@@ -73,6 +75,20 @@ for dir in tests/goldens/*/ examples/models/kjv-byte/; do
     echo "$name: the converted .tern files differ"
     status=1
   fi
+  # The compressed conversions' bytes too (a model whose matrices cannot take a format is refused alike by both).
+  for weights in f16 int8 int4; do
+    for b in old new; do
+      build=$old; [ $b = new ] && build=$new
+      "$build/converter/tern-convert" "$dir" -o "$work/$name.$weights.$b.tern" --weights "$weights" --quiet \
+        >/dev/null 2>&1 || echo "refused" >"$work/$name.$weights.$b.tern"
+    done
+    if cmp -s "$work/$name.$weights.old.tern" "$work/$name.$weights.new.tern"; then
+      converted+=1
+    else
+      echo "$name: the .tern files converted with --weights $weights differ"
+      status=1
+    fi
+  done
   segment=$(segment_of "$dir")
   n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$ids")
   extra=(--max-tokens "$n")
@@ -96,5 +112,6 @@ for dir in tests/goldens/*/ examples/models/kjv-byte/; do
     printf '%-34s %-16s %-7s %12s  %s\n' "$name" "${run#--}" "$segment" "$bytes" "$result"
   done
 done
-[ $status = 0 ] && echo "all logits bit-identical" || echo "some logits differ"
+echo "$converted compressed conversions (--weights f16, int8, int4) compared"
+[ $status = 0 ] && echo "all logits and converted files bit-identical" || echo "some logits or converted files differ"
 exit $status
