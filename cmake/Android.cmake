@@ -1,4 +1,4 @@
-# An Android NDK build (README, "Android"):
+# An Android NDK build (docs/arm64-android.md, "Android"):
 #   cmake -S . -B build-android -G Ninja -DCMAKE_TOOLCHAIN_FILE=$NDK/build/cmake/android.toolchain.cmake \
 #         -DANDROID_ABI=arm64-v8a -DANDROID_PLATFORM=android-28 -DCMAKE_PREFIX_PATH=<prefix>
 # The NDK's sysroot brings the C and C++ runtime, libdl, liblog and the Vulkan headers. XNNPACK, pthreadpool, cpuinfo,
@@ -9,7 +9,7 @@
 # machine's. glslc is the NDK's (shader-tools/) unless one is on the PATH. Included before any find step.
 if(NOT CMAKE_PREFIX_PATH)
   message(FATAL_ERROR "Android: give -DCMAKE_PREFIX_PATH=<prefix> holding XNNPACK, pthreadpool, cpuinfo, FlatBuffers "
-                      "and nlohmann_json built with the NDK for this ABI (ANDROID_ABI ${ANDROID_ABI}; README, Android)")
+                      "and nlohmann_json built with the NDK for this ABI (ANDROID_ABI ${ANDROID_ABI}; docs/arm64-android.md)")
 endif()
 set(_tern_pkg_config_dirs "")
 foreach(_tern_prefix IN LISTS CMAKE_PREFIX_PATH)

@@ -5,7 +5,7 @@
 // shaders (which widen weights, activations stay float32) match the twin to float32 rounding; the CPU's int8 and
 // int4 kernels also round activations to int8 in blocks of 32 (their arithmetic is checked exactly against a
 // double reference in test_quant_kernels), which the tolerance covers. The error against the float32 model (the
-// quantisation itself) is a property of the format, measured on the shipped model in the README's table.
+// quantisation itself) is a property of the format, measured on the shipped model in docs/compressed-weights.md's table.
 #include <catch2/catch.hpp>
 
 #include <filesystem>

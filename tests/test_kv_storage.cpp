@@ -36,7 +36,7 @@ namespace {
 // for the largest scores. The residual stream carries each layer's attention output at a fraction of its norm,
 // and LayerNorm and the head neither grow nor shrink relative errors much. First order, per layer: ~u (values)
 // + ~u..10u (keys, on the positions with peaked softmax); over 2-3 layers, in the L2 norm of all logits, a few
-// u to ~15 u: the bound is 20 u = 9.8e-3. The measured errors (README) sit well inside it.
+// u to ~15 u: the bound is 20 u = 9.8e-3. The measured errors (docs/library.md, "Options") sit well inside it.
 constexpr double kU = 1.0 / 2048.0;
 constexpr double kGoldenTolerance = 20 * kU;
 // The float16 kernels against the float32 kernels on the widened rows: the same sums in the same order, but the

@@ -44,7 +44,7 @@ Output:
                         0xff); "ids" gives the tokens exactly. An error prints nothing on stdout: one line on
                         stderr, exit status 1 (2 for a bad command line)
 
-Generation (the library's sampler and generator; README, "Generation"):
+Generation (the library's sampler and generator; docs/generation.md):
   -n, --tokens N        tokens to generate (default 200)
   --temperature T       0 for greedy decoding (default 0.7)
   --top-k K             sample among the K most likely tokens, 0 for all (default 40)

@@ -85,7 +85,7 @@ def main():
     arm_run = os.path.join(args.arm, "examples", "tern-run")
     for tool in (convert, x86_run, arm_run):
         if not os.access(tool, os.X_OK):
-            sys.exit(f"compare_logits: {tool} is not built (build both directories first: see README, ARM64)")
+            sys.exit(f"compare_logits: {tool} is not built (build both directories first: see docs/arm64-android.md)")
     launcher = emulator(args.arm)
     todo = cases(args.only)
     if not todo:

@@ -15,7 +15,7 @@
  * - Units: token counts and positions are tokens; sizes are bytes; times are nanoseconds.
  * - Options structs start with `size_t struct_size`, filled in by their *_init function, which is how the library
  *   knows which fields a caller built against an older header has: those fields it does not have take their
- *   defaults. Always call *_init before setting fields (README, "ABI and versions"). */
+ *   defaults. Always call *_init before setting fields (docs/library.md, "ABI and versions"). */
 #ifndef TERN_TERN_H
 #define TERN_TERN_H
 
@@ -40,7 +40,7 @@ extern "C" {
 
 /* The version of this header. CMake reads it from here (project version, SONAME libtern.so.MAJOR, the package's
  * ternConfigVersion.cmake). A library with the same MAJOR and a MINOR at least this header's runs an app built
- * against it (README, "ABI and versions"); tern_version() says which library an app actually loaded. */
+ * against it (docs/library.md, "ABI and versions"); tern_version() says which library an app actually loaded. */
 #define TERN_VERSION_MAJOR 0
 #define TERN_VERSION_MINOR 2
 #define TERN_VERSION_PATCH 0
@@ -448,7 +448,10 @@ TERN_API const char* tern_generator_last_error(const tern_generator* generator);
  *   "bytes+K"                token b + K is the byte b (HF Reformer enwik8: K = 2); other ids are special;
  *   "sentencepiece-unigram", "sentencepiece-bpe"
  *                            the ids libsentencepiece's Encode gives for the text (same normalization, byte
- *                            fallback and unknown pieces), and its DecodeIds for the way back.
+ *                            fallback and unknown pieces), and its DecodeIds for the way back;
+ *   "words", "characters", "bytes-decimal"
+ *                            a list of symbols from a tern_vocab.json (Transformer-XL's and adaptive-span's word and
+ *                            character lists): id i is symbol i, a line end is the end-of-sequence id.
  * A model whose file carries no tokenizer (ids only) gets TERN_UNSUPPORTED saying so. No special token is added
  * by tern_tokenize: a model that wants a BOS first is given it by the caller (tern_model_special_token).
  * Any thread (the model is read-only). Messages: tern_last_error. */

@@ -1,7 +1,7 @@
 // Token sampling from a row of logits (tern_sampler_*): repetition penalty, top-k, temperature, top-p, min-p, then
 // one draw from the library's own PRNG, so that a seed gives the same tokens on every platform and compiler.
 //
-// The steps, in this order (README, "Generation"):
+// The steps, in this order (docs/generation.md, "The sampler's steps"):
 //   1. repetition penalty: each distinct id among the last repetition_last_n history tokens (0: all of them) has its
 //      logit divided by the penalty when positive and multiplied by it otherwise (CTRL, Keskar et al. 2019; HF's
 //      RepetitionPenaltyLogitsProcessor). Every other logit is unchanged.
