@@ -27,6 +27,7 @@
 #include "convert.h"
 #include "safetensors.h"
 #include "run_tool.h"
+#include "tern/tern.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -583,4 +584,40 @@ TEST_CASE("convert hostile: impossible --weights or --group-size or --weight-typ
     CHECK_THAT(r.err, Catch::Contains(c.message));
     CHECK_FALSE(fs::exists(out));
   }
+}
+
+TEST_CASE("convert hostile: a weight no int4 scale can reach is refused, an int8 group with infinity too", "[converter][hostile]") {
+  const std::string dir = tern::test::scratch_dir("hostile_quant_range");
+  const std::string out = dir + "/out.tern";
+  Tiny tiny;
+  tiny.config["hidden_size"] = 32;
+  tiny.config["intermediate_size"] = 32;
+  // q.weight [32, 32]: one element per case at row 2, element 5 (the converter fuses q, k and v into qkv.weight,
+  // q's rows first).
+  auto with_q = [&](float value) {
+    std::vector<float> q = tern::test::random_floats(32 * 32, 9);
+    q[2 * 32 + 5] = value;
+    write_tiny(dir + "/c", tiny, {{"layers.0.attn.q.weight", {"F32", {32, 32}, f32_bytes(q)}}});
+  };
+  // 1e6 / 9 is past float16's 65504: every candidate scale of the group overflows.
+  with_q(1e6f);
+  Run r = convert({dir + "/c", "-o", out, "--weights", "int4"}, dir);
+  expect_error(r, "row 2, elements [0, 32) holds 1000000.000000, beyond what int4 with a float16 scale holds (9 x 65504 = 589536)");
+  CHECK_THAT(r.err, Catch::Contains("tensor 'layers.0.attn.qkv.weight': row 2, elements [0, 32)"));
+  CHECK_FALSE(fs::exists(out));
+  CHECK(count_temporaries(dir) == 0);
+  // 4e5: -peak / 8 overflows float16, smaller candidates do not; the model converts and loads (finite scales).
+  with_q(4e5f);
+  r = convert({dir + "/c", "-o", out, "--weights", "int4", "-q"}, dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  tern_model* m = nullptr;
+  CHECK(tern_model_load(out.c_str(), &m) == TERN_OK);
+  tern_model_free(m);
+  fs::remove(out);
+  // +inf under --allow-non-finite: int8 has no scale for it either.
+  with_q(std::numeric_limits<float>::infinity());
+  r = convert({dir + "/c", "-o", out, "--weights", "int8", "--allow-non-finite"}, dir);
+  expect_error(r, "row 2, elements [0, 32) holds an infinite value");
+  CHECK_FALSE(fs::exists(out));
 }

@@ -1,6 +1,7 @@
 // Loader robustness: a model file is untrusted input. Every hostile file gives a clear error, never a crash.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <limits>
 #include <functional>
 #include <random>
 
@@ -283,6 +284,34 @@ TEST_CASE("loader: compressed tensors with bad scales, groups or slots are rejec
        [&](fb::ModelT& m) { norm_op(m).weights[0] = int32_t(first_i8(m)); }, "read as F32 only"},
   };
   for (const Case& c : cases) expect_rejected(rebuild(c.mutate, WeightFormat::kInt8), c.name, c.words);
+  // A NaN or infinite scale value, written into the data segment: the loader names the tensor and the group.
+  for (WeightFormat f : {WeightFormat::kInt8, WeightFormat::kInt4}) {
+    for (const bool nan : {true, false}) {
+      std::string bytes = valid_model_bytes(f);
+      uint32_t fb_size;
+      std::memcpy(&fb_size, bytes.data(), 4);
+      const uint64_t data_start = (uint64_t(fb_size) + 4 + 63) / 64 * 64;
+      std::unique_ptr<fb::ModelT> m(fb::GetSizePrefixedModel(bytes.data())->UnPack());
+      const fb::DType compressed = f == WeightFormat::kInt8 ? fb::DType::I8 : fb::DType::I4;
+      size_t matrix = 0;
+      while (m->tensors[matrix]->dtype != compressed) ++matrix;
+      const fb::TensorT& scales = *m->tensors[size_t(m->tensors[matrix]->scales)];
+      const uint64_t at = data_start + scales.offset + 3 * (f == WeightFormat::kInt8 ? 4 : 2);  // the fourth scale
+      if (f == WeightFormat::kInt8) {
+        const float bad = nan ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::infinity();
+        std::memcpy(&bytes[at], &bad, 4);
+      } else {
+        const uint16_t bad = nan ? 0x7E00 : 0x7C00;
+        std::memcpy(&bytes[at], &bad, 2);
+      }
+      // The fourth scale: [3] of one per row, [r, g] of [rows, groups].
+      const int64_t groups = scales.shape.size() == 2 ? scales.shape[1] : 0;
+      const std::string index = groups ? std::to_string(3 / groups) + ", " + std::to_string(3 % groups) : "3";
+      const std::string expected = "'" + m->tensors[matrix]->name + "': its scales '" + scales.name +
+                                   "' hold a NaN or infinite value at [" + index + "]";
+      expect_rejected(bytes, nan ? "nan scale" : "infinite scale", expected);
+    }
+  }
   // The unmodified compressed models load and run.
   for (WeightFormat f : {WeightFormat::kF16, WeightFormat::kInt8, WeightFormat::kInt4}) {
     const LoadResult r = load_bytes(valid_model_bytes(f), "compressed_valid");

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <new>
 #include <numeric>
@@ -230,6 +231,41 @@ TEST_CASE("sampler: repetition penalty changes exactly the penalised ids", "[sam
   CHECK(draw(last1, two, {2, 1}) == 2);
   tern_sampler_free(last1);
   tern_sampler_free(s);
+}
+
+TEST_CASE("sampler: a penalty that would overflow a logit saturates it, and a token in the vocabulary comes back", "[sampler]") {
+  // 30 / 1e-40 and -30 * 1e38 are past float's range: the penalised logits saturate at +-FLT_MAX, never +-inf.
+  const float big = std::numeric_limits<float>::max();
+  std::vector<float> l = {30.0f, -30.0f, 1.0f, -std::numeric_limits<float>::infinity()};
+  const std::vector<int32_t> history = {0, 1, 3};
+  std::vector<uint8_t> marks(l.size(), 0);
+  std::vector<float> out = l;
+  REQUIRE(tern::apply_repetition_penalty(out.data(), 4, history.data(), 3, 0, 1e-40f, marks.data()).ok());
+  CHECK(out[0] == big);
+  CHECK(out[1] == -30.0f * 1e-40f);
+  CHECK(out[3] == -std::numeric_limits<float>::infinity());  // a masked logit stays masked
+  out = l;
+  REQUIRE(tern::apply_repetition_penalty(out.data(), 4, history.data(), 3, 0, 1e38f, marks.data()).ok());
+  CHECK(out[0] == 30.0f / 1e38f);
+  CHECK(out[1] == -big);
+
+  // Through the C API, at every temperature and cut: a valid id and TERN_OK, the penalised best token first.
+  for (float penalty : {1e-40f, 1e38f}) {
+    for (float temperature : {0.0f, 1.0f, 1e-30f, 100.0f}) {
+      for (float top_p : {1.0f, 0.5f}) {
+        INFO("penalty " << penalty << ", temperature " << temperature << ", top_p " << top_p);
+        tern_sampler_options o = options(temperature, 0, top_p, 0.1f, 7);
+        o.repetition_penalty = penalty;
+        tern_sampler* s = make(o);
+        for (int i = 0; i < 20; ++i) {
+          const int32_t t = draw(s, l, history);
+          CHECK((t >= 0 && t < 3));  // never the masked id 3
+          if (penalty < 1.0f) CHECK(t == 0);  // FLT_MAX: every other token has probability 0
+        }
+        tern_sampler_free(s);
+      }
+    }
+  }
 }
 
 TEST_CASE("sampler: the same seed gives the same tokens, other seeds differ, set_seed restarts", "[sampler]") {

@@ -297,6 +297,32 @@ TEST_CASE("tern-run --json: one object with the model, backend, threads and each
   CHECK(j["peak_rss_bytes"].get<uint64_t>() > 0);
 }
 
+TEST_CASE("tern-run --json: a model path that is not UTF-8 comes out escaped, after the work, not as an error", "[cli][tern_run]") {
+  // The path's bytes 0xff and 0xe9 are not UTF-8; every string of the JSON reads them as U+00FF and U+00E9.
+  const std::string dir = tern::test::scratch_dir("tern_run_cli_latin1");
+  const std::string path = dir + "/mod\xff\xe9l.tern";
+  fs::copy_file(byte_model(), path, fs::copy_options::overwrite_existing);
+  const std::string ids = scratch_file("latin1_ids.json", "[5, 9, 200]");
+  const auto r = run({path, "--ids", ids, "--json", "--threads", "1"});
+  const json j = json_of(r);
+  CHECK(j["model"] == dir + "/mod\u00ff\u00e9l.tern");
+  CHECK(j["ids"]["file"] == ids);
+  CHECK_THAT(r.out, Catch::Contains("mod\\u00ff\\u00e9l.tern"));
+}
+
+TEST_CASE("tern-bench: a test whose ids and logits cannot fit is refused before anything is allocated", "[cli][tern_run]") {
+  // tg2147483648 on a model without a context limit (Transformer-XL): 8 GiB of ids, past the 4 GiB address space
+  // the tool runs in; pp1073741824: 4 GiB of ids and a row of logits per token.
+  if (!tern::test::tool_address_space_limited()) return;
+  const std::string xl = model_of("transfo_xl_plain");
+  auto r = run({xl, "-p", "0", "-n", "2147483648", "-r", "1"}, kBench);
+  expect_error(r, 1, "tg2147483648: its 2147483648 ids and 1 x ", false);
+  CHECK_THAT(r.err, Catch::Contains(" float32 logits need 8.00 GiB, more than the address space"));
+  r = run({xl, "-p", "1073741824", "-n", "0", "-r", "1"}, kBench);
+  expect_error(r, 1, "pp1073741824: its 1073741824 ids and 1073741824 x ", false);
+  CHECK_THAT(r.err, Catch::Contains("; ask for fewer tokens"));
+}
+
 TEST_CASE("tern-run: a prompt longer than the context keeps its last tokens and says so", "[cli][tern_run]") {
   const std::string prompt = text_of(1100);
   const auto r = run(with_model({"--prompt", prompt, "-n", "4", "--json", "--threads", "1"}));

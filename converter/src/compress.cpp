@@ -84,13 +84,14 @@ struct Quantised {
       case WeightFormat::kInt8:
         data.resize(w.size());
         scales.resize(size_t(out * groups) * sizeof(float));
-        quantize_i8(w.data(), out, in, group, reinterpret_cast<int8_t*>(data.data()),
-                    reinterpret_cast<float*>(scales.data()));
+        TERN_RETURN_IF_ERROR(quantize_i8(w.data(), out, in, group, reinterpret_cast<int8_t*>(data.data()),
+                                         reinterpret_cast<float*>(scales.data())));
         break;
       case WeightFormat::kInt4:
         data.assign(w.size() / 2, 0);
         scales.resize(size_t(out * groups) * sizeof(uint16_t));
-        quantize_i4(w.data(), out, in, group, data.data(), reinterpret_cast<uint16_t*>(scales.data()));
+        TERN_RETURN_IF_ERROR(
+            quantize_i4(w.data(), out, in, group, data.data(), reinterpret_cast<uint16_t*>(scales.data())));
         break;
       case WeightFormat::kF32: break;
     }

@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -109,6 +110,18 @@ bool check_threads(const std::string& flag, int64_t threads, std::string* error)
   *error = flag + " " + std::to_string(threads) + " is more than this machine's " + std::to_string(hw) +
            " hardware threads; give at most " + std::to_string(hw) + " (0: all of them)";
   return false;
+}
+
+uint64_t usable_memory(std::string* what) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+  *what = "this machine's memory";
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && uint64_t(as.rlim_cur) < bytes) {
+    bytes = uint64_t(as.rlim_cur);
+    *what = "the address space this process may use (ulimit -v)";
+  }
+  return bytes;
 }
 
 uint64_t peak_rss_bytes() {

@@ -44,6 +44,9 @@ const char* build_summary();
 
 // Peak resident set size of this process, in bytes.
 uint64_t peak_rss_bytes();
+// What one buffer can take at the most: the machine's memory, or less under `ulimit -v`; `what` names which
+// ("this machine's memory", "the address space this process may use (ulimit -v)").
+uint64_t usable_memory(std::string* what);
 std::string format_bytes(uint64_t bytes);
 
 class Timer {

@@ -3,6 +3,7 @@
 //   tg<N>@d<D> generation: N tokens appended one at a time after D tokens already in the state
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -109,6 +110,16 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
   if (context > 0 && total > context) {
     t->skipped = "needs " + std::to_string(total) + " tokens, the model's context is " + std::to_string(context);
     return true;
+  }
+  // The test's own buffers (its ids and one call's logits), checked before the session or they are allocated.
+  const double harness_bytes = double(total) * 4.0 + double(std::max(t->prefill, int64_t(1))) * double(vocab) * 4.0;
+  std::string memory_name;
+  const uint64_t memory = tern::cli::usable_memory(&memory_name);
+  if (harness_bytes > double(memory)) {
+    *error = "its " + std::to_string(total) + " ids and " + std::to_string(std::max(t->prefill, int64_t(1))) + " x " +
+             std::to_string(vocab) + " float32 logits need " + tern::cli::format_bytes(uint64_t(harness_bytes)) +
+             ", more than " + memory_name + " (" + tern::cli::format_bytes(memory) + "); ask for fewer tokens";
+    return false;
   }
   tern_session_options so = base;
   so.threads = t->threads;
@@ -444,7 +455,13 @@ int main(int argc, char** argv) {
   for (Test& t : tests) {
     std::string error;
     std::fprintf(stderr, "tern-bench: %s, %d thread(s)\n", t.name.c_str(), t.threads);
-    if (!run_test(model, base, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error)) {
+    bool ran = false;
+    try {
+      ran = run_test(model, base, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error);
+    } catch (const std::bad_alloc&) {
+      error = "out of memory while setting the test up (its ids, logits or results)";
+    }
+    if (!ran) {
       tern_model_free(model);
       return fail(t.name + ": " + error);
     }

@@ -1,13 +1,11 @@
 // The option grid against the loaded model and its session, checked before any mode runs: what the flags ask must
 // fit the context, the vocabulary and the machine's memory, and every message names the flags that do not agree.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <string>
 
+#include "cli.h"
 #include "options.h"
 
 namespace tern::run {
@@ -23,19 +21,6 @@ int64_t max_batch(const SessionHandle& session) {
   tern_memory_plan p{};
   tern_session_memory(session.get(), &p);
   return p.n_tokens;
-}
-
-// What one buffer can take at the most: the machine's memory, or less under `ulimit -v`.
-uint64_t usable_memory(std::string* what) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  uint64_t bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
-  *what = "this machine's memory";
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && uint64_t(as.rlim_cur) < bytes) {
-    bytes = uint64_t(as.rlim_cur);
-    *what = "the address space this process may use (ulimit -v)";
-  }
-  return bytes;
 }
 
 bool check_prompt(const Options& opt, int64_t limit, std::string* error) {
@@ -102,7 +87,7 @@ bool check_ids(const Options& opt, const SessionHandle& session, int64_t limit, 
   // Every row's logits are kept for --logits-out and for one forward call.
   if (!opt.logits_path.empty() || (!opt.perplexity && opt.segment == 0)) {
     std::string what;
-    const double need = double(n) * double(vocab) * 4.0, have = double(usable_memory(&what));
+    const double need = double(n) * double(vocab) * 4.0, have = double(tern::cli::usable_memory(&what));
     if (need > have) {
       const std::string flag = opt.logits_path.empty() ? "--ids" : "--logits-out";
       char bytes[32];

@@ -129,7 +129,7 @@ int generate(Run& run) {
   }
   const bool slide = opt.generator.context_policy == TERN_CONTEXT_SLIDE;
   const int64_t keep = opt.generator.keep_tokens > 0 ? opt.generator.keep_tokens : std::max<int64_t>(1, limit / 2);
-  run.report["generate"] = {{"text", json_text(text)},
+  run.report["generate"] = {{"text", text},
                             {"ids", out_ids},
                             {"prompt_tokens", ids.size()},
                             {"prompt_tokens_kept", kept},

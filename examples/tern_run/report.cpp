@@ -50,8 +50,24 @@ nlohmann::json json_bytes(uint64_t bytes) {
   return bytes == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(bytes);
 }
 
+namespace {
+
+// Every string of the report through json_text: paths, the model's description and generated text may hold bytes
+// that are not UTF-8, which nlohmann::json refuses to dump. Depth is the report's own (a few levels).
+void escape_strings(nlohmann::json& value) {
+  if (value.is_string()) {
+    value = json_text(value.get_ref<const std::string&>());
+  } else if (value.is_structured()) {
+    for (auto& member : value) escape_strings(member);
+  }
+}
+
+}  // namespace
+
 void print_json(const nlohmann::json& report) {
-  const std::string text = report.dump(-1, ' ', /*ensure_ascii=*/true);
+  nlohmann::json escaped = report;
+  escape_strings(escaped);
+  const std::string text = escaped.dump(-1, ' ', /*ensure_ascii=*/true);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);

@@ -15,7 +15,8 @@ std::string json_text(const std::string& bytes);
 // The planner's byte counts: a number, or null for the "more than 2^64 - 1 bytes" the library saturates at.
 nlohmann::json json_bytes(uint64_t bytes);
 
-// Prints `report` as one line of JSON on stdout, all of it ASCII (other characters as \u escapes).
+// Prints `report` as one line of JSON on stdout, all of it ASCII (other characters as \u escapes), every string in
+// it (values and array items) first passed through json_text.
 void print_json(const nlohmann::json& report);
 
 }  // namespace tern::run

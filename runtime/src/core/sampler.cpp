@@ -71,7 +71,12 @@ Status apply_repetition_penalty(float* logits, int64_t vocab, const int32_t* his
     const size_t id = size_t(history[i]);
     if (marks[id]) continue;  // once per distinct id
     marks[id] = 1;
-    logits[id] = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+    const float penalized = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+    // A penalty far from 1 overflows a finite logit (1e30 / 1e-10); it saturates at the largest finite float
+    // instead, so that every probability below stays a number. A masked logit (-inf) stays masked.
+    logits[id] = std::isinf(penalized) && std::isfinite(logits[id])
+                     ? std::copysign(std::numeric_limits<float>::max(), penalized)
+                     : penalized;
   }
   for (int64_t i = first; i < n_history; ++i) marks[size_t(history[i])] = 0;
   return Status::Ok();
@@ -203,7 +208,11 @@ Result<int32_t> LogitSampler::sample(const float* logits, int64_t vocab, const i
     sum += p_[id];
     if (chosen < 0 && sum > target) chosen = int32_t(id);
   }
-  return chosen >= 0 ? chosen : last_kept;  // rounding: u * mass within the last ulp of the sum
+  if (chosen < 0) chosen = last_kept;  // rounding: u * mass within the last ulp of the sum
+  // The most likely candidate has p = 1 and is always kept, so a token is chosen; this guards the contract that
+  // no id outside the vocabulary ever comes back with TERN_OK.
+  if (chosen < 0) return InternalError("tern_sampler_sample: no token could be drawn (probabilities " + number(p_max) + ")");
+  return chosen;
 }
 
 }  // namespace tern

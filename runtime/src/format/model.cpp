@@ -1,5 +1,6 @@
 #include "format/model.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -236,6 +237,18 @@ Status Model::check_scales() {
       expect.shape = shape;
       return InvalidModel(where + ": its scales '" + scales.name + "' are " + scales.shape_string() + ", not " +
                           expect.shape_string());
+    }
+    // A NaN or infinite scale turns every product of its group into NaN (int8) or, once activations are quantised
+    // per block, into finite garbage (int4): refused here, where the file is read, and named.
+    for (int64_t e = 0; e < scales.numel(); ++e) {
+      const bool finite = want == fb::DType::F32
+                              ? std::isfinite(scales.f32()[e])
+                              : (reinterpret_cast<const uint16_t*>(scales.data)[e] & 0x7C00) != 0x7C00;
+      if (!finite) {
+        const int64_t per_row = g ? in / g : 1;
+        return InvalidModel(where + ": its scales '" + scales.name + "' hold a NaN or infinite value at [" +
+                            std::to_string(e / per_row) + (g ? ", " + std::to_string(e % per_row) : std::string()) + "]");
+      }
     }
     info.scales = &scales;
     info.group_size = g;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,11 +31,32 @@ struct Slot {
 constexpr int kSlots = 16;
 Slot g_slots[kSlots];
 
+// The thread that installed the handlers (a program's main thread), which alone creates temporaries and cleans up.
+pid_t g_cleanup_tid = 0;
+
+pid_t this_thread_id() { return pid_t(::syscall(SYS_gettid)); }
+
 extern "C" void remove_temporaries_and_die(int sig) {
+  // A signal taken by another thread (a worker pool's) goes to the cleaning thread instead. Only that thread
+  // creates temporaries, with the signals blocked until the new one is armed (SignalBlock): a signal handled
+  // anywhere else could run while a temporary exists but is not armed yet, and the process would die leaving it.
+  if (g_cleanup_tid != 0 && this_thread_id() != g_cleanup_tid) {
+    const int saved_errno = errno;
+    ::syscall(SYS_tgkill, ::getpid(), g_cleanup_tid, sig);
+    errno = saved_errno;
+    return;
+  }
   for (Slot& s : g_slots)
     if (s.armed) ::unlink(s.path);
-  // SA_RESETHAND restored the default action on entry; the signal, blocked while this handler runs, is delivered
-  // again on return and ends the process as it would have without the handler (exit status, core dump).
+  // Only now the default action: a second signal (`timeout` sends SIGINT to the child, then to its whole group)
+  // that reaches another thread while this one unlinks runs this handler there too, instead of killing the
+  // process before the temporaries are gone, as a reset on entry (SA_RESETHAND) would let it. The signal, blocked
+  // while this handler runs, is delivered again on return and ends the process as it would have without the
+  // handler (exit status, core dump).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
   ::raise(sig);
 }
 
@@ -100,11 +122,12 @@ size_t utf8_prefix(const std::string& s, size_t n) {
 }  // namespace
 
 void remove_temporaries_on_signals() {
+  g_cleanup_tid = this_thread_id();
   struct sigaction sa {};
   sa.sa_handler = remove_temporaries_and_die;
   sigemptyset(&sa.sa_mask);
   for (int sig : kCleanupSignals) sigaddset(&sa.sa_mask, sig);
-  sa.sa_flags = SA_RESETHAND;
+  sa.sa_flags = 0;  // not SA_RESETHAND: the handler restores the default action after it has cleaned up
   for (int sig : kCleanupSignals) {
     struct sigaction old {};
     // A signal the caller's parent set to be ignored (nohup, a shell's background job) stays ignored.

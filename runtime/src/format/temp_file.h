@@ -12,9 +12,11 @@
 
 namespace tern {
 
-// For programs (tern-convert), not libraries, which leave signals to their host: installs the handlers above and
-// ignores SIGXFSZ, so that a write past `ulimit -f` fails with EFBIG, is reported and cleaned up, instead of the
-// signal killing the process and leaving the temporary behind.
+// For programs (tern-convert, tern-run), not libraries, which leave signals to their host: installs the handlers
+// above and ignores SIGXFSZ, so that a write past `ulimit -f` fails with EFBIG, is reported and cleaned up, instead
+// of the signal killing the process and leaving the temporary behind. Call it from the thread that creates the
+// temporaries (the main thread): a signal another thread takes is handed to that one, which cleans up once, however
+// many signals arrive, and only then restores the default action and dies of the signal.
 void remove_temporaries_on_signals();
 
 // For programs that run a model mapped from its file (tern-run, tern-bench): a page of the mapping that the file no
