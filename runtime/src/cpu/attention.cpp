@@ -11,6 +11,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/kv_store.h"
+#include "cpu/online_softmax.h"
 #include "cpu/parallel.h"
 #include "ops/op.h"
 
@@ -20,30 +21,8 @@ namespace {
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = kAttentionKeyBlock;  // keys per transposed block (cpu/isa/table.h)
 
-// Per-slot scratch layout, in floats.
-struct Tile {
-  float* q;    // [kQueryBlock, dh], scaled queries
-  float* acc;  // [kQueryBlock, dh], running sum of p * v
-  float* kt;   // [dh, kKeyBlock], one key block transposed, so scores vectorise across keys
-  float* s;    // [kKeyBlock], scores of one row against one key block
-  float* m;    // [kQueryBlock], running max
-  float* l;    // [kQueryBlock], running sum of p
-};
-
-int64_t tile_floats(int head_dim) {
-  return 2 * kQueryBlock * head_dim + int64_t(head_dim) * kKeyBlock + kKeyBlock + 2 * kQueryBlock;
-}
-
-Tile tile_at(float* base, int head_dim) {
-  Tile t;
-  t.q = base;
-  t.acc = t.q + kQueryBlock * head_dim;
-  t.kt = t.acc + kQueryBlock * head_dim;
-  t.s = t.kt + int64_t(head_dim) * kKeyBlock;
-  t.m = t.s + kKeyBlock;
-  t.l = t.m + kQueryBlock;
-  return t;
-}
+// Per-slot scratch: every part of the tile (cpu/online_softmax.h), one transposed key block at a time.
+constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/true};
 
 // Where head h's key and value rows for a position live during one call: float32 (T = float), this call's in qkv;
 // or float16 (T = uint16_t), this call's rounded into a [n, 2*inner] (k | v) scratch buffer.
@@ -124,13 +103,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
   const T* kp[kKeyBlock];
   const T* vp[kKeyBlock];
   int64_t lo[kQueryBlock], hi[kQueryBlock];  // per row, the keys of a block it sees
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* qi = a.q + (r0 + r) * a.q_stride + int64_t(h) * dh;
-    for (int c = 0; c < dh; ++c) t.q[r * dh + c] = qi[c] * a.scale;
-    std::fill(t.acc + r * dh, t.acc + (r + 1) * dh, 0.0f);
-    t.m[r] = -INFINITY;
-    t.l[r] = 0.0f;
-  }
+  for (int64_t r = 0; r < rows; ++r) t.start_row(r, a.q + (r0 + r) * a.q_stride + int64_t(h) * dh, a.scale, dh);
   // Fixed's summaries below the block's first local run are the same for every row: tile them like a contiguous run.
   int64_t shared_below = 0;
   const bool scattered = part.index == 0 && a.pattern->has_scattered(h);
@@ -206,10 +179,8 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
     return;
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o = a.out + (r0 + r) * out_stride + int64_t(h) * dh;
-    const float inv = 1.0f / t.l[r];  // every row sees at least itself
-    for (int c = 0; c < dh; ++c) o[c] = t.acc[r * dh + c] * inv;
+  for (int64_t r = 0; r < rows; ++r) {  // every row sees at least itself: l > 0
+    t.write_row(r, 1.0f / t.l[r], dh, a.out + (r0 + r) * out_stride + int64_t(h) * dh);
   }
 }
 
@@ -245,10 +216,10 @@ template <typename T>
 void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call, float* scratch) {
   const int parts = key_parts(call, threads);
   if (parts > 1) {  // split-K: (head, part) items, then each head's merge
-    float* partials = scratch + int64_t(std::max(threads, 1)) * tile_floats(call.dh);
+    float* partials = scratch + int64_t(std::max(threads, 1)) * tile_floats(kTile, call.dh);
     const int64_t stride = int64_t(call.dh) + 2;
     run_slots(pool, threads, int64_t(call.heads) * parts, [&](int slot, int64_t item) {
-      Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+      Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(kTile, call.dh), kTile, call.dh);
       attend_block(call, int(item / parts), 0, 1, tile, KeyPart{int(item % parts), parts}, partials + item * stride);
     });
     for (int h = 0; h < call.heads; ++h) {
@@ -260,7 +231,7 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call
   const int64_t items = q_blocks * call.heads;
   // Each thread's slot owns a scratch tile and pulls (head, query block) items until none are left.
   run_slots(pool, threads, items, [&](int slot, int64_t item) {
-    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(kTile, call.dh), kTile, call.dh);
     // Later query blocks cost more under causal patterns: hand them out first.
     const int64_t qb = q_blocks - 1 - item / call.heads;
     const int h = int(item % call.heads);
@@ -333,7 +304,7 @@ class AttentionKernel : public CpuKernel {
 // A tile per thread, then split-K's partial sums: heads * parts < 2 * threads rows of dh + 2 (key_parts).
 int64_t attention_scratch_floats(int head_dim, int threads) {
   const int64_t slots = std::max(threads, 1);
-  return tile_floats(head_dim) * slots + 2 * slots * (int64_t(head_dim) + 2);
+  return tile_floats(kTile, head_dim) * slots + 2 * slots * (int64_t(head_dim) + 2);
 }
 
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {

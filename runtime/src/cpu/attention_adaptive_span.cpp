@@ -14,6 +14,7 @@
 
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
+#include "cpu/online_softmax.h"
 #include "cpu/parallel.h"
 #include "ops/adaptive_span.h"
 #include "ops/op.h"
@@ -24,28 +25,8 @@ namespace {
 constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kKeyBlock = 64;
 
-// Per-slot scratch, in floats.
-struct Tile {
-  float* q;      // [kQueryBlock, dh], scaled queries
-  float* acc;    // [kQueryBlock, dh], running sum of e·m·v
-  float* s;      // [kKeyBlock], scores of one row against one key block
-  float* mx;     // [kQueryBlock], running max
-  float* sum;    // [kQueryBlock], running sum of e
-  float* sum_m;  // [kQueryBlock], running sum of e·m
-};
-
-int64_t tile_floats(int head_dim) { return 2 * kQueryBlock * head_dim + kKeyBlock + 3 * kQueryBlock; }
-
-Tile tile_at(float* base, int head_dim) {
-  Tile t;
-  t.q = base;
-  t.acc = t.q + kQueryBlock * head_dim;
-  t.s = t.acc + kQueryBlock * head_dim;
-  t.mx = t.s + kKeyBlock;
-  t.sum = t.mx + kQueryBlock;
-  t.sum_m = t.sum + kQueryBlock;
-  return t;
-}
+// Per-slot scratch: query rows with the masked sum, and one row's scores (cpu/online_softmax.h).
+constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/false, /*masked_sum=*/true};
 
 // One ring per head: head h keeps its last capacity[h] keys and values, [capacity[h], dh] each, heads one after
 // another in k_ and v_.
@@ -127,14 +108,7 @@ void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& 
   const int dh = a.dh;
   const int64_t rows = r1 - r0, i0 = a.pos0 + r0, reach = (*a.reach)[size_t(h)];
   const float* mask = a.mask + (*a.mask_offset)[size_t(h)];
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* qi = a.qkv + (r0 + r) * 3 * a.inner + int64_t(h) * dh;
-    for (int c = 0; c < dh; ++c) t.q[r * dh + c] = qi[c] * a.scale;
-    std::fill(t.acc + r * dh, t.acc + (r + 1) * dh, 0.0f);
-    t.mx[r] = -INFINITY;
-    t.sum[r] = 0.0f;
-    t.sum_m[r] = 0.0f;
-  }
+  for (int64_t r = 0; r < rows; ++r) t.start_row(r, a.qkv + (r0 + r) * 3 * a.inner + int64_t(h) * dh, a.scale, dh);
   // Row i reads keys [i - reach, i - 1]; the block's rows together read [i0 - reach, i0 + rows - 2].
   const float* kp[kKeyBlock];
   const float* vp[kKeyBlock];
@@ -151,16 +125,14 @@ void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& 
       if (lo >= hi) continue;
       // Online update with the keys [lo, hi), the first at distance i - lo.
       a.kernels->span_update_row(t.q + r * dh, dh, kp + (lo - j0), vp + (lo - j0), hi - lo, i - lo, a.pe, mask, t.s,
-                                 &t.mx[r], &t.sum[r], &t.sum_m[r], t.acc + r * dh);
+                                 &t.m[r], &t.l[r], &t.l_masked[r], t.acc + r * dh);
     }
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
   for (int64_t r = 0; r < rows; ++r) {
-    float* o = a.out + (r0 + r) * out_stride + int64_t(h) * dh;
-    const float denom = t.sum_m[r] + a.eps * t.sum[r];
+    const float denom = t.l_masked[r] + a.eps * t.l[r];
     // A head whose mask is zero at every distance attends to nothing: 0 / (0 + 1e-8) in the reference codebase.
-    const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
-    for (int c = 0; c < dh; ++c) o[c] = t.acc[r * dh + c] * inv;
+    t.write_row(r, denom > 0.0f ? 1.0f / denom : 0.0f, dh, a.out + (r0 + r) * out_stride + int64_t(h) * dh);
   }
 }
 
@@ -169,7 +141,7 @@ void run_span_attention(pthreadpool_t pool, int threads, const SpanCall& call, f
   const int64_t items = q_blocks * call.heads;
   // Each thread's slot owns a scratch tile and pulls (head, query block) items until none are left.
   run_slots(pool, threads, items, [&](int slot, int64_t item) {
-    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(call.dh), call.dh);
+    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(kTile, call.dh), kTile, call.dh);
     const int64_t qb = item / call.heads;
     const int h = int(item % call.heads);
     attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
@@ -229,7 +201,7 @@ class AdaptiveSpanKernel : public CpuKernel {
   void save_state(int64_t, uint8_t* out) const override { store_.save(out); }
   void load_state(int64_t, const uint8_t* in) override { store_.load(in); }
   uint64_t scratch_bytes() const override {
-    return uint64_t(tile_floats(span_.head_dim)) * uint64_t(std::max(threads_, 1)) * sizeof(float);
+    return uint64_t(tile_floats(kTile, span_.head_dim)) * uint64_t(std::max(threads_, 1)) * sizeof(float);
   }
 
  private:

@@ -16,6 +16,7 @@
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/matrix.h"
+#include "cpu/online_softmax.h"
 #include "ops/compressive.h"
 
 namespace tern::cpu {
@@ -24,36 +25,26 @@ namespace {
 constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kKeyBlock = 64;
 
-int64_t tile_floats(int dh) { return 2 * kQueryBlock * dh + kKeyBlock + 2 * kQueryBlock; }
+// Per-slot scratch: query rows and one row's scores (cpu/online_softmax.h); keys are read in place.
+constexpr TileShape kTile{kQueryBlock, kKeyBlock};
 
 // One head, query rows [r0, r1): row r sees keys [0, P + r] of kv [P + n, 2*inner].
 void attend_block(const IsaKernels& kernels, const float* kv, const float* q, int64_t P, int64_t inner, int dh, int h,
-                  float scale, int64_t r0, int64_t r1, float* tile, float* out) {
-  float* tq = tile;                          // [kQueryBlock, dh]
-  float* acc = tq + kQueryBlock * dh;        // [kQueryBlock, dh]
-  float* s = acc + kQueryBlock * dh;         // [kKeyBlock]
-  float* mx = s + kKeyBlock;                 // [kQueryBlock]
-  float* l = mx + kQueryBlock;               // [kQueryBlock]
+                  float scale, int64_t r0, int64_t r1, const Tile& t, float* out) {
   const int64_t rows = r1 - r0;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int c = 0; c < dh; ++c) tq[r * dh + c] = q[(r0 + r) * inner + int64_t(h) * dh + c] * scale;
-    std::fill(acc + r * dh, acc + (r + 1) * dh, 0.0f);
-    mx[r] = -INFINITY;
-    l[r] = 0.0f;
-  }
+  for (int64_t r = 0; r < rows; ++r) t.start_row(r, q + (r0 + r) * inner + int64_t(h) * dh, scale, dh);
   const int64_t last = P + r1 - 1;
   for (int64_t j0 = 0; j0 <= last; j0 += kKeyBlock) {
     const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t hi = std::min(j1, P + r0 + r + 1);
       if (j0 >= hi) continue;
-      kernels.strided_update_row(tq + r * dh, dh, kv + j0 * 2 * inner + int64_t(h) * dh, 2 * inner, inner, hi - j0, s,
-                                 &mx[r], &l[r], acc + r * dh);
+      kernels.strided_update_row(t.q + r * dh, dh, kv + j0 * 2 * inner + int64_t(h) * dh, 2 * inner, inner, hi - j0,
+                                 t.s, &t.m[r], &t.l[r], t.acc + r * dh);
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float inv = 1.0f / l[r];  // every query sees itself
-    for (int c = 0; c < dh; ++c) out[(r0 + r) * inner + int64_t(h) * dh + c] = acc[r * dh + c] * inv;
+  for (int64_t r = 0; r < rows; ++r) {  // every query sees itself: l > 0
+    t.write_row(r, 1.0f / t.l[r], dh, out + (r0 + r) * inner + int64_t(h) * dh);
   }
 }
 
@@ -98,7 +89,7 @@ class CompressiveKernel : public CpuKernel {
     std::atomic<int64_t> next{0};
     parallel_for(ctx.pool, size_t(slots), 1, [&](size_t b, size_t e) {
       for (size_t slot = b; slot < e; ++slot) {
-        float* tile = tiles + int64_t(slot) * tile_floats(c_.head_dim);
+        Tile tile = tile_at(tiles + int64_t(slot) * tile_floats(kTile, c_.head_dim), kTile, c_.head_dim);
         for (int64_t item; (item = next.fetch_add(1)) < items;) {
           const int64_t qb = q_blocks - 1 - item / H;
           attend_block(kernels, kv, q, P, inner, c_.head_dim, int(item % H), c_.scale, qb * kQueryBlock,
@@ -132,7 +123,7 @@ class CompressiveKernel : public CpuKernel {
   uint64_t scratch_bytes() const override {
     const int64_t d = c_.d, inner = c_.inner();
     return uint64_t(quant_floats() + key_rows() * 2 * inner + max_batch_ * inner + c_.cmem_len * c_.rate * d +
-                    c_.cmem_len * d + int64_t(threads_) * tile_floats(c_.head_dim)) * sizeof(float);
+                    c_.cmem_len * d + int64_t(threads_) * tile_floats(kTile, c_.head_dim)) * sizeof(float);
   }
 
  private:

@@ -27,6 +27,7 @@
 #include "cpu/parallel.h"
 #include "cpu/lsh_cache.h"
 #include "cpu/lsh_folded_layer.h"
+#include "cpu/online_softmax.h"
 #include "ops/lsh.h"
 
 namespace tern::cpu {
@@ -37,6 +38,31 @@ constexpr int64_t kKeys = kLshKeyBlock;  // keys per register block of scores (c
 
 // Keys a tile holds: the window, rounded up to whole register blocks.
 int64_t tile_width(const LshAttention& a) { return (a.window() + kKeys - 1) / kKeys * kKeys; }
+
+// One thread's tile: the shared tile's key block (cpu/online_softmax.h) holds a window of keys, kt [dh, width]
+// with column w the key at wpos[w] (width: the window in whole register blocks), and s [width] one row's scores,
+// then exp(s - max); no query rows (a row's softmax is one block, not online). LSH adds:
+struct LshTile : Tile {
+  int32_t* wpos = nullptr;   // [width]
+  float* rotated = nullptr;  // [rot_half]
+  float* row = nullptr;      // [dh], one query's output for one round
+};
+
+LshTile take_tile(ScratchCarver& scratch, const LshAttention& a) {
+  const int64_t W = tile_width(a);
+  LshTile t;
+  static_cast<Tile&>(t) = Tile::take(scratch, TileShape{0, W, /*key_block=*/true}, a.head_dim);
+  t.wpos = scratch.take<int32_t>(W);
+  t.rotated = scratch.take(a.rot_half);
+  t.row = scratch.take(a.head_dim);
+  return t;
+}
+
+int64_t tile_words(const LshAttention& a) {
+  ScratchCarver count;
+  take_tile(count, a);
+  return count.words();
+}
 
 // Sizes of one call's scratch, in 4-byte words.
 struct Layout {
@@ -55,22 +81,13 @@ struct Layout {
     head_qkv = folded ? n * 2 * dh : 0;
     head_out = folded && folded->folds_output() ? n * dh : 0;
     fold_block = folded ? folded->block_floats(n) : 0;
-    tile = dh * window + 2 * window + a.rot_half + dh;  // kt, positions, scores, rotated, row
+    tile = tile_words(a);
   }
   int64_t shared() const { return key_norm + buckets + order + count + lses + head_qkv + head_out + fold_block; }
   // Where a folded head's qk | v and the folded layer's block of rows start.
   int64_t head_qkv_at() const { return key_norm + buckets + order + count + lses; }
   int64_t fold_block_at() const { return head_qkv_at() + head_qkv + head_out; }
   int64_t total(int threads) const { return shared() + tile * std::max(threads, 1); }
-};
-
-// One thread's tile: a window of keys, transposed.
-struct Tile {
-  float* kt;        // [dh, width]: column w is the key at wpos[w] (width: the window in whole register blocks)
-  int32_t* wpos;    // [width]
-  float* s;         // [width], scores of one row, then exp(s - max)
-  float* rotated;   // [rot_half]
-  float* row;       // [dh], one query's output for one round
 };
 
 class LshKernel : public ContinuationKernel<LshCache> {
@@ -191,16 +208,9 @@ class LshKernel : public ContinuationKernel<LshCache> {
     return Status::Ok();
   }
 
-  Tile tile(int slot) const {
-    const int dh = a_.head_dim;
-    const int64_t W = tile_width();
-    Tile t;
-    t.kt = tiles_ + int64_t(slot) * tile_words_;
-    t.wpos = reinterpret_cast<int32_t*>(t.kt + dh * W);
-    t.s = reinterpret_cast<float*>(t.wpos + W);
-    t.rotated = t.s + W;
-    t.row = t.rotated + a_.rot_half;
-    return t;
+  LshTile tile(int slot) const {
+    ScratchCarver scratch(tiles_ + int64_t(slot) * tile_words_);
+    return take_tile(scratch, a_);
   }
 
   void run_head(const RunContext& ctx, int h) {
@@ -209,7 +219,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
     const bool chunked = a_.chunked(n);
     // 1. Key norm factors (HF: key = x * rsqrt(mean(x^2) + eps) * dh^-0.5, in float32) and buckets.
     run_slots(ctx.pool, slots_, (n + 63) / 64, [&](int slot, int64_t item) {
-      Tile t = tile(slot);
+      LshTile t = tile(slot);
       for (int64_t j = item * 64; j < std::min(n, (item + 1) * 64); ++j) {
         const float* x = qk(h, j);
         const float ms = k_->dot(x, x, dh) / float(dh);
@@ -222,7 +232,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
     if (!chunked) {
       // One causal softmax over the whole sequence, queries in blocks.
       run_slots(ctx.pool, slots_, (n + kQueryBlock - 1) / kQueryBlock, [&](int slot, int64_t item) {
-        Tile t = tile(slot);
+        LshTile t = tile(slot);
         const int64_t q0 = item * kQueryBlock, q1 = std::min(n, q0 + kQueryBlock);
         for (int64_t j = 0; j < q1; ++j) put_key(h, j, t, j);
         for (int64_t i = q0; i < q1; ++i) attend_row(h, i, t, q1, out_row(h, i));
@@ -258,7 +268,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
     auto over_chunks = [&](int64_t c0, int64_t c1, const auto& visit) {
       run_slots(ctx.pool, slots_, c1 - c0, [&](int slot, int64_t item) {
         const int64_t c = c0 + item;
-        Tile t = tile(slot);
+        LshTile t = tile(slot);
         const int64_t w = gather_window(h, c, nh * per_round, t);
         for (int64_t u = c * C; u < (c + 1) * C; ++u) {
           const int64_t i = order_[u];
@@ -267,11 +277,11 @@ class LshKernel : public ContinuationKernel<LshCache> {
       });
     };
     if (nh == 1) {
-      over_chunks(0, per_round, [&](const Tile& t, int64_t w, int64_t i, int64_t) { attend_row(h, i, t, w, out_row(h, i)); });
+      over_chunks(0, per_round, [&](const LshTile& t, int64_t w, int64_t i, int64_t) { attend_row(h, i, t, w, out_row(h, i)); });
       return;
     }
     // 3. Each query's log-sum-exp for its round.
-    over_chunks(0, nh * per_round, [&](const Tile& t, int64_t w, int64_t i, int64_t r) {
+    over_chunks(0, nh * per_round, [&](const LshTile& t, int64_t w, int64_t i, int64_t r) {
       lses_[r * n + i] = softmax_row(h, i, t, w).lse;
     });
     // 4. The rounds' weights per position, in place of their lses (HF: exp(lse_r - logsumexp_r(lse_r)), in float32);
@@ -284,7 +294,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
     });
     // 5. Round by round, so that the sum runs over rounds in order: o += out_r * weight_r.
     for (int64_t r = 0; r < nh; ++r) {
-      over_chunks(r * per_round, (r + 1) * per_round, [&](const Tile& t, int64_t w, int64_t i, int64_t) {
+      over_chunks(r * per_round, (r + 1) * per_round, [&](const LshTile& t, int64_t w, int64_t i, int64_t) {
         attend_row(h, i, t, w, t.row);
         const float wgt = lses_[r * n + i];
         float* o = out_row(h, i);
@@ -294,7 +304,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
   }
 
   // Column w of the tile: position j and its key (HF's float32 x * r * scale, r its norm factor).
-  void put_key(int h, int64_t j, const Tile& t, int64_t w) const {
+  void put_key(int h, int64_t j, const LshTile& t, int64_t w) const {
     const int dh = a_.head_dim;
     const int64_t W = tile_width();
     const float* x = qk(h, j);
@@ -305,7 +315,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
 
   // The window of chunk c (chunks c - before .. c + after of n_chunks, circular) into the tile, pads left out;
   // returns how many keys it holds.
-  int64_t gather_window(int h, int64_t c, int64_t n_chunks, const Tile& t) const {
+  int64_t gather_window(int h, int64_t c, int64_t n_chunks, const LshTile& t) const {
     const int64_t C = a_.chunk;
     int64_t w = 0;
     for (int64_t d = -a_.before; d <= a_.after; ++d) {
@@ -322,7 +332,7 @@ class LshKernel : public ContinuationKernel<LshCache> {
   // Query position i against the tile's `count` keys; writes out [dh], returns HF's float32 log-sum-exp:
   // out = sum exp(s - lse) v, where exp(s - lse) is taken as exp(s - m) * exp(m - lse) (equal to float32
   // rounding; exactly equal where the row sees only itself, s = m).
-  float attend_row(int h, int64_t i, const Tile& t, int64_t count, float* out) const {
+  float attend_row(int h, int64_t i, const LshTile& t, int64_t count, float* out) const {
     const RowSoftmax sm = softmax_row(h, i, t, count);
     weigh_values(h, t, count, std::exp(sm.m - sm.lse), out);
     return sm.lse;
@@ -330,12 +340,12 @@ class LshKernel : public ContinuationKernel<LshCache> {
 
   // Query position i's masked scores against the tile's `count` keys, left in t.s as exp(s - m) (0 where masked);
   // returns m and lse = log(sum exp(s - m)) + m.
-  RowSoftmax softmax_row(int h, int64_t i, const Tile& t, int64_t count) const {
+  RowSoftmax softmax_row(int h, int64_t i, const LshTile& t, int64_t count) const {
     return k_->lsh_softmax_row(qk(h, i), t.kt, tile_width(), t.wpos, count, a_.head_dim, i, a_.self_mask_value, t.s);
   }
 
   // out [dh] = sum_w t.s[w] * scale * v(t.wpos[w]) over the tile's `count` keys.
-  void weigh_values(int h, const Tile& t, int64_t count, float scale, float* out) const {
+  void weigh_values(int h, const LshTile& t, int64_t count, float scale, float* out) const {
     k_->lsh_weigh_values(t.s, t.wpos, count, scale, value(h, 0), row_stride_, a_.head_dim, out);
   }
 

@@ -19,6 +19,7 @@
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/matrix.h"
+#include "cpu/online_softmax.h"
 #include "cpu/xnn_linear.h"
 #include "ops/relative_xl.h"
 
@@ -28,25 +29,8 @@ namespace {
 constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kKeyBlock = 64;
 
-struct Tile {
-  float* q;    // [kQueryBlock, dh], scaled queries
-  float* acc;  // [kQueryBlock, dh], running sum of p * v
-  float* s;    // [kKeyBlock], scores of one row against one key block
-  float* mx;   // [kQueryBlock], running max
-  float* l;    // [kQueryBlock], running sum of p
-};
-
-int64_t tile_floats(int dh) { return 2 * kQueryBlock * dh + kKeyBlock + 2 * kQueryBlock; }
-
-Tile tile_at(float* base, int dh) {
-  Tile t;
-  t.q = base;
-  t.acc = t.q + kQueryBlock * dh;
-  t.s = t.acc + kQueryBlock * dh;
-  t.mx = t.s + kKeyBlock;
-  t.l = t.mx + kQueryBlock;
-  return t;
-}
+// Per-slot scratch: query rows and one row's scores (cpu/online_softmax.h); keys are read in place.
+constexpr TileShape kTile{kQueryBlock, kKeyBlock};
 
 // What one call's attention reads.
 struct XlCall {
@@ -65,13 +49,7 @@ void attend_block(const XlCall& a, int h, int64_t r0, int64_t r1, const Tile& t)
   const RelativeXL& x = *a.xl;
   const int dh = x.head_dim, H = x.heads;
   const int64_t inner = x.inner(), M = x.mem_len, rows = r1 - r0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* qi = a.q + (r0 + r) * inner + int64_t(h) * dh;
-    for (int c = 0; c < dh; ++c) t.q[r * dh + c] = qi[c] * x.scale;
-    std::fill(t.acc + r * dh, t.acc + (r + 1) * dh, 0.0f);
-    t.mx[r] = -INFINITY;
-    t.l[r] = 0.0f;
-  }
+  for (int64_t r = 0; r < rows; ++r) t.start_row(r, a.q + (r0 + r) * inner + int64_t(h) * dh, x.scale, dh);
   // The block's rows together read keys [first_key(r0), M + r1 - 1].
   const int64_t first = x.first_key(r0), last = M + r1 - 1;
   for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
@@ -84,13 +62,11 @@ void attend_block(const XlCall& a, int h, int64_t r0, int64_t r1, const Tile& t)
       for (int64_t j = lo; j < hi; ++j) pos[j - lo] = x.position(M + i - j);
       a.kernels->xl_update_row(t.q + r * dh, dh, a.kv + lo * 2 * inner + int64_t(h) * dh, 2 * inner, inner,
                                a.r + int64_t(h) * dh, inner, a.uk + lo * H + h, H, a.vr + h, H, pos, hi - lo, t.s,
-                               &t.mx[r], &t.l[r], t.acc + r * dh);
+                               &t.m[r], &t.l[r], t.acc + r * dh);
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o = a.out + (r0 + r) * inner + int64_t(h) * dh;
-    const float inv = 1.0f / t.l[r];  // every query sees itself
-    for (int c = 0; c < dh; ++c) o[c] = t.acc[r * dh + c] * inv;
+  for (int64_t r = 0; r < rows; ++r) {  // every query sees itself: l > 0
+    t.write_row(r, 1.0f / t.l[r], dh, a.out + (r0 + r) * inner + int64_t(h) * dh);
   }
 }
 
@@ -159,7 +135,7 @@ class RelativeXLKernel : public CpuKernel {
     std::atomic<int64_t> next{0};
     parallel_for(ctx.pool, size_t(slots), 1, [&](size_t b, size_t e) {
       for (size_t slot = b; slot < e; ++slot) {
-        Tile tile = tile_at(s.tiles + int64_t(slot) * tile_floats(xl_.head_dim), xl_.head_dim);
+        Tile tile = tile_at(s.tiles + int64_t(slot) * tile_floats(kTile, xl_.head_dim), kTile, xl_.head_dim);
         for (int64_t item; (item = next.fetch_add(1)) < items;) {
           const int64_t qb = q_blocks - 1 - item / H;  // later rows see more keys: hand them out first
           attend_block(call, int(item % H), qb * kQueryBlock, std::min(n, (qb + 1) * kQueryBlock), tile);
@@ -203,7 +179,7 @@ class RelativeXLKernel : public CpuKernel {
   int64_t scratch_floats() const {
     const int64_t K = xl_.mem_len + max_batch_, inner = xl_.inner();
     return quant_floats() + (xl_.pre_norm() ? K * xl_.d : 0) + K * 2 * inner + max_batch_ * inner +
-           K * xl_.heads + int64_t(threads_) * tile_floats(xl_.head_dim);
+           K * xl_.heads + int64_t(threads_) * tile_floats(kTile, xl_.head_dim);
   }
   // The larger of the projections' scratch (one runs at a time), in whole 64-byte lines of floats.
   int64_t quant_floats() const {

@@ -19,6 +19,7 @@
 #include "cpu/continuation_kernel.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
+#include "cpu/online_softmax.h"
 #include "cpu/parallel.h"
 #include "cpu/routing_cache.h"
 #include "ops/routing.h"
@@ -27,6 +28,24 @@ namespace tern::cpu {
 namespace {
 
 constexpr int64_t kRowBlock = 64;  // positions per work item when normalising
+
+// One thread's working memory: the shared tile's key block (cpu/online_softmax.h) holds a cluster's keys or a local
+// chunk's window, kt [dh, tile_keys] with column t key t of the block, and s [tile_keys] one query's scores, then
+// their exponentials; no query rows (a query's softmax is one block, not online). Routing adds:
+struct RoutingTile : Tile {
+  float* scores = nullptr;   // [n]
+  int32_t* order = nullptr;  // [n]
+  float* values = nullptr;   // [tile_keys, dh]
+};
+
+RoutingTile take_tile(ScratchCarver& scratch, int64_t n, int64_t tile_keys, int dh) {
+  RoutingTile t;
+  t.scores = scratch.take(n);
+  t.order = scratch.take<int32_t>(n);
+  static_cast<Tile&>(t) = Tile::take(scratch, TileShape{0, tile_keys, /*key_block=*/true}, dh);
+  t.values = scratch.take(tile_keys * dh);
+  return t;
+}
 
 // Sizes of one call's scratch, in 4-byte words.
 struct Layout {
@@ -40,18 +59,11 @@ struct Layout {
     counts = n;
     members = 2 * a.clusters * w;
     outputs = a.clusters * w * dh;
-    tile = 2 * n + 2 * tile_keys * dh + tile_keys;  // scores, order, kt [dh, keys], values [keys, dh], row scores
+    ScratchCarver count;
+    take_tile(count, n, tile_keys, int(dh));
+    tile = count.words();
   }
   int64_t total(int threads) const { return normalised + counts + members + outputs + tile * std::max(threads, 1); }
-};
-
-// One thread's working memory.
-struct Tile {
-  float* scores;   // [n]
-  int32_t* order;  // [n]
-  float* kt;       // [dh, tile_keys]: column t is key t of the block
-  float* values;   // [tile_keys, dh]
-  float* s;        // [tile_keys], one query's scores, then their exponentials
 };
 
 class RoutingKernel : public ContinuationKernel<RoutingCache> {
@@ -103,19 +115,13 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
   const float* value(int h, int64_t j) const { return qkv_ + j * 3 * inner() + 2 * inner() + int64_t(h) * a_.head_dim; }
   float* out_row(int h, int64_t i) const { return out_ + i * inner() + int64_t(h) * a_.head_dim; }
 
-  Tile tile(int slot) const {
-    const int64_t dh = a_.head_dim, K = lay_.tile_keys;
-    Tile t;
-    t.scores = tiles_ + int64_t(slot) * lay_.tile;
-    t.order = reinterpret_cast<int32_t*>(t.scores + lay_.n);
-    t.kt = reinterpret_cast<float*>(t.order + lay_.n);
-    t.values = t.kt + dh * K;
-    t.s = t.values + K * dh;
-    return t;
+  RoutingTile tile(int slot) const {
+    ScratchCarver scratch(tiles_ + int64_t(slot) * lay_.tile);
+    return take_tile(scratch, lay_.n, lay_.tile_keys, a_.head_dim);
   }
 
   // Block `t` of keys (positions pos[0..count), ascending) into the tile: keys transposed, values as rows.
-  void load_block(const Tile& t, int64_t count, const int32_t* pos, int h, const float* keys_or_null) const {
+  void load_block(const RoutingTile& t, int64_t count, const int32_t* pos, int h, const float* keys_or_null) const {
     const int dh = a_.head_dim;
     const int64_t K = lay_.tile_keys;
     for (int64_t b = 0; b < count; ++b) {
@@ -126,14 +132,14 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
   }
 
   // Softmax of query q over the first `visible` keys of the tile, into o [dh]; zeros when none is visible.
-  void attend(const Tile& t, const float* q, int64_t visible, float* o) const {
+  void attend(const RoutingTile& t, const float* q, int64_t visible, float* o) const {
     k_->routing_attend(t.kt, lay_.tile_keys, t.values, a_.head_dim, q, a_.scale, visible, t.s, o);
   }
 
   void run_local_head(const RunContext& ctx, int h) {
     const int64_t n = lay_.n, C = a_.local_chunk, chunks = (n + C - 1) / C;
     run_slots(ctx.pool, slots_, chunks, [&](int slot, int64_t chunk) {
-      Tile t = tile(slot);
+      RoutingTile t = tile(slot);
       const int64_t lo = std::max<int64_t>(0, (chunk - 1) * C), q0 = chunk * C, q1 = std::min(n, q0 + C);
       for (int64_t j = lo; j < q1; ++j) t.order[j - lo] = int32_t(j);
       load_block(t, q1 - lo, t.order, h, nullptr);
@@ -155,7 +161,7 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
     });
     // 2. Members and outputs of each cluster.
     run_slots(ctx.pool, slots_, a_.clusters, [&](int slot, int64_t c) {
-      Tile t = tile(slot);
+      RoutingTile t = tile(slot);
       const float* mu = a_.centroid(r, c);
       int32_t* qm = q_members_ + c * w;
       int32_t* km = k_members_ + c * w;
