@@ -98,8 +98,8 @@ Result<int32_t> build_layer(const SpanConfig& s, const std::string& p, int32_t h
   const float eps = 1e-5f;  // torch.nn.LayerNorm's default
 
   // Projections have no bias. qkv.weight [3d, d] = rows of proj_query, proj_key, proj_val (head-major inside each).
-  AttentionOp attn{params::Attention{int32_t(s.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
-                                     params::AdaptiveSpan{int32_t(s.span), int32_t(s.ramp)}},
+  AttentionOp attn{attention_params(int32_t(s.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))),
+                                    fb::AdaptiveSpanT{{}, int32_t(s.span), int32_t(s.ramp)}),
                    {}, {}};
   TERN_ASSIGN_OR_RETURN(
       attn.qkv.weight,
@@ -145,7 +145,8 @@ Status import_adaptive_span(const Checkpoint& checkpoint, GraphBuilder& g) {
   TERN_ASSIGN_OR_RETURN(const LinearWeights out, src.linear(prefix + "out_emb", V, d, true));
   TERN_ASSIGN_OR_RETURN(int32_t scores, b.linear("out_emb", h, out));
   // The model's output is log_softmax(out_emb(h)): log-probabilities, which are also valid logits.
-  TERN_ASSIGN_OR_RETURN(int32_t logits, b.op(fb::OpCode::LOG_SOFTMAX, "logits", {scores}, {}, V, params::LogSoftmax{}));
+  TERN_ASSIGN_OR_RETURN(int32_t logits,
+                        b.op(fb::OpCode::LOG_SOFTMAX, "logits", {scores}, {}, V, fb::LogSoftmaxParamsT{}));
   TERN_RETURN_IF_ERROR(b.output(logits));
 
   ModelMetadata& m = g.metadata();

@@ -19,9 +19,9 @@ Result<int32_t> DecoderBuilder::embedding(const std::string& name, int32_t ids, 
                                           float scale) {
   if (proj < 0 && scale == 1.0f) {
     return op(fb::OpCode::EMBEDDING, name, {ids}, {table}, g_.tensors()[size_t(table)].shape.at(1),
-              params::Embedding{});
+              fb::EmbeddingParamsT{});
   }
-  params::AdaptiveEmbedding p;  // no cutoffs: one cluster, every id
+  fb::AdaptiveEmbeddingParamsT p;  // no cutoffs: one cluster, every id
   p.scale = scale;
   const int64_t d = proj < 0 ? g_.tensors()[size_t(table)].shape.at(1) : rows(proj);
   return op(fb::OpCode::ADAPTIVE_EMBEDDING, name, {ids}, {table, proj}, d, p);
@@ -29,29 +29,30 @@ Result<int32_t> DecoderBuilder::embedding(const std::string& name, int32_t ids, 
 
 Result<int32_t> DecoderBuilder::positions(const std::string& name, int32_t x, fb::PositionKind kind,
                                           int64_t max_positions, std::vector<int32_t> weights) {
-  return op(fb::OpCode::POSITION, name, {x}, std::move(weights), width(x), params::Position{kind, max_positions});
+  return op(fb::OpCode::POSITION, name, {x}, std::move(weights), width(x),
+            fb::PositionParamsT{{}, kind, max_positions});
 }
 
 Result<int32_t> DecoderBuilder::norm(const std::string& name, int32_t x, const Norm& n) {
-  return op(fb::OpCode::LAYER_NORM, name, {x}, {n.weight, n.bias}, width(x), params::LayerNorm{n.eps});
+  return op(fb::OpCode::LAYER_NORM, name, {x}, {n.weight, n.bias}, width(x), fb::LayerNormParamsT{{}, n.eps});
 }
 
 Result<int32_t> DecoderBuilder::linear(const std::string& name, int32_t x, const LinearWeights& w) {
-  return op(fb::OpCode::LINEAR, name, {x}, {w.weight, w.bias}, rows(w.weight), params::Linear{});
+  return op(fb::OpCode::LINEAR, name, {x}, {w.weight, w.bias}, rows(w.weight), fb::LinearParamsT{});
 }
 
 Result<int32_t> DecoderBuilder::add(const std::string& name, int32_t a, int32_t b) {
-  return op(fb::OpCode::ADD, name, {a, b}, {}, width(a), params::Add{});
+  return op(fb::OpCode::ADD, name, {a, b}, {}, width(a), fb::AddParamsT{});
 }
 
 Result<int32_t> DecoderBuilder::concat(const std::string& name, int32_t a, int32_t b) {
-  return op(fb::OpCode::CONCAT, name, {a, b}, {}, width(a) + width(b), params::Concat{});
+  return op(fb::OpCode::CONCAT, name, {a, b}, {}, width(a) + width(b), fb::ConcatParamsT{});
 }
 
 Result<int32_t> DecoderBuilder::mlp(const std::string& prefix, const LayerNames& names, int32_t x, const Mlp& m) {
   TERN_ASSIGN_OR_RETURN(int32_t up, linear(prefix + names.up, x, m.up));
-  TERN_ASSIGN_OR_RETURN(int32_t act,
-                        op(fb::OpCode::ACTIVATION, prefix + names.act, {up}, {}, width(up), params::Activation{m.activation}));
+  TERN_ASSIGN_OR_RETURN(int32_t act, op(fb::OpCode::ACTIVATION, prefix + names.act, {up}, {}, width(up),
+                                        fb::ActivationParamsT{{}, m.activation}));
   return linear(prefix + names.down, act, m.down);
 }
 

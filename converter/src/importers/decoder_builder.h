@@ -59,7 +59,7 @@ struct LayerNames {
 
 // One ATTENTION op and the fused projection that feeds it.
 struct AttentionOp {
-  params::Attention params;
+  fb::AttentionParamsT params;
   // q|k|v (or Reformer LSH's qk|v) projection [k*H*dh, d], a LINEAR before the op; weight -1: the op reads the block
   // input itself (RelativeXL and Compressive take their projection among `weights`).
   LinearWeights qkv;

@@ -137,9 +137,9 @@ Result<int32_t> build_attention(const ReferenceConfig& r, const LayerAttention& 
     const int64_t h1 = h0 + group.heads;
     const std::string tag = group_tag(layer, g);
     const GroupWeights& w = weights[g];
-    AttentionOp op{params::Attention{int32_t(group.heads), head_dim, scale, true, group.kind}, w.qkv, {}};
+    AttentionOp op{attention_params(int32_t(group.heads), head_dim, scale, group.kind), w.qkv, {}};
     std::string name = p + "attn" + tag;
-    if (std::holds_alternative<params::Compressive>(group.kind)) {
+    if (group.kind.AsCompressive()) {
       // A compressive layer's ATTENTION op reads the attention input itself (it keeps those rows as its memory).
       op.weights = {w.qkv.weight, w.qkv.bias, conv.weight, conv.bias};
       op.qkv = {};
@@ -184,7 +184,7 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
   TERN_ASSIGN_OR_RETURN(layer.attn_out, src.linear(p + "attn.out", d, d, r.linear_bias));
   // Routing heads' trained centroids, one set per routing head: attn.centroids, or attn.groups.<g>.centroids.
   for (size_t gi = 0; gi < attention.groups.size(); ++gi) {
-    if (const auto* routing = std::get_if<params::Routing>(&attention.groups[gi].kind)) {
+    if (const fb::RoutingT* routing = attention.groups[gi].kind.AsRouting()) {
       const std::string name =
           attention.grouped ? p + "attn.groups." + std::to_string(gi) + ".centroids" : p + "attn.centroids";
       TERN_ASSIGN_OR_RETURN(groups[gi].centroids, src.add(name, {attention.groups[gi].heads - routing->local_heads,
@@ -195,7 +195,7 @@ Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, cons
   TERN_ASSIGN_OR_RETURN(layer.mlp.up, src.linear(p + "mlp.fc1", F, d, r.linear_bias));
   TERN_ASSIGN_OR_RETURN(layer.mlp.down, src.linear(p + "mlp.fc2", d, F, r.linear_bias));
   layer.mlp.activation = r.activation;
-  const auto* compressive = std::get_if<params::Compressive>(&attention.groups[0].kind);
+  const fb::CompressiveT* compressive = attention.groups[0].kind.AsCompressive();
   LinearWeights conv;
   if (compressive && compressive->compression == fb::Compression::CONV) {
     TERN_ASSIGN_OR_RETURN(conv, conv_weights(checkpoint, b.graph(), src, p + "attn.compress", d, compressive->rate));

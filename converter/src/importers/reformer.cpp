@@ -247,7 +247,7 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
   TERN_ASSIGN_OR_RETURN(float mask16, scalar(checkpoint, sa + "mask_value_float16", -1e4f, false));
   (void)mask16;
 
-  params::Attention attn;
+  fb::AttentionParamsT attn;
   attn.heads = int32_t(r.heads);
   attn.head_dim = int32_t(r.dh);
   attn.causal = true;
@@ -278,7 +278,7 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
       rot = *shared_rotations;
       *drew = true;
     }
-    params::Lsh k;
+    fb::LshT k;
     k.chunk = int32_t(r.lsh_chunk);
     k.chunks_before = int32_t(r.lsh_before);
     k.chunks_after = 0;
@@ -288,7 +288,7 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
     k.pad_above = int32_t(r.min_chunk());
     k.self_mask_value = self_mask;
     k.key_norm_eps = 1e-6f;  // HF _len_norm
-    attn.kind = k;
+    attn.kind = AttentionKind(std::move(k));
     attn.scale = float(1.0 / std::sqrt(double(r.dh)));  // keys: * rsqrt(attention_head_size)
   } else {
     TERN_ASSIGN_OR_RETURN(proj_w,
@@ -296,7 +296,7 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
                                          {sa + "query.weight", sa + "key.weight", sa + "value.weight"}, {inner, d}));
     // HF: chunks of local_attn_chunk_length seeing local_num_chunks_before chunks back, keys / sqrt(dh); its circular
     // wrap only reaches later chunks, which the causal mask hides (converter/reformer.md).
-    attn.kind = params::ChunkedLocal{int32_t(r.local_chunk), int32_t(r.local_before), 0};
+    attn.kind = AttentionKind(fb::ChunkedLocalT{{}, int32_t(r.local_chunk), int32_t(r.local_before), 0});
     attn.scale = float(1.0 / std::sqrt(double(r.dh)));
   }
 

@@ -144,9 +144,8 @@ Result<int32_t> build_layer(const XlConfig& x, int64_t l, int32_t h, int32_t inv
   TERN_ASSIGN_OR_RETURN(layer.mlp_norm, t.norm(p + "pos_ff.layer_norm", d, x.eps));
 
   // Pre-LN normalises [memory; h] inside the attention op; post-LN normalises after the residual.
-  AttentionOp attn{params::Attention{int32_t(x.heads), int32_t(x.d_head), float(1.0 / std::sqrt(double(x.d_head))),
-                                     true, params::RelativeXL{int32_t(x.mem_len), int32_t(x.clamp_len), x.same_length,
-                                                              x.eps}},
+  AttentionOp attn{attention_params(int32_t(x.heads), int32_t(x.d_head), float(1.0 / std::sqrt(double(x.d_head))),
+                                    fb::RelativeXLT{{}, int32_t(x.mem_len), int32_t(x.clamp_len), x.same_length, x.eps}),
                    {}, {qkv, r_net, r_w, r_r, -1, -1, inv_freq}};
   if (x.pre_ln) {
     attn.weights[4] = attn_norm.weight;
@@ -170,7 +169,7 @@ Result<int32_t> build_embedding(const XlConfig& x, int32_t ids, TensorSource& t,
     }
     return b.embedding("word_emb", ids, table, proj, scale);
   }
-  params::AdaptiveEmbedding p;
+  fb::AdaptiveEmbeddingParamsT p;
   p.scale = scale;
   p.cutoffs = x.cutoffs;
   std::vector<int32_t> weights;
@@ -221,7 +220,8 @@ Result<int32_t> build_softmax(const XlConfig& x, int32_t h, const Checkpoint& ch
     }
     weights.insert(weights.end(), {w, bias, proj});
   }
-  return b.op(fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "logits", {h}, weights, x.vocab, params::AdaptiveLogSoftmax{x.cutoffs});
+  return b.op(fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "logits", {h}, weights, x.vocab,
+              fb::AdaptiveLogSoftmaxParamsT{{}, x.cutoffs});
 }
 
 }  // namespace
