@@ -24,7 +24,7 @@ struct LinearWeights {
 };
 
 // A LAYER_NORM: gamma [d], beta [d]. weight -1: no norm at this place (Transformer-XL pre-LN normalises inside its
-// attention op).
+// attention op). The one place a norm's kind is chosen, when the schema has more than one.
 struct Norm {
   int32_t weight = -1;
   int32_t bias = -1;
@@ -35,7 +35,8 @@ struct Norm {
 // y = norm(x + f(x)) (post-LN).
 enum class NormAt { kBefore, kAfter };
 
-// up [F, d] -> activation -> down [d, F].
+// up [F, d] -> activation -> down [d, F]; DecoderBuilder::mlp is the one place that lays it out, where a gated
+// variant's gate projection would join.
 struct Mlp {
   LinearWeights up, down;
   fb::ActivationKind activation = fb::ActivationKind::GELU_ERF;
