@@ -266,14 +266,13 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
     } else {
       if (*shared_rotations < 0) {
         const size_t count = size_t(r.heads * r.dh * r.hashes * (rot_size / 2));
-        TERN_ASSIGN_OR_RETURN(*shared_rotations, b.graph().add_tensor("lsh_rotations", fb::DType::F32, rot_shape,
-                                                              [seed, count](uint8_t* dst, size_t size) -> Status {
-                                                                if (size != count * sizeof(float))
-                                                                  return InvalidArgument("destination size mismatch");
-                                                                RotationGenerator(seed).fill(
-                                                                    reinterpret_cast<float*>(dst), count);
-                                                                return Status::Ok();
-                                                              }));
+        auto draw = [seed, count](uint8_t* dst, size_t size) -> Status {
+          if (size != count * sizeof(float)) return InvalidArgument("destination size mismatch");
+          RotationGenerator(seed).fill(reinterpret_cast<float*>(dst), count);
+          return Status::Ok();
+        };
+        TERN_ASSIGN_OR_RETURN(*shared_rotations,
+                              b.graph().add_tensor("lsh_rotations", fb::DType::F32, rot_shape, std::move(draw)));
       }
       rot = *shared_rotations;
       *drew = true;
