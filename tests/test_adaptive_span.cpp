@@ -63,24 +63,24 @@ TEST_CASE("adaptive span op: the loader checks its weights and params", "[attent
     std::vector<int64_t> pe_shape, span_shape;  // empty span_shape: no span weight
     std::vector<float> spans;
     int32_t ramp;
-    convert::params::AttentionKind kind;
+    convert::AttentionKind kind;
     std::string message;
   };
   const SpanOp op;  // 4 heads, dh 8, L 40, R 8
   const std::vector<Case> cases = {
-      {"key_pe shape", {8, 39}, {4}, {0, 0, 0, 0}, 8, convert::params::AdaptiveSpan{40, 8}, "has shape [8, 39], expected [8, 40]"},
-      {"span shape", {8, 40}, {3}, {0, 0, 0}, 8, convert::params::AdaptiveSpan{40, 8}, "has shape [3], expected [4]"},
-      {"ramp", {8, 40}, {4}, {0, 0, 0, 0}, 0, convert::params::AdaptiveSpan{40, 0}, "ramp 0 must be in [1, 2^31]"},
-      {"max_span", {8, 40}, {4}, {0, 0, 0, 0}, 8, convert::params::AdaptiveSpan{0, 8}, "max_span 0 must be in [1, 2^31]"},
-      {"finite span", {8, 40}, {4}, {0, NAN, 0, 0}, 8, convert::params::AdaptiveSpan{40, 8}, "span of head 1 is not finite"},
-      {"weights on another kind", {8, 40}, {}, {}, 8, convert::params::SlidingWindow{5}, "only kinds AdaptiveSpan and RelativeXL have weights"},
+      {"key_pe shape", {8, 39}, {4}, {0, 0, 0, 0}, 8, fb::AdaptiveSpanT{{}, 40, 8}, "has shape [8, 39], expected [8, 40]"},
+      {"span shape", {8, 40}, {3}, {0, 0, 0}, 8, fb::AdaptiveSpanT{{}, 40, 8}, "has shape [3], expected [4]"},
+      {"ramp", {8, 40}, {4}, {0, 0, 0, 0}, 0, fb::AdaptiveSpanT{{}, 40, 0}, "ramp 0 must be in [1, 2^31]"},
+      {"max_span", {8, 40}, {4}, {0, 0, 0, 0}, 8, fb::AdaptiveSpanT{{}, 0, 8}, "max_span 0 must be in [1, 2^31]"},
+      {"finite span", {8, 40}, {4}, {0, NAN, 0, 0}, 8, fb::AdaptiveSpanT{{}, 40, 8}, "span of head 1 is not finite"},
+      {"weights on another kind", {8, 40}, {}, {}, 8, fb::SlidingWindowT{{}, 5}, "only kinds AdaptiveSpan and RelativeXL have weights"},
   };
   for (const Case& c : cases) {
     test::OpGraph g = test::start_graph(10, 3 * 32, 5);
     const int32_t pe = test::add_constant(g, "key_pe", c.pe_shape, random_floats(size_t(c.pe_shape[0] * c.pe_shape[1]), 6));
     const int32_t span = c.span_shape.empty() ? -1 : test::add_constant(g, "span", c.span_shape, c.spans);
     const int32_t y = g.graph.add_value("y", fb::DType::F32, 32).value();
-    convert::params::Attention p{op.heads, op.dh, 0.35f, true, c.kind};
+    const fb::AttentionParamsT p = convert::attention_params(op.heads, op.dh, 0.35f, c.kind);
     REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {pe, span}, p).ok());
     INFO(c.what);
     test::expect_load_rejected(g, y, "adaptive_span_bad", c.message);

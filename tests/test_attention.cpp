@@ -115,15 +115,15 @@ TEST_CASE("attention op: generation with fewer heads than threads splits a long 
   // One token per call after a prompt of 1500: with 1 or 2 heads on 4 threads each head's keys go to several threads
   // (split-K, cpu/attention.cpp) and their softmax sums are merged; fixed's summaries and strided's every l-th key go
   // to the first part. Every step against the reference kernel over the whole sequence.
-  auto kind = [](const std::string& name, PatternKind k, convert::params::AttentionKind fb) {
+  auto kind = [](const std::string& name, PatternKind k, convert::AttentionKind fb) {
     Kind out{name, AttentionPattern{}, fb};
     out.pattern.kind = k;
     return out;
   };
-  std::vector<Kind> cases = {kind("dense", PatternKind::kDense, convert::params::DenseAttention{}),
-                             kind("sliding w=700", PatternKind::kSliding, convert::params::SlidingWindow{700}),
-                             kind("strided l=600 merged", PatternKind::kStrided, convert::params::Strided{600, false}),
-                             kind("fixed l=1024 c=8 merged", PatternKind::kFixed, convert::params::Fixed{1024, 8, false})};
+  std::vector<Kind> cases = {kind("dense", PatternKind::kDense, fb::DenseT{}),
+                             kind("sliding w=700", PatternKind::kSliding, fb::SlidingWindowT{{}, 700}),
+                             kind("strided l=600 merged", PatternKind::kStrided, fb::StridedT{{}, 600, fb::SparseHeads::MERGED}),
+                             kind("fixed l=1024 c=8 merged", PatternKind::kFixed, fb::FixedT{{}, 1024, 8, fb::SparseHeads::MERGED})};
   cases[1].pattern.window = 700;
   cases[2].pattern.stride = 600;
   cases[3].pattern.block = 1024;

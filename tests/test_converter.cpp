@@ -1,4 +1,5 @@
-// tern-convert on tiny random reference-family checkpoints: graph, layout, weight bytes, errors, atomicity.
+// tern-convert on tiny random reference-family checkpoints: graph, layout, weight bytes, errors, atomicity; the graph
+// and decoder builders and the writer on graphs built here.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "convert.h"
 #include "graph_builder.h"
+#include "importers/decoder_builder.h"
 #include "tern_generated.h"
 #include "test_support.h"
 #include "writer.h"
@@ -466,7 +468,7 @@ TEST_CASE("writer: a tensor that fails while being written leaves nothing behind
   });
   REQUIRE(g.add_tensor("bad", fb::DType::F32, {3}, [](uint8_t*, size_t) { return tern::IoError("disk on fire"); }).ok());
   auto x = g.add_value("x", fb::DType::F32, 2);
-  REQUIRE(g.add_op(fb::OpCode::EMBEDDING, "x", {ids.value()}, {x.value()}, {good.value()}, cv::params::Embedding{}).ok());
+  REQUIRE(g.add_op(fb::OpCode::EMBEDDING, "x", {ids.value()}, {x.value()}, {good.value()}, fb::EmbeddingParamsT{}).ok());
   REQUIRE(g.add_output(x.value()).ok());
   g.metadata().architecture = "test";
 
@@ -492,16 +494,70 @@ TEST_CASE("graph builder: rejects inconsistent graphs", "[converter]") {
   CHECK_FALSE(g.add_tensor("w", fb::DType::F32, {1}, fill).ok());          // duplicate tensor
   CHECK_FALSE(g.add_tensor("neg", fb::DType::F32, {-1}, fill).ok());       // bad shape
   // Reads x before anything writes it.
-  CHECK_FALSE(g.add_op(fb::OpCode::LINEAR, "y", {x.value()}, {y.value()}, {w.value(), -1}, cv::params::Linear{}).ok());
+  CHECK_FALSE(g.add_op(fb::OpCode::LINEAR, "y", {x.value()}, {y.value()}, {w.value(), -1}, fb::LinearParamsT{}).ok());
   REQUIRE(g.add_input(ids.value()).ok());
-  CHECK_FALSE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {7}, cv::params::Embedding{}).ok());
-  CHECK_FALSE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {-1}, cv::params::Embedding{}).ok());
-  CHECK_FALSE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {w.value()}, cv::params::Add{}).ok());
-  REQUIRE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {w.value()}, cv::params::Embedding{}).ok());
-  CHECK_FALSE(g.add_op(fb::OpCode::ADD, "a", {x.value(), x.value()}, {x.value()}, {}, cv::params::Add{}).ok());  // x twice
-  CHECK_FALSE(g.add_op(fb::OpCode::ADD, "e", {x.value(), x.value()}, {y.value()}, {}, cv::params::Add{}).ok());  // op name
+  CHECK_FALSE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {7}, fb::EmbeddingParamsT{}).ok());
+  CHECK_FALSE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {-1}, fb::EmbeddingParamsT{}).ok());
+  CHECK_FALSE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {w.value()}, fb::AddParamsT{}).ok());
+  REQUIRE(g.add_op(fb::OpCode::EMBEDDING, "e", {ids.value()}, {x.value()}, {w.value()}, fb::EmbeddingParamsT{}).ok());
+  CHECK_FALSE(g.add_op(fb::OpCode::ADD, "a", {x.value(), x.value()}, {x.value()}, {}, fb::AddParamsT{}).ok());  // x twice
+  CHECK_FALSE(g.add_op(fb::OpCode::ADD, "e", {x.value(), x.value()}, {y.value()}, {}, fb::AddParamsT{}).ok());  // op name
   REQUIRE(g.add_output(y.value()).ok());
   CHECK_FALSE(g.finish().ok());  // y is never written
+}
+
+TEST_CASE("decoder builder: a layer's ops follow its norm placement, widths taken from the weights", "[converter]") {
+  namespace cv = tern::convert;
+  auto fill = [](uint8_t*, size_t) { return tern::Status::Ok(); };
+  for (cv::NormAt at : {cv::NormAt::kBefore, cv::NormAt::kAfter}) {
+    cv::GraphBuilder g;
+    cv::DecoderBuilder b(g);
+    auto tensor = [&](const std::string& name, std::vector<int64_t> shape) {
+      return g.add_tensor(name, fb::DType::F32, std::move(shape), fill).value();
+    };
+    const int32_t x = b.embedding("embed", b.ids().value(), tensor("embed", {10, 8})).value();
+    cv::DecoderLayer layer;
+    layer.norm_at = at;
+    layer.attn_norm = {tensor("n1.w", {8}), tensor("n1.b", {8}), 1e-5f};
+    layer.attn_out = {tensor("out.w", {8, 8}), -1};
+    layer.mlp_norm = {tensor("n2.w", {8}), tensor("n2.b", {8}), 1e-5f};
+    layer.mlp = {{tensor("up.w", {12, 8}), -1}, {tensor("down.w", {8, 12}), -1}, fb::ActivationKind::RELU};
+    // 2 heads of 4: q | k | v [24, 8] -> ATTENTION [n, 8].
+    const cv::AttentionOp attn{cv::attention_params(2, 4, 0.5f, fb::DenseT{}), {tensor("qkv.w", {24, 8}), -1}, {}};
+    const cv::LayerNames names{"n1", "out", "r1", "n2", "up", "act", "down", "r2"};
+    REQUIRE(b.layer("l.", names, layer, x, [&](int32_t in) { return b.attention("l.qkv", "l.attn", in, attn); }).ok());
+    std::vector<std::string> ops;  // name:width, in order
+    for (const cv::OpSpec& op : g.ops())
+      ops.push_back(op.name + ":" + std::to_string(g.values()[size_t(op.outputs[0])].width));
+    const std::vector<std::string> pre = {"embed:8", "l.n1:8",  "l.qkv:24", "l.attn:8", "l.out:8", "l.r1:8",
+                                          "l.n2:8",  "l.up:12", "l.act:12", "l.down:8", "l.r2:8"};
+    const std::vector<std::string> post = {"embed:8", "l.qkv:24", "l.attn:8", "l.out:8",  "l.r1:8", "l.n1:8",
+                                           "l.up:12", "l.act:12", "l.down:8", "l.r2:8", "l.n2:8"};
+    CHECK(ops == (at == cv::NormAt::kBefore ? pre : post));
+  }
+}
+
+TEST_CASE("writer: a one-cluster adaptive embedding keeps its empty cutoffs, as files always had them", "[converter]") {
+  // The object API's Pack leaves an empty vector out; the writer keeps it, so converted files stay byte-identical.
+  namespace cv = tern::convert;
+  cv::GraphBuilder g;
+  cv::DecoderBuilder b(g);
+  auto fill = [](uint8_t* dst, size_t n) {
+    std::memset(dst, 0, n);
+    return tern::Status::Ok();
+  };
+  const int32_t table = g.add_tensor("table", fb::DType::F32, {10, 8}, fill).value();
+  const int32_t x = b.embedding("embed", b.ids().value(), table, -1, 2.0f).value();  // scaled: ADAPTIVE_EMBEDDING
+  REQUIRE(b.output(x).ok());
+  g.metadata().architecture = "test";
+  const std::string path = tern::test::scratch_dir("writer_empty_cutoffs") + "/m.tern";
+  REQUIRE(cv::write_model(g, path, {true}).ok());
+  TernFile f(path);
+  const auto* p = f.model->ops()->Get(0)->params_as_AdaptiveEmbeddingParams();
+  REQUIRE(p != nullptr);
+  CHECK(p->scale() == 2.0f);
+  REQUIRE(p->cutoffs() != nullptr);
+  CHECK(p->cutoffs()->size() == 0);
 }
 
 TEST_CASE("convert: every golden checkpoint converts to a valid file", "[converter]") {

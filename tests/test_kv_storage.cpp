@@ -119,9 +119,9 @@ tern_model* attention_model_with(const tern::test::AttentionKind& kind, int head
   REQUIRE(g.graph.add_input(ids).ok());
   const int32_t t = tern::test::add_constant(g, "table", {rows, 3 * inner}, std::move(table));
   g.x = g.graph.add_value("x", fb::DType::F32, 3 * inner).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::EMBEDDING, "embed", {ids}, {g.x}, {t}, tern::convert::params::Embedding{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::EMBEDDING, "embed", {ids}, {g.x}, {t}, tern::fb::EmbeddingParamsT{}).ok());
   const int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
-  tern::convert::params::Attention p;
+  tern::fb::AttentionParamsT p;
   p.heads = heads;
   p.head_dim = dh;
   p.scale = 0.4f;

@@ -168,7 +168,7 @@ TEST_CASE("lsh op: the planner's bytes grow linearly with n, never as n x n", "[
 TEST_CASE("lsh op: the loader checks its params and rotations", "[attention][lsh]") {
   struct Case {
     std::string what;
-    convert::params::Lsh kind;
+    fb::LshT kind;
     std::vector<int64_t> rot_shape;
     std::string message;
   };
@@ -186,7 +186,7 @@ TEST_CASE("lsh op: the loader checks its params and rotations", "[attention][lsh
     for (int64_t d : c.rot_shape) numel *= d;
     const int32_t rot = test::add_constant(g, "rotations", c.rot_shape, random_floats(size_t(numel), 6));
     const int32_t y = g.graph.add_value("y", fb::DType::F32, 16).value();
-    convert::params::Attention p{2, 8, 0.35f, true, c.kind};
+    const fb::AttentionParamsT p = convert::attention_params(2, 8, 0.35f, c.kind);
     REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {rot}, p).ok());
     INFO(c.what);
     test::expect_load_rejected(g, y, "lsh_bad", c.message);
@@ -202,7 +202,7 @@ TEST_CASE("axial positions: the definition's spot check, and past the table a cl
   const int32_t r = test::add_constant(g, "rows", {5, 4}, rows);
   const int32_t c = test::add_constant(g, "cols", {7, 8}, cols);
   const int32_t p = g.graph.add_value("p", fb::DType::F32, 12).value();
-  convert::params::Position pos;
+  fb::PositionParamsT pos;
   pos.kind = fb::PositionKind::AXIAL;
   pos.max_positions = 35;
   REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {p}, {r, c}, pos).ok());

@@ -211,7 +211,7 @@ TEST_CASE("packed weights: each tensor's mapped pages go once it is packed, so c
     const int32_t w = tern::test::add_constant(g, name + ".w", {kWidth, kWidth},
                                                tern::test::random_floats(size_t(kWidth * kWidth), uint32_t(l), -0.03f, 0.03f));
     const int32_t y = g.graph.add_value(name, tern::fb::DType::F32, kWidth).value();
-    REQUIRE(g.graph.add_op(tern::fb::OpCode::LINEAR, name, {x}, {y}, {w, -1}, tern::convert::params::Linear{}).ok());
+    REQUIRE(g.graph.add_op(tern::fb::OpCode::LINEAR, name, {x}, {y}, {w, -1}, tern::fb::LinearParamsT{}).ok());
     x = y;
   }
   tern_model_free(tern::test::finish_and_load(g, x, "packed_pages", 16));

@@ -79,7 +79,7 @@ TEST_CASE("sinusoidal positions stay exact far into a stream (CPU and Vulkan)", 
   auto g = test::start_graph(rows, d, 40);
   int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
   REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {y}, {-1},
-                         convert::params::Position{fb::PositionKind::SINUSOIDAL, 0}).ok());
+                         fb::PositionParamsT{{}, fb::PositionKind::SINUSOIDAL, 0}).ok());
   tern_model* model = test::finish_and_load(g, y, "position_far", 0);
   auto ids = test::random_ids(n, rows, 41);
   auto x = gather_rows(g, ids);

@@ -87,7 +87,7 @@ TEST_CASE("planner: session creation for models of 10k to 150k chained ops", "[.
     for (int i = 0; i < n; ++i) {
       const int32_t sum = g.graph.add_value("sum" + std::to_string(i), tern::fb::DType::F32, 8).value();
       REQUIRE(g.graph.add_op(tern::fb::OpCode::ADD, "add" + std::to_string(i), {previous, g.x}, {sum}, {},
-                             tern::convert::params::Add{}).ok());
+                             tern::fb::AddParamsT{}).ok());
       previous = sum;
     }
     tern_model* model = tern::test::finish_and_load(g, previous, "chain_" + std::to_string(n), 64);

@@ -45,7 +45,7 @@ TEST_CASE("routing reference: local heads are chunked attention, one all-holding
   const int64_t n = 90, inner = heads * dh;
   const float scale = 0.35f;
   const std::vector<float> qkv = random_floats(size_t(n * 3 * inner), 12, -1.5f, 1.5f);
-  const RoutingCase c{heads, dh, {1, 1000, 1, 16}};
+  const RoutingCase c{heads, dh, {{}, 1, 1000, 1, 16}};
   const std::vector<float> mu = random_centroids(c, 13);
   std::vector<float> got(size_t(n * inner));
   ref::routing_attention(qkv.data(), n, routing_spec(c, scale, mu), got.data());
@@ -93,7 +93,7 @@ TEST_CASE("routing reference: membership follows the centroids and the window", 
   const int heads = 2, dh = 16;
   const int64_t n = 200, inner = heads * dh;
   const std::vector<float> qkv = random_floats(size_t(n * 3 * inner), 21, -1.5f, 1.5f);
-  const RoutingCase c{heads, dh, {6, 30, 0, 1}};
+  const RoutingCase c{heads, dh, {{}, 6, 30, 0, 1}};
   std::vector<float> mu = random_centroids(c, 22);
   std::vector<float> base(size_t(n * inner)), other(size_t(n * inner));
   ref::routing_attention(qkv.data(), n, routing_spec(c, 0.25f, mu), base.data());
@@ -119,7 +119,7 @@ TEST_CASE("routing reference: membership follows the centroids and the window", 
 TEST_CASE("routing op: a later call runs each position as row t of the op over 0..t (CPU), and Vulkan refuses one",
           "[attention][routing][streaming][vulkan]") {
   TERN_EACH_BACKEND(backend);
-  const RoutingCase c{2, 8, {3, 8, 1, 8}};  // a local head in chunks of 8 and a routing head, 3 clusters of 8
+  const RoutingCase c{2, 8, {{}, 3, 8, 1, 8}};  // a local head in chunks of 8 and a routing head, 3 clusters of 8
   const int64_t rows = 50, n = 40, first = 30, inner = 16;
   RoutingGraph rg = build_routing_graph(c, rows, 0.3f, 9);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_append", 0);
@@ -166,7 +166,7 @@ TEST_CASE("routing op: a later call runs each position as row t of the op over 0
 }
 
 TEST_CASE("routing op: the planner's bytes grow linearly with n, never as n x n", "[attention][routing][memory]") {
-  const RoutingCase c{4, 32, {64, 256, 2, 128}};  // 64 clusters of 256: about n / 64 members each at 16k
+  const RoutingCase c{4, 32, {{}, 64, 256, 2, 128}};  // 64 clusters of 256: about n / 64 members each at 16k
   RoutingGraph rg = build_routing_graph(c, 50, 0.2f, 31);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_plan", 0);
   // Scratch linear in n, plus the clusters' fixed [K, w] part. The state a later call continues from is bounded:
@@ -180,16 +180,16 @@ TEST_CASE("routing op: the planner's bytes grow linearly with n, never as n x n"
 TEST_CASE("routing op: the loader checks its params and centroids", "[attention][routing]") {
   struct Case {
     std::string what;
-    convert::params::Routing kind;
+    fb::RoutingT kind;
     std::vector<int64_t> mu_shape;
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"centroid shape", {3, 8, 0, 1}, {2, 4, 8}, "expected [2, 3, 8]"},
-      {"local heads", {3, 8, 2, 4}, {1, 3, 8}, "local_heads 2 must be in [0, heads - 1]"},
-      {"clusters", {0, 8, 0, 1}, {2, 1, 8}, "routing clusters 0 must be in"},
-      {"window", {3, 0, 0, 1}, {2, 3, 8}, "routing window 0 must be in"},
-      {"local chunk", {3, 8, 1, 0}, {1, 3, 8}, "routing local_chunk 0 must be in"},
+      {"centroid shape", {{}, 3, 8, 0, 1}, {2, 4, 8}, "expected [2, 3, 8]"},
+      {"local heads", {{}, 3, 8, 2, 4}, {1, 3, 8}, "local_heads 2 must be in [0, heads - 1]"},
+      {"clusters", {{}, 0, 8, 0, 1}, {2, 1, 8}, "routing clusters 0 must be in"},
+      {"window", {{}, 3, 0, 0, 1}, {2, 3, 8}, "routing window 0 must be in"},
+      {"local chunk", {{}, 3, 8, 1, 0}, {1, 3, 8}, "routing local_chunk 0 must be in"},
   };
   for (const Case& c : cases) {
     test::OpGraph g = test::start_graph(10, 3 * 16, 5);
@@ -197,7 +197,7 @@ TEST_CASE("routing op: the loader checks its params and centroids", "[attention]
     for (int64_t d : c.mu_shape) numel *= d;
     const int32_t mu = test::add_constant(g, "centroids", c.mu_shape, random_floats(size_t(numel), 6));
     const int32_t y = g.graph.add_value("y", fb::DType::F32, 16).value();
-    convert::params::Attention p{2, 8, 0.35f, true, c.kind};
+    const fb::AttentionParamsT p = convert::attention_params(2, 8, 0.35f, c.kind);
     REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {mu}, p).ok());
     INFO(c.what);
     test::expect_load_rejected(g, y, "routing_bad", c.message);

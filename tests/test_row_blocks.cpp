@@ -22,7 +22,7 @@ int32_t linear(test::OpGraph& g, const std::string& name, int32_t x, int64_t in,
   const int32_t w = test::add_constant(g, name + ".w", {out, in}, random_floats(size_t(out * in), seed, -0.3f, 0.3f));
   const int32_t b = bias ? test::add_constant(g, name + ".b", {out}, random_floats(size_t(out), seed + 1)) : -1;
   const int32_t y = g.graph.add_value(name, fb::DType::F32, out).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, name, {x}, {y}, {w, b}, convert::params::Linear{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, name, {x}, {y}, {w, b}, fb::LinearParamsT{}).ok());
   return y;
 }
 
@@ -30,16 +30,16 @@ int32_t layer_norm(test::OpGraph& g, const std::string& name, int32_t x, int64_t
   const int32_t gamma = test::add_constant(g, name + ".g", {d}, random_floats(size_t(d), seed, 0.5f, 1.5f));
   const int32_t beta = test::add_constant(g, name + ".b", {d}, random_floats(size_t(d), seed + 1));
   const int32_t y = g.graph.add_value(name, fb::DType::F32, d).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::LAYER_NORM, name, {x}, {y}, {gamma, beta}, convert::params::LayerNorm{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::LAYER_NORM, name, {x}, {y}, {gamma, beta}, fb::LayerNormParamsT{}).ok());
   return y;
 }
 
 int32_t binary(test::OpGraph& g, fb::OpCode code, const std::string& name, int32_t a, int32_t b, int64_t d) {
   const int32_t y = g.graph.add_value(name, fb::DType::F32, d).value();
   if (code == fb::OpCode::ADD) {
-    REQUIRE(g.graph.add_op(code, name, {a, b}, {y}, {}, convert::params::Add{}).ok());
+    REQUIRE(g.graph.add_op(code, name, {a, b}, {y}, {}, fb::AddParamsT{}).ok());
   } else {
-    REQUIRE(g.graph.add_op(code, name, {a, b}, {y}, {}, convert::params::Concat{}).ok());
+    REQUIRE(g.graph.add_op(code, name, {a, b}, {y}, {}, fb::ConcatParamsT{}).ok());
   }
   return y;
 }
@@ -58,20 +58,21 @@ tern_model* block_model(const std::string& name, Attn kind) {
   const int32_t h1 = layer_norm(g, "ln1", x, kD, 92);
   const int32_t f1 = linear(g, "fc1", h1, kD, kFfn, true, 93);
   const int32_t act = g.graph.add_value("gelu", fb::DType::F32, kFfn).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::ACTIVATION, "gelu", {f1}, {act}, {}, convert::params::Activation{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::ACTIVATION, "gelu", {f1}, {act}, {},
+                         fb::ActivationParamsT{{}, fb::ActivationKind::GELU_ERF}).ok());
   const int32_t f2 = linear(g, "fc2", act, kFfn, kD, true, 95);
   const int32_t y = binary(g, fb::OpCode::ADD, "res1", x, f2, kD);  // [n, 24], read again by res2
   const int32_t qkv = linear(g, "qkv", y, kD, 3 * kHeads * kHeadDim, false, 97);
   const int32_t att = g.graph.add_value("attn", fb::DType::F32, kHeads * kHeadDim).value();
-  convert::params::Attention p;
+  fb::AttentionParamsT p;
   p.heads = int32_t(kHeads);
   p.head_dim = int32_t(kHeadDim);
   p.scale = 0.3f;
   int32_t centroids = -1;
   if (kind == Attn::kDense) {
-    p.kind = convert::params::DenseAttention{};
+    p.kind.Set(fb::DenseT{});
   } else {
-    p.kind = convert::params::Routing{4, 16, 1, 8};  // 4 clusters of 16, one routing head and one local head
+    p.kind.Set(fb::RoutingT{{}, 4, 16, 1, 8});  // 4 clusters of 16, one routing head and one local head
     centroids = test::add_constant(g, "centroids", {1, 4, kHeadDim}, random_floats(size_t(4 * kHeadDim), 98, -1.f, 1.f));
   }
   REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {qkv}, {att}, {centroids}, p).ok());

@@ -171,7 +171,7 @@ TEST_CASE("session: profiles count each op's operations from its shapes, over ev
     test::OpGraph g = test::start_graph(rows, in, 1);
     const int32_t wt = test::add_constant(g, "w", {out_dim, in}, test::random_floats(size_t(out_dim * in), 2));
     const int32_t y = g.graph.add_value("y", fb::DType::F32, out_dim).value();
-    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, convert::params::Linear{}).ok());
+    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, fb::LinearParamsT{}).ok());
     tern_model* model = test::finish_and_load(g, y, "profile_linear", 64);
     tern_session* s = test::make_session(model, 1, 64, 64);
     const std::vector<int32_t> ids = test::random_ids(30, rows, 3);

@@ -54,13 +54,13 @@ TEST_CASE("streaming 100,000 tokens through sliding-window attention keeps state
   auto g = test::start_graph(rows, 3 * inner, 31);
   int32_t pos = g.graph.add_value("pos", fb::DType::F32, 3 * inner).value();
   REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {pos}, {-1},
-                         convert::params::Position{fb::PositionKind::SINUSOIDAL, 0}).ok());
+                         fb::PositionParamsT{{}, fb::PositionKind::SINUSOIDAL, 0}).ok());
   int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p;
+  fb::AttentionParamsT p;
   p.heads = heads;
   p.head_dim = dh;
   p.scale = 0.25f;
-  p.kind = convert::params::SlidingWindow{window};
+  p.kind.Set(fb::SlidingWindowT{{}, window});
   REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {pos}, {y}, {}, p).ok());
   tern_model* model = test::finish_and_load(g, y, "streaming", 1024);
 

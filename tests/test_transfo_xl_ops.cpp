@@ -24,7 +24,7 @@ TEST_CASE("relative XL and adaptive ops: the loader checks their weights and par
       const int32_t r = test::add_constant(g, "r_net", r_shape, random_floats(size_t(r_count), 2));
       const int32_t b = test::add_constant(g, "bias", {2, 8}, random_floats(16, 3));
       const int32_t y = g.graph.add_value("y", fb::DType::F32, 16).value();
-      convert::params::Attention p{2, 8, 0.35f, true, convert::params::RelativeXL{mem_len, 0, same_length, 1e-5f}};
+      const fb::AttentionParamsT p = convert::attention_params(2, 8, 0.35f, fb::RelativeXLT{{}, mem_len, 0, same_length, 1e-5f});
       REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {qkv, r, b, b}, p).ok());
       REQUIRE(g.graph.add_output(y).ok());
     };
@@ -36,7 +36,7 @@ TEST_CASE("relative XL and adaptive ops: the loader checks their weights and par
       const int32_t w1 = test::add_constant(g, "w1", w1_shape, random_floats(size_t(w1_shape[0] * w1_shape[1]), 6));
       const int32_t y = g.graph.add_value("y", fb::DType::F32, V).value();
       REQUIRE(g.graph.add_op(fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "sm", {g.x}, {y}, {cw, -1, w0, -1, -1, w1, -1, -1},
-                             convert::params::AdaptiveLogSoftmax{cutoffs}).ok());
+                             fb::AdaptiveLogSoftmaxParamsT{{}, cutoffs}).ok());
       REQUIRE(g.graph.add_output(y).ok());
     };
   };

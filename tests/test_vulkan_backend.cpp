@@ -191,7 +191,7 @@ TEST_CASE("vulkan: relative XL: a layer too wide for the device's shared memory 
                             test::add_constant(g, "r_w_bias", {heads, dh}, random_floats(size_t(inner), 43)),
                             test::add_constant(g, "r_r_bias", {heads, dh}, random_floats(size_t(inner), 44))};
   const int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p{heads, dh, 0.5f, true, convert::params::RelativeXL{2, 0, false, 1e-5f}};
+  const fb::AttentionParamsT p = convert::attention_params(heads, dh, 0.5f, fb::RelativeXLT{{}, 2, 0, false, 1e-5f});
   REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, w, p).ok());
   tern_model* model = test::finish_and_load(g, y, "vulkan_relative_xl_wide", 0);
   tern_session_options so = vulkan_options(8, 4);
@@ -251,7 +251,7 @@ TEST_CASE("vulkan weight split: linear weights over maxStorageBufferRange run in
     int32_t wt = test::add_constant(g, "w", {out, in}, random_floats(size_t(out * in), 32));
     int32_t bt = bias ? test::add_constant(g, "b", {out}, random_floats(size_t(out), 33)) : -1;
     int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
-    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, convert::params::Linear{}).ok());
+    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
     tern_model* model = test::finish_and_load(g, y, bias ? "vk_split_linear_bias" : "vk_split_linear", n);
     INFO("bias " << bias);
     check_vs_cpu(model, random_ids(n, rows, 34), out, batch, std::to_string(kRange), kOpTolerance);
@@ -269,7 +269,7 @@ TEST_CASE("vulkan weight split: a linear with uneven parts whose rows do not end
   int32_t wt = test::add_constant(g, "w", {out, in}, random_floats(size_t(out * in), 42));
   int32_t bt = test::add_constant(g, "b", {out}, random_floats(size_t(out), 43));
   int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, convert::params::Linear{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
   tern_model* model = test::finish_and_load(g, y, "vk_split_linear_odd", n);
   check_vs_cpu(model, random_ids(n, rows, 44), out, batch, std::to_string(kRange), kOpTolerance);
   tern_model_free(model);
@@ -308,7 +308,7 @@ TEST_CASE("vulkan weight split: an activation over maxStorageBufferRange still f
   auto g = test::start_graph(rows, d, 61);
   int32_t wt = test::add_constant(g, "w", {out, d}, random_floats(size_t(out * d), 62));
   int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, convert::params::Linear{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, fb::LinearParamsT{}).ok());
   tern_model* model = test::finish_and_load(g, y, "vk_split_activation", 8);
   tern_session_options so = vulkan_options(8, 8);
   {

@@ -132,7 +132,7 @@ std::pair<std::string, std::string> write_linear_models(int64_t rows, int64_t in
     const int32_t wt = test::add_constant(g, "w", {out, in}, test::random_floats(size_t(out * in), seed + 1));
     const int32_t bt = test::add_constant(g, "b", {out}, test::random_floats(size_t(out), seed + 2));
     const int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
-    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, convert::params::Linear{}).ok());
+    REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
     REQUIRE(g.graph.add_output(y).ok());
     g.graph.metadata().architecture = "op-test";
     g.graph.metadata().vocab_kind = fb::VocabKind::EXTERNAL;

@@ -106,7 +106,7 @@ void check_linear(int64_t rows, int64_t in, int64_t out, bool bias, int64_t n, i
   int32_t wt = test::add_constant(g, "w", {out, in}, w);
   int32_t bt = bias ? test::add_constant(g, "b", {out}, b) : -1;
   int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, convert::params::Linear{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
   tern_model* model = test::finish_and_load(g, y, "vk_f16_linear_" + std::to_string(seed), n);
   const auto ids = random_ids(n, rows, seed + 3);
 
@@ -279,7 +279,7 @@ TEST_CASE("f16 weights: the CPU backend refuses them, auto on the CPU runs float
   auto g = test::start_graph(16, 8, 500);
   int32_t wt = test::add_constant(g, "w", {5, 8}, random_floats(40, 501));
   int32_t y = g.graph.add_value("y", fb::DType::F32, 5).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, convert::params::Linear{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, fb::LinearParamsT{}).ok());
   tern_model* model = test::finish_and_load(g, y, "f16_options", 8);
   tern_session* s = nullptr;
 

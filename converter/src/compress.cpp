@@ -39,7 +39,7 @@ struct Use {
 };
 
 fb::AttentionKind attention_kind(const OpSpec& op) {
-  if (const auto* a = std::get_if<params::Attention>(&op.params)) return fb::AttentionKind(a->kind.index() + 1);
+  if (const auto* a = op.params.AsAttentionParams()) return a->kind.type;
   return fb::AttentionKind::NONE;
 }
 

@@ -61,7 +61,7 @@ Result<int32_t> GraphBuilder::add_op(fb::OpCode code, const std::string& name, s
   if (weights.size() < size_t(def->min_weights) || weights.size() > size_t(def->max_weights))
     return InvalidArgument(where + "takes " + std::to_string(def->min_weights) + ".." + std::to_string(def->max_weights) +
                            " weights, got " + std::to_string(weights.size()));
-  if (params_type(params) != def->params) return InvalidArgument(where + "parameters do not match the op code");
+  if (params.type != def->params) return InvalidArgument(where + "parameters do not match the op code");
   if (outputs.empty()) return InvalidArgument(where + "has no outputs");
 
   for (int32_t v : inputs) {

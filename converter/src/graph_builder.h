@@ -7,7 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <variant>
+#include <type_traits>
 #include <vector>
 
 #include "format/status.h"
@@ -18,127 +18,33 @@ namespace tern::convert {
 struct SentencePieceFile;  // sentencepiece_file.h
 struct SymbolsFile;        // symbols_file.h
 
-// Op parameters, mirroring the schema's *Params tables; kType names the table each one becomes.
-namespace params {
-struct Embedding {
-  static constexpr fb::OpParams kType = fb::OpParams::EmbeddingParams;
+// An op's parameters: one of the schema's *Params tables as flatc's object API generates it (schema/tern.fbs,
+// `flatc --gen-object-api`), e.g. fb::LinearParamsT{} or fb::LayerNormParamsT{{}, 1e-5f}; `type` names the table.
+class OpParams : public fb::OpParamsUnion {
+ public:
+  OpParams() = default;
+  template <typename Table,
+            typename = std::enable_if_t<fb::OpParamsUnionTraits<Table>::enum_value != fb::OpParams::NONE>>
+  OpParams(Table table) {  // NOLINT(google-explicit-constructor): a table is its op's parameters
+    Set(std::move(table));
+  }
 };
-struct Position {
-  static constexpr fb::OpParams kType = fb::OpParams::PositionParams;
-  fb::PositionKind kind = fb::PositionKind::LEARNED;
-  int64_t max_positions = 0;
-};
-struct LayerNorm {
-  static constexpr fb::OpParams kType = fb::OpParams::LayerNormParams;
-  float eps = 1e-5f;
-};
-struct Linear {
-  static constexpr fb::OpParams kType = fb::OpParams::LinearParams;
-};
-struct Activation {
-  static constexpr fb::OpParams kType = fb::OpParams::ActivationParams;
-  fb::ActivationKind kind = fb::ActivationKind::GELU_ERF;
-};
-struct Add {
-  static constexpr fb::OpParams kType = fb::OpParams::AddParams;
-};
-struct DenseAttention {};
-struct SlidingWindow {
-  int32_t window = 0;
-};
-struct ChunkedLocal {
-  int32_t chunk = 0;
-  int32_t chunks_before = 0;
-  int32_t chunks_after = 0;
-};
-struct Strided {
-  int32_t stride = 0;
-  bool split = false;  // first half of the heads local, second half strided
-};
-struct Fixed {
-  int32_t block = 0;
-  int32_t summary = 0;
-  bool split = false;  // first half of the heads own block, second half summaries
-};
-// Adaptive span (schema/tern.fbs, converter/adaptive-span.md): the ATTENTION op then takes weights key_pe
-// [head_dim, max_span] and span [heads] (or -1: no mask, plain attention over the previous max_span keys).
-struct AdaptiveSpan {
-  int32_t max_span = 0;
-  int32_t ramp = 0;
-};
-// Transformer-XL relative attention (schema/tern.fbs, runtime/src/ops/relative_xl.h): the ATTENTION op then reads the
-// layer input and takes weights qkv, r_net, r_w_bias, r_r_bias, norm_weight / norm_bias (pre-LN) or -1, inv_freq or -1.
-struct RelativeXL {
-  int32_t mem_len = 0;
-  int32_t clamp_len = 0;  // 0: no clamp
-  bool same_length = false;
-  float norm_eps = 1e-5f;
-};
-// Reformer LSH attention (schema/tern.fbs, runtime/src/ops/lsh.h): the ATTENTION op then reads qk | v [n, 2*H*dh]
-// and takes one weight, rotations [H, dh, hashes, sum(buckets) / 2].
-struct Lsh {
-  int32_t chunk = 0;
-  int32_t chunks_before = 0;
-  int32_t chunks_after = 0;
-  int32_t hashes = 1;
-  std::vector<int32_t> buckets;  // factors; one entry for a plain bucket count
-  int32_t pad_to = 0;            // the sequence is treated as right-padded to a multiple of this ...
-  int32_t pad_above = 0;         // ... when longer than this
-  float self_mask_value = -1e5f;
-  float key_norm_eps = 1e-6f;
-};
-// Compressive memory (schema/tern.fbs, runtime/src/ops/compressive.h): the ATTENTION op then reads its attention input
-// and takes weights qkv [3*H*dh, d], qkv_bias or -1, conv_weight [d, rate*d] (CONV) or -1, conv_bias or -1.
-struct Compressive {
-  int32_t mem_len = 0;
-  int32_t cmem_len = 0;
-  int32_t rate = 1;
-  fb::Compression compression = fb::Compression::CONV;
-};
-// Routing attention (schema/tern.fbs, runtime/src/ops/routing.h): the ATTENTION op reads qkv and takes one weight,
-// centroids [H - local_heads, clusters, dh].
-struct Routing {
-  int32_t clusters = 1;
-  int32_t window = 1;
-  int32_t local_heads = 0;
-  int32_t local_chunk = 1;
-};
-using AttentionKind = std::variant<DenseAttention, SlidingWindow, ChunkedLocal, Strided, Fixed, AdaptiveSpan, RelativeXL,
-                                   Lsh, Compressive, Routing>;
-struct Attention {
-  static constexpr fb::OpParams kType = fb::OpParams::AttentionParams;
-  int32_t heads = 0;
-  int32_t head_dim = 0;
-  float scale = 0;  // multiplies q·k
-  bool causal = true;
-  AttentionKind kind;
-};
-struct LogSoftmax {
-  static constexpr fb::OpParams kType = fb::OpParams::LogSoftmaxParams;
-};
-// Adaptive input: weights per cluster table_i, proj_i or -1 (schema/tern.fbs AdaptiveEmbeddingParams).
-struct AdaptiveEmbedding {
-  static constexpr fb::OpParams kType = fb::OpParams::AdaptiveEmbeddingParams;
-  std::vector<int64_t> cutoffs;  // cluster ends before V
-  float scale = 1.0f;
-};
-// Projected adaptive log-softmax: weights cluster_weight, cluster_bias, then per cluster weight_i, bias_i, proj_i.
-struct AdaptiveLogSoftmax {
-  static constexpr fb::OpParams kType = fb::OpParams::AdaptiveLogSoftmaxParams;
-  std::vector<int64_t> cutoffs;
-};
-struct Concat {
-  static constexpr fb::OpParams kType = fb::OpParams::ConcatParams;
-};
-}  // namespace params
 
-using OpParams = std::variant<params::Embedding, params::Position, params::LayerNorm, params::Linear,
-                              params::Activation, params::Add, params::Attention, params::LogSoftmax,
-                              params::AdaptiveEmbedding, params::AdaptiveLogSoftmax, params::Concat>;
+// An ATTENTION op's kind: one of the schema's kind tables (fb::DenseT, fb::SlidingWindowT, ... fb::RoutingT), each
+// with the weights and inputs its schema comment names.
+class AttentionKind : public fb::AttentionKindUnion {
+ public:
+  AttentionKind() = default;
+  template <typename Table,
+            typename = std::enable_if_t<fb::AttentionKindUnionTraits<Table>::enum_value != fb::AttentionKind::NONE>>
+  AttentionKind(Table table) {  // NOLINT(google-explicit-constructor): a table is its kind
+    Set(std::move(table));
+  }
+};
 
-// The schema table a parameter set is written as.
-inline fb::OpParams params_type(const OpParams& params) {
-  return std::visit([](const auto& p) { return std::decay_t<decltype(p)>::kType; }, params);
+// ATTENTION parameters: `heads` heads of `head_dim`, q·k multiplied by `scale`, causal.
+inline fb::AttentionParamsT attention_params(int32_t heads, int32_t head_dim, float scale, AttentionKind kind) {
+  return fb::AttentionParamsT{{}, heads, head_dim, scale, true, std::move(kind)};
 }
 
 // Writes exactly `size` bytes of a tensor into `dst` (little-endian, row-major).

@@ -15,7 +15,7 @@ namespace tern::test {
 struct AttentionKind {
   std::string name;
   AttentionPattern pattern;           // heads filled in by the test
-  convert::params::AttentionKind fb;  // the same kind as the converter writes it
+  convert::AttentionKind fb;  // the same kind as the converter writes it
 };
 
 // Dense, sliding window (w 1, 5, 40), chunked local and strided / fixed with merged and split heads, at sizes a

@@ -8,9 +8,9 @@
 
 namespace tern::test {
 
-convert::params::Lsh lsh_kind(int32_t chunk, int32_t before, int32_t after, int32_t hashes, std::vector<int32_t> buckets,
+fb::LshT lsh_kind(int32_t chunk, int32_t before, int32_t after, int32_t hashes, std::vector<int32_t> buckets,
                               int32_t pad_to, int32_t pad_above) {
-  convert::params::Lsh k;
+  fb::LshT k;
   k.chunk = chunk;
   k.chunks_before = before;
   k.chunks_after = after;
@@ -21,7 +21,7 @@ convert::params::Lsh lsh_kind(int32_t chunk, int32_t before, int32_t after, int3
   return k;
 }
 
-int64_t lsh_rot_half(const convert::params::Lsh& kind) {
+int64_t lsh_rot_half(const fb::LshT& kind) {
   int64_t sum = 0;
   for (int32_t f : kind.buckets) sum += f;
   return sum / 2;
@@ -55,11 +55,11 @@ LshGraph build_lsh_graph(const LshCase& c, int64_t rows, float scale, uint32_t s
              random_floats(size_t(c.heads * c.dh * c.kind.hashes * rot_half), seed + 1, -1.5f, 1.5f), -1};
   const int32_t rot = add_constant(s.g, "rotations", rot_shape, s.rotations);
   s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p;
+  fb::AttentionParamsT p;
   p.heads = c.heads;
   p.head_dim = c.dh;
   p.scale = scale;
-  p.kind = c.kind;
+  p.kind = convert::AttentionKind(c.kind);
   REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {rot}, p).ok());
   return s;
 }
@@ -89,7 +89,7 @@ RoutingGraph build_routing_graph(const RoutingCase& c, int64_t rows, float scale
   RoutingGraph s{start_graph(rows, 3 * inner, seed), random_centroids(c, seed + 1), -1};
   const int32_t mu = add_constant(s.g, "centroids", {c.heads - c.kind.local_heads, c.kind.clusters, c.dh}, s.centroids);
   s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p{c.heads, c.dh, scale, true, c.kind};
+  const fb::AttentionParamsT p = convert::attention_params(c.heads, c.dh, scale, c.kind);
   REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {mu}, p).ok());
   return s;
 }
@@ -104,11 +104,11 @@ SpanGraph build_span_graph(const SpanOp& op, int64_t rows, float scale, uint32_t
   const int32_t pe = add_constant(s.g, "key_pe", {op.dh, op.L}, s.key_pe);
   const int32_t span = op.spans.empty() ? -1 : add_constant(s.g, "span", {op.heads}, op.spans);
   s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p;
+  fb::AttentionParamsT p;
   p.heads = op.heads;
   p.head_dim = op.dh;
   p.scale = scale;
-  p.kind = convert::params::AdaptiveSpan{int32_t(op.L), int32_t(op.R)};
+  p.kind.Set(fb::AdaptiveSpanT{{}, int32_t(op.L), int32_t(op.R)});
   REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {pe, span}, p).ok());
   return s;
 }

@@ -17,13 +17,13 @@ namespace tern::test {
 // ---- Reformer LSH: ids -> EMBEDDING (random qk | v rows [n, 2*heads*dh]) -> ATTENTION(Lsh) ----
 struct LshCase {
   int heads = 2, dh = 16;
-  convert::params::Lsh kind;
+  fb::LshT kind;
 };
 
-convert::params::Lsh lsh_kind(int32_t chunk, int32_t before, int32_t after, int32_t hashes, std::vector<int32_t> buckets,
+fb::LshT lsh_kind(int32_t chunk, int32_t before, int32_t after, int32_t hashes, std::vector<int32_t> buckets,
                               int32_t pad_to, int32_t pad_above);
 // sum(bucket factors) / 2: the rotations' last dimension.
-int64_t lsh_rot_half(const convert::params::Lsh& kind);
+int64_t lsh_rot_half(const fb::LshT& kind);
 // The spec the reference kernel reads; points into `rotations` [heads, dh, hashes, rot_half].
 LshAttention lsh_spec(const LshCase& c, float scale, const std::vector<float>& rotations);
 
@@ -37,7 +37,7 @@ LshGraph build_lsh_graph(const LshCase& c, int64_t rows, float scale, uint32_t s
 // ---- Routing: ids -> EMBEDDING (random q | k | v rows [n, 3*heads*dh]) -> ATTENTION(Routing) ----
 struct RoutingCase {
   int heads = 2, dh = 16;
-  convert::params::Routing kind;
+  fb::RoutingT kind;
 };
 
 // Centroids as the reference family draws them: unit-variance rows, layer-normalised;

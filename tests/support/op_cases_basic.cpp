@@ -74,7 +74,7 @@ void add_positions(std::vector<OpCase>& out) {
       std::vector<int32_t> weights = {-1};  // sinusoidal positions have no table
       if (kind == fb::PositionKind::LEARNED) weights[0] = add_constant(g, "pe", {n, d}, pe);
       const int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
-      REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {y}, weights, convert::params::Position{kind, n}).ok());
+      REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {y}, weights, fb::PositionParamsT{{}, kind, n}).ok());
       BuiltCase b{finish_and_load(g, y, "position" + std::to_string(int(kind)), n), d, {}};
       const std::vector<int32_t> ids = random_ids(n, rows, 16);
       const std::vector<float> x = gather_rows(g, ids);
@@ -99,12 +99,12 @@ void add_positions(std::vector<OpCase>& out) {
     const int32_t r = add_constant(g, "rows", {5, 4}, rows);
     const int32_t k = add_constant(g, "cols", {7, 8}, cols);
     const int32_t p = g.graph.add_value("p", fb::DType::F32, 12).value();
-    convert::params::Position pos;
+    fb::PositionParamsT pos;
     pos.kind = fb::PositionKind::AXIAL;
     pos.max_positions = 35;
     REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {p}, {r, k}, pos).ok());
     const int32_t y = g.graph.add_value("y", fb::DType::F32, 24).value();
-    REQUIRE(g.graph.add_op(fb::OpCode::CONCAT, "cat", {g.x, p}, {y}, {}, convert::params::Concat{}).ok());
+    REQUIRE(g.graph.add_op(fb::OpCode::CONCAT, "cat", {g.x, p}, {y}, {}, fb::ConcatParamsT{}).ok());
     BuiltCase b{finish_and_load(g, y, "concat_axial", n), 24, {}};
     const std::vector<int32_t> ids = random_ids(n, table_rows, 24);
     const std::vector<float> x = gather_rows(g, ids);
@@ -138,7 +138,7 @@ void add_layer_norms(std::vector<OpCase>& out) {
         const int32_t gt = add_constant(g, "gamma", {d}, gamma);
         const int32_t bt = beta ? add_constant(g, "beta", {d}, b) : -1;
         const int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
-        REQUIRE(g.graph.add_op(fb::OpCode::LAYER_NORM, "ln", {g.x}, {y}, {gt, bt}, convert::params::LayerNorm{1e-5f}).ok());
+        REQUIRE(g.graph.add_op(fb::OpCode::LAYER_NORM, "ln", {g.x}, {y}, {gt, bt}, fb::LayerNormParamsT{{}, 1e-5f}).ok());
         BuiltCase built{finish_and_load(g, y, "layer_norm", n), d, {}};
         const std::vector<int32_t> ids = random_ids(n, rows, 4);
         const std::vector<float> x = gather_rows(g, ids);
@@ -166,7 +166,7 @@ void add_linears(std::vector<OpCase>& out) {
       const int32_t wt = add_constant(g, "w", {out_dim, in}, w);
       const int32_t bt = bias ? add_constant(g, "b", {out_dim}, b) : -1;
       const int32_t y = g.graph.add_value("y", fb::DType::F32, out_dim).value();
-      REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, convert::params::Linear{}).ok());
+      REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
       BuiltCase built{finish_and_load(g, y, bias ? "linear_bias" : "linear", n), out_dim, {}};
       const std::vector<int32_t> ids = random_ids(n, rows, 13);
       const std::vector<float> x = gather_rows(g, ids);
@@ -189,7 +189,7 @@ void add_activations(std::vector<OpCase>& out) {
       const int64_t rows = 40, d = 50, n = 37;
       OpGraph g = start_graph(rows, d, 5);
       const int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
-      REQUIRE(g.graph.add_op(fb::OpCode::ACTIVATION, "act", {g.x}, {y}, {}, convert::params::Activation{kind}).ok());
+      REQUIRE(g.graph.add_op(fb::OpCode::ACTIVATION, "act", {g.x}, {y}, {}, fb::ActivationParamsT{{}, kind}).ok());
       BuiltCase b{finish_and_load(g, y, "activation", n), d, {}};
       const std::vector<int32_t> ids = random_ids(n, rows, 6);
       const std::vector<float> x = gather_rows(g, ids);
@@ -212,7 +212,7 @@ void add_softmaxes(std::vector<OpCase>& out) {
     const int64_t rows = 20, d = 50, n = 33;
     OpGraph g = start_graph(rows, d, 18);
     const int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
-    REQUIRE(g.graph.add_op(fb::OpCode::LOG_SOFTMAX, "log_softmax", {g.x}, {y}, {}, convert::params::LogSoftmax{}).ok());
+    REQUIRE(g.graph.add_op(fb::OpCode::LOG_SOFTMAX, "log_softmax", {g.x}, {y}, {}, fb::LogSoftmaxParamsT{}).ok());
     BuiltCase b{finish_and_load(g, y, "log_softmax", n), d, {}};
     const std::vector<int32_t> ids = random_ids(n, rows, 19);
     const std::vector<float> x = gather_rows(g, ids);
@@ -238,9 +238,9 @@ void add_softmaxes(std::vector<OpCase>& out) {
       const int32_t sum = g.graph.add_value("sum", fb::DType::F32, d).value();
       const int32_t y = g.graph.add_value("y", fb::DType::F32, d).value();
       const int32_t ids_value = 0;  // start_graph's first value
-      REQUIRE(g.graph.add_op(fb::OpCode::EMBEDDING, "embed2", {ids_value}, {x2}, {t2}, convert::params::Embedding{}).ok());
-      REQUIRE(g.graph.add_op(fb::OpCode::ADD, "add", {g.x, x2}, {sum}, {}, convert::params::Add{}).ok());
-      REQUIRE(g.graph.add_op(fb::OpCode::LOG_SOFTMAX, "lsm", {sum}, {y}, {}, convert::params::LogSoftmax{}).ok());
+      REQUIRE(g.graph.add_op(fb::OpCode::EMBEDDING, "embed2", {ids_value}, {x2}, {t2}, fb::EmbeddingParamsT{}).ok());
+      REQUIRE(g.graph.add_op(fb::OpCode::ADD, "add", {g.x, x2}, {sum}, {}, fb::AddParamsT{}).ok());
+      REQUIRE(g.graph.add_op(fb::OpCode::LOG_SOFTMAX, "lsm", {sum}, {y}, {}, fb::LogSoftmaxParamsT{}).ok());
       BuiltCase b{finish_and_load(g, y, "add_log_softmax", n), d, {}};
       const std::vector<int32_t> ids = random_ids(n, rows, 9);
       const std::vector<float> x = gather_rows(g, ids);

@@ -54,11 +54,11 @@ XlGraph build_xl_graph(const XlOp& op, int64_t rows, uint32_t seed) {
     w[6] = add_constant(x.g, "inv_freq", {op.d / 2}, x.freq);
   }
   x.y = x.g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p;
+  fb::AttentionParamsT p;
   p.heads = op.heads;
   p.head_dim = op.dh;
   p.scale = float(1.0 / std::sqrt(double(op.dh)));
-  p.kind = convert::params::RelativeXL{int32_t(op.mem_len), int32_t(op.clamp_len), op.same_length, 1e-5f};
+  p.kind.Set(fb::RelativeXLT{{}, int32_t(op.mem_len), int32_t(op.clamp_len), op.same_length, 1e-5f});
   REQUIRE(x.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {x.g.x}, {x.y}, w, p).ok());
   return x;
 }
@@ -248,8 +248,9 @@ void build_comp_graph(const CompOp& op, int64_t rows, uint32_t seed, CompGraph& 
     }
   }
   cg.y = cg.g.graph.add_value("y", fb::DType::F32, inner).value();
-  convert::params::Attention p{op.heads, op.dh, spec.scale, true,
-                               convert::params::Compressive{int32_t(op.mem_len), int32_t(op.cmem_len), int32_t(op.rate), op.how}};
+  const fb::AttentionParamsT p = convert::attention_params(
+      op.heads, op.dh, spec.scale,
+      fb::CompressiveT{{}, int32_t(op.mem_len), int32_t(op.cmem_len), int32_t(op.rate), op.how});
   REQUIRE(cg.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {cg.g.x}, {cg.y}, w, p).ok());
 }
 
@@ -402,10 +403,10 @@ BuiltCase adaptive_case(const AdaptiveCase& a, size_t index, bool on_device) {
   }
   g.x = g.graph.add_value("x", fb::DType::F32, a.d).value();
   REQUIRE(g.graph.add_op(fb::OpCode::ADAPTIVE_EMBEDDING, "emb", {ids}, {g.x}, emb_w,
-                         convert::params::AdaptiveEmbedding{a.cutoffs, in.scale}).ok());
+                         fb::AdaptiveEmbeddingParamsT{{}, a.cutoffs, in.scale}).ok());
   const int32_t y = g.graph.add_value("y", fb::DType::F32, a.V).value();
   REQUIRE(g.graph.add_op(fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "sm", {g.x}, {y}, sm_w,
-                         convert::params::AdaptiveLogSoftmax{a.cutoffs}).ok());
+                         fb::AdaptiveLogSoftmaxParamsT{{}, a.cutoffs}).ok());
   BuiltCase b{finish_and_load(g, y, "adaptive_ops" + std::to_string(index), 64), a.V, {}};
   // The CPU: 37 tokens in a session of (64, 64); Vulkan: the first 23 of the same draw in (64, 32) (lavapipe).
   std::mt19937 rng(uint32_t(400 + index));

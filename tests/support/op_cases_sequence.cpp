@@ -129,9 +129,9 @@ void add_routing(std::vector<OpCase>& out) {
     RoutingCase c;
     int64_t rows;
   };
-  const std::vector<Device> device = {{{2, 8, {3, 8, 0, 1}}, 64},    {{4, 16, {5, 24, 1, 7}}, 64},
-                                      {{3, 8, {2, 100, 2, 16}}, 64}, {{2, 8, {4, 9, 0, 1}}, 3},
-                                      {{2, 64, {2, 40, 1, 32}}, 64}};
+  const std::vector<Device> device = {{{2, 8, {{}, 3, 8, 0, 1}}, 64},    {{4, 16, {{}, 5, 24, 1, 7}}, 64},
+                                      {{3, 8, {{}, 2, 100, 2, 16}}, 64}, {{2, 8, {{}, 4, 9, 0, 1}}, 3},
+                                      {{2, 64, {{}, 2, 40, 1, 32}}, 64}};
   for (size_t i = 0; i < device.size(); ++i) {
     OpCase c;
     c.name = routing_name(device[i].c) + " rows=" + std::to_string(device[i].rows);
@@ -147,7 +147,7 @@ void add_routing(std::vector<OpCase>& out) {
   // CPU sizes, scale 1 / sqrt(dh), 97 rows (fewer than tokens: repeated rows score alike, ties go by position):
   // routing heads only, one local head with chunks of 16, a window longer than every length, one small cluster.
   const std::vector<RoutingCase> cpu = {
-      {4, 16, {5, 24, 0, 1}}, {3, 8, {7, 40, 1, 16}}, {2, 12, {3, 500, 1, 10}}, {2, 16, {1, 8, 0, 1}}};
+      {4, 16, {{}, 5, 24, 0, 1}}, {3, 8, {{}, 7, 40, 1, 16}}, {2, 12, {{}, 3, 500, 1, 10}}, {2, 16, {{}, 1, 8, 0, 1}}};
   for (size_t i = 0; i < cpu.size(); ++i) {
     OpCase c;
     c.name = routing_name(cpu[i]) + " rows=97";

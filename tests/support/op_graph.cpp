@@ -17,7 +17,7 @@ OpGraph start_graph(int64_t rows, int64_t d, uint32_t seed) {
   REQUIRE(g.graph.add_input(ids).ok());
   int32_t table = add_constant(g, "table", {rows, d}, g.table);
   g.x = g.graph.add_value("x", fb::DType::F32, d).value();
-  REQUIRE(g.graph.add_op(fb::OpCode::EMBEDDING, "embed", {ids}, {g.x}, {table}, convert::params::Embedding{}).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::EMBEDDING, "embed", {ids}, {g.x}, {table}, fb::EmbeddingParamsT{}).ok());
   return g;
 }
 

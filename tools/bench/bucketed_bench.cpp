@@ -54,30 +54,30 @@ bool write_model(Kind kind, const std::string& path, std::string* error) {
   (void)g.add_input(ids);
   const int32_t table = g.add_tensor("rows", fb::DType::F32, {kRows, input_width(kind)}, random_fill(1, -1.0f, 1.0f)).value();
   const int32_t x = g.add_value("x", fb::DType::F32, input_width(kind)).value();
-  (void)g.add_op(fb::OpCode::EMBEDDING, "rows", {ids}, {x}, {table}, convert::params::Embedding{});
-  convert::params::Attention attn;
+  (void)g.add_op(fb::OpCode::EMBEDDING, "rows", {ids}, {x}, {table}, fb::EmbeddingParamsT{});
+  fb::AttentionParamsT attn;
   attn.heads = int32_t(kHeads);
   attn.head_dim = int32_t(kHeadDim);
   attn.scale = float(1.0 / std::sqrt(double(kHeadDim)));
   std::vector<int32_t> weights;
   if (lsh) {
-    convert::params::Lsh k;
+    fb::LshT k;
     k.chunk = kChunk;
     k.chunks_before = kChunksBefore;
     k.hashes = kHashes;
     k.buckets = {kBuckets};
     k.pad_to = kChunk;
     k.pad_above = kChunk;
-    attn.kind = k;
+    attn.kind.Set(k);
     weights.push_back(g.add_tensor("rotations", fb::DType::F32, {kHeads, kHeadDim, kHashes, kBuckets / 2},
                                    random_fill(2, -1.5f, 1.5f))
                           .value());
   } else if (kind == Kind::kRouting) {
-    attn.kind = convert::params::Routing{kClusters, kWindow, 0, 1};
+    attn.kind.Set(fb::RoutingT{{}, kClusters, kWindow, 0, 1});
     weights.push_back(
         g.add_tensor("centroids", fb::DType::F32, {kHeads, kClusters, kHeadDim}, random_fill(3, -1.7f, 1.7f)).value());
   } else {
-    attn.kind = convert::params::DenseAttention{};
+    attn.kind.Set(fb::DenseT{});
   }
   const int32_t y = g.add_value("y", fb::DType::F32, kInner).value();
   auto added = g.add_op(fb::OpCode::ATTENTION, "attention", {x}, {y}, weights, attn);

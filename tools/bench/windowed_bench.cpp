@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "cpu/kernels.h"
 #include "graph_builder.h"
+#include "importers/decoder_builder.h"
 #include "ops/attention_pattern.h"
 #include "tern/tern.h"
 #include "writer.h"
@@ -31,35 +32,35 @@ constexpr int64_t kVocab = 256, kModel = 256, kHeads = 4, kHeadDim = 64, kLayers
 
 struct Kind {
   std::string name;
-  convert::params::AttentionKind params;
+  convert::AttentionKind params;
   AttentionPattern pattern;
 };
 
 std::vector<Kind> kinds() {
   std::vector<Kind> out;
-  auto add = [&](std::string name, convert::params::AttentionKind params, AttentionPattern p) {
+  auto add = [&](std::string name, convert::AttentionKind params, AttentionPattern p) {
     p.heads = int(kHeads);
     out.push_back({std::move(name), params, p});
   };
   AttentionPattern p;
-  add("dense", convert::params::DenseAttention{}, p);
+  add("dense", fb::DenseT{}, p);
   p.kind = PatternKind::kSliding;
   p.window = 256;
-  add("sliding w=256", convert::params::SlidingWindow{256}, p);
+  add("sliding w=256", fb::SlidingWindowT{{}, 256}, p);
   p = {};
   p.kind = PatternKind::kChunked;
   p.chunk = 256;
   p.chunks_before = 1;
-  add("chunked C=256 b=1", convert::params::ChunkedLocal{256, 1, 0}, p);
+  add("chunked C=256 b=1", fb::ChunkedLocalT{{}, 256, 1, 0}, p);
   p = {};
   p.kind = PatternKind::kStrided;
   p.stride = 128;
-  add("strided l=128", convert::params::Strided{128, false}, p);
+  add("strided l=128", fb::StridedT{{}, 128, fb::SparseHeads::MERGED}, p);
   p = {};
   p.kind = PatternKind::kFixed;
   p.block = 128;
   p.summary = 16;
-  add("fixed l=128 c=16", convert::params::Fixed{128, 16, false}, p);
+  add("fixed l=128 c=16", fb::FixedT{{}, 128, 16, fb::SparseHeads::MERGED}, p);
   return out;
 }
 
@@ -79,54 +80,40 @@ convert::TensorFill random_fill(uint32_t seed, float scale, float offset = 0.0f)
 
 // Writes the benchmark model with every layer's attention of `kind`; returns false with a message.
 bool write_model(const Kind& kind, const std::string& path, std::string* error) {
-  using convert::params::Attention;
   convert::GraphBuilder g;
+  convert::DecoderBuilder b(g);
   uint32_t seed = 1;
   auto tensor = [&](const std::string& name, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
     return g.add_tensor(name, fb::DType::F32, std::move(shape), random_fill(seed++, scale, offset)).value();
   };
-  auto op = [&](fb::OpCode code, const std::string& name, std::vector<int32_t> in, std::vector<int32_t> w, int64_t width,
-                convert::OpParams params) {
-    int32_t v = g.add_value(name, fb::DType::F32, width).value();
-    auto r = g.add_op(code, name, std::move(in), {v}, std::move(w), std::move(params));
-    if (!r.ok()) *error = r.status().message();
-    return v;
+  auto build = [&]() -> Result<int32_t> {
+    TERN_ASSIGN_OR_RETURN(int32_t ids, b.ids());
+    const int32_t embed = tensor("embed", {kVocab, kModel}, 0.5f);
+    TERN_ASSIGN_OR_RETURN(int32_t x, b.embedding("embed", ids, embed));
+    TERN_ASSIGN_OR_RETURN(x, b.positions("pos", x, fb::PositionKind::SINUSOIDAL, 0, {-1}));
+    const float w_scale = 1.0f / std::sqrt(float(kModel));
+    const convert::LayerNames names{"ln1", "out", "res1", "ln2", "fc1", "act", "fc2", "res2"};
+    for (int64_t l = 0; l < kLayers; ++l) {
+      const std::string p = "layers." + std::to_string(l) + ".";
+      convert::DecoderLayer layer;  // pre-LN, no biases
+      layer.attn_norm.weight = tensor(p + "ln1.w", {kModel}, 0.1f, 1.0f);
+      const convert::AttentionOp attn{
+          convert::attention_params(int32_t(kHeads), int32_t(kHeadDim), 1.0f / std::sqrt(float(kHeadDim)), kind.params),
+          {tensor(p + "qkv.w", {3 * kModel, kModel}, w_scale), -1}, {}};
+      layer.attn_out.weight = tensor(p + "out.w", {kModel, kModel}, w_scale);
+      layer.mlp_norm.weight = tensor(p + "ln2.w", {kModel}, 0.1f, 1.0f);
+      layer.mlp.up.weight = tensor(p + "fc1.w", {kFfn, kModel}, w_scale);
+      layer.mlp.down.weight = tensor(p + "fc2.w", {kModel, kFfn}, w_scale);
+      TERN_ASSIGN_OR_RETURN(x, b.layer(p, names, layer, x,
+                                       [&](int32_t in) { return b.attention(p + "qkv", p + "attn", in, attn); }));
+    }
+    TERN_ASSIGN_OR_RETURN(x, b.norm("final_norm", x, {tensor("final_norm.w", {kModel}, 0.1f, 1.0f), -1, 1e-5f}));
+    return b.head("logits", x, {embed, -1});  // tied
   };
-  int32_t ids = g.add_value("ids", fb::DType::I32, 1).value();
-  (void)g.add_input(ids);
-  int32_t embed = tensor("embed", {kVocab, kModel}, 0.5f);
-  int32_t x = op(fb::OpCode::EMBEDDING, "embed", {ids}, {embed}, kModel, convert::params::Embedding{});
-  x = op(fb::OpCode::POSITION, "pos", {x}, {-1}, kModel, convert::params::Position{fb::PositionKind::SINUSOIDAL, 0});
-  const float w_scale = 1.0f / std::sqrt(float(kModel));
-  for (int64_t l = 0; l < kLayers; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    Attention attn;
-    attn.heads = int32_t(kHeads);
-    attn.head_dim = int32_t(kHeadDim);
-    attn.scale = 1.0f / std::sqrt(float(kHeadDim));
-    attn.kind = kind.params;
-    int32_t h = op(fb::OpCode::LAYER_NORM, p + "ln1", {x}, {tensor(p + "ln1.w", {kModel}, 0.1f, 1.0f), -1}, kModel,
-                   convert::params::LayerNorm{1e-5f});
-    h = op(fb::OpCode::LINEAR, p + "qkv", {h}, {tensor(p + "qkv.w", {3 * kModel, kModel}, w_scale), -1}, 3 * kModel,
-           convert::params::Linear{});
-    h = op(fb::OpCode::ATTENTION, p + "attn", {h}, {}, kModel, attn);
-    h = op(fb::OpCode::LINEAR, p + "out", {h}, {tensor(p + "out.w", {kModel, kModel}, w_scale), -1}, kModel,
-           convert::params::Linear{});
-    x = op(fb::OpCode::ADD, p + "res1", {x, h}, {}, kModel, convert::params::Add{});
-    h = op(fb::OpCode::LAYER_NORM, p + "ln2", {x}, {tensor(p + "ln2.w", {kModel}, 0.1f, 1.0f), -1}, kModel,
-           convert::params::LayerNorm{1e-5f});
-    h = op(fb::OpCode::LINEAR, p + "fc1", {h}, {tensor(p + "fc1.w", {kFfn, kModel}, w_scale), -1}, kFfn,
-           convert::params::Linear{});
-    h = op(fb::OpCode::ACTIVATION, p + "act", {h}, {}, kFfn, convert::params::Activation{fb::ActivationKind::GELU_ERF});
-    h = op(fb::OpCode::LINEAR, p + "fc2", {h}, {tensor(p + "fc2.w", {kModel, kFfn}, w_scale), -1}, kModel,
-           convert::params::Linear{});
-    x = op(fb::OpCode::ADD, p + "res2", {x, h}, {}, kModel, convert::params::Add{});
+  if (Result<int32_t> logits = build(); !logits.ok()) {
+    *error = logits.status().message();
+    return false;
   }
-  x = op(fb::OpCode::LAYER_NORM, "final_norm", {x}, {tensor("final_norm.w", {kModel}, 0.1f, 1.0f), -1}, kModel,
-         convert::params::LayerNorm{1e-5f});
-  int32_t logits = op(fb::OpCode::LINEAR, "logits", {x}, {embed, -1}, kVocab, convert::params::Linear{});
-  if (!error->empty()) return false;
-  (void)g.add_output(logits);
   g.metadata().architecture = "bench";
   g.metadata().vocab_size = kVocab;
   convert::WriteOptions wo;

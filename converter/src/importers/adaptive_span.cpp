@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config.h"
+#include "importers/decoder_builder.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
 
@@ -86,86 +87,67 @@ Status check_mask_template(const Checkpoint& checkpoint, const std::string& name
   return Status::Ok();
 }
 
-// Adds value `name` [n, width] and the op that writes it (op and value share the name).
-Result<int32_t> emit(GraphBuilder& g, fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
-                     std::vector<int32_t> weights, int64_t width, OpParams params) {
-  TERN_ASSIGN_OR_RETURN(int32_t out, g.add_value(name, fb::DType::F32, width));
-  TERN_RETURN_IF_ERROR(g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
-  return out;
-}
+// The reference code's op names within a layer (TransformerSeqLayer's modules).
+const LayerNames kLayerNames{"norm1", "attn_out", "resid_attn", "norm2", "fc1", "relu", "fc2", "resid_ff"};
 
 // One TransformerSeqLayer reading value `h`; returns its output value. `p` is "[module.]layers.<i>.".
 Result<int32_t> build_layer(const SpanConfig& s, const std::string& p, int32_t h, int32_t key_pe,
-                            const Checkpoint& checkpoint, TensorSource& src, GraphBuilder& g) {
-  using fb::OpCode;
+                            const Checkpoint& checkpoint, TensorSource& src, DecoderBuilder& b) {
   const int64_t d = s.d, F = s.ffn;
   const auto head_dim = int32_t(d / s.heads);
-  const params::LayerNorm ln{1e-5f};  // torch.nn.LayerNorm's default
+  const float eps = 1e-5f;  // torch.nn.LayerNorm's default
 
   // Projections have no bias. qkv.weight [3d, d] = rows of proj_query, proj_key, proj_val (head-major inside each).
+  AttentionOp attn{attention_params(int32_t(s.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))),
+                                    fb::AdaptiveSpanT{{}, int32_t(s.span), int32_t(s.ramp)}),
+                   {}, {}};
   TERN_ASSIGN_OR_RETURN(
-      int32_t qkv_w,
+      attn.qkv.weight,
       src.add_concat(p + "attn.proj_qkv.weight",
                      {p + "attn.proj_query.weight", p + "attn.proj_key.weight", p + "attn.proj_val.weight"}, {d, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t out_w, src.add(p + "attn.proj_out.weight", {d, d}));
+  DecoderLayer layer;
+  layer.norm_at = NormAt::kAfter;
+  TERN_ASSIGN_OR_RETURN(layer.attn_out, src.linear(p + "attn.proj_out", d, d, false));
   int32_t span_w = -1;
   if (s.adaptive) {
     const std::string mask = p + "attn.attn.adaptive_span._mask.";
     TERN_ASSIGN_OR_RETURN(span_w, src.add_reshaped(mask + "current_val", {s.heads, 1, 1}, {s.heads}));
     TERN_RETURN_IF_ERROR(check_mask_template(checkpoint, mask + "mask_template", s.span));
   }
-  TERN_ASSIGN_OR_RETURN(int32_t norm1_w, src.add(p + "norm1.weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t norm1_b, src.add(p + "norm1.bias", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1_w, src.add(p + "ff.fc1.weight", {F, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1_b, src.add(p + "ff.fc1.bias", {F}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2_w, src.add(p + "ff.fc2.weight", {d, F}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2_b, src.add(p + "ff.fc2.bias", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t norm2_w, src.add(p + "norm2.weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t norm2_b, src.add(p + "norm2.bias", {d}));
-
-  const params::Attention attn{int32_t(s.heads), head_dim, float(1.0 / std::sqrt(double(head_dim))), true,
-                               params::AdaptiveSpan{int32_t(s.span), int32_t(s.ramp)}};
-  TERN_ASSIGN_OR_RETURN(int32_t qkv, emit(g, OpCode::LINEAR, p + "qkv", {h}, {qkv_w, -1}, 3 * d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t a, emit(g, OpCode::ATTENTION, p + "attn", {qkv}, {key_pe, span_w}, d, attn));
-  TERN_ASSIGN_OR_RETURN(int32_t a_out, emit(g, OpCode::LINEAR, p + "attn_out", {a}, {out_w, -1}, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t r1, emit(g, OpCode::ADD, p + "resid_attn", {h, a_out}, {}, d, params::Add{}));
-  TERN_ASSIGN_OR_RETURN(int32_t n1, emit(g, OpCode::LAYER_NORM, p + "norm1", {r1}, {norm1_w, norm1_b}, d, ln));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1, emit(g, OpCode::LINEAR, p + "fc1", {n1}, {fc1_w, fc1_b}, F, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(
-      int32_t act, emit(g, OpCode::ACTIVATION, p + "relu", {fc1}, {}, F, params::Activation{fb::ActivationKind::RELU}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2, emit(g, OpCode::LINEAR, p + "fc2", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t r2, emit(g, OpCode::ADD, p + "resid_ff", {n1, fc2}, {}, d, params::Add{}));
-  return emit(g, OpCode::LAYER_NORM, p + "norm2", {r2}, {norm2_w, norm2_b}, d, ln);
+  attn.weights = {key_pe, span_w};
+  TERN_ASSIGN_OR_RETURN(layer.attn_norm, src.norm(p + "norm1", d, eps));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.up, src.linear(p + "ff.fc1", F, d, true));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.down, src.linear(p + "ff.fc2", d, F, true));
+  layer.mlp.activation = fb::ActivationKind::RELU;
+  TERN_ASSIGN_OR_RETURN(layer.mlp_norm, src.norm(p + "norm2", d, eps));
+  return b.layer(p, kLayerNames, layer, h, [&](int32_t in) { return b.attention(p + "qkv", p + "attn", in, attn); });
 }
 
 }  // namespace
 
 Status import_adaptive_span(const Checkpoint& checkpoint, GraphBuilder& g) {
-  using fb::OpCode;
   TERN_ASSIGN_OR_RETURN(const SpanConfig s, read_config(checkpoint.config()));
   const int64_t V = s.vocab, d = s.d, head_dim = s.d / s.heads;
   // Checkpoints saved from the reference code's DataParallel wrapper name every parameter "module.<name>".
   const std::string prefix = checkpoint.find("module.in_emb.weight") ? "module." : "";
   TensorSource src(checkpoint, g);
+  DecoderBuilder b(g);
 
-  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
-  TERN_RETURN_IF_ERROR(g.add_input(ids));
+  TERN_ASSIGN_OR_RETURN(int32_t ids, b.ids());
   TERN_ASSIGN_OR_RETURN(int32_t emb_w, src.add(prefix + "in_emb.weight", {V, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t h, emit(g, OpCode::EMBEDDING, "in_emb", {ids}, {emb_w}, d, params::Embedding{}));
+  TERN_ASSIGN_OR_RETURN(int32_t h, b.embedding("in_emb", ids, emb_w));
   // key_pe [1, head_dim, L] in the checkpoint, shared by all layers and heads; stored once as [head_dim, L].
   TERN_ASSIGN_OR_RETURN(int32_t key_pe, src.add_reshaped(prefix + "key_pe", {1, head_dim, s.span}, {head_dim, s.span}));
-
   for (int64_t i = 0; i < s.layers; ++i) {
     TERN_ASSIGN_OR_RETURN(h,
-                          build_layer(s, prefix + "layers." + std::to_string(i) + ".", h, key_pe, checkpoint, src, g));
+                          build_layer(s, prefix + "layers." + std::to_string(i) + ".", h, key_pe, checkpoint, src, b));
   }
-
-  TERN_ASSIGN_OR_RETURN(int32_t out_w, src.add(prefix + "out_emb.weight", {V, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t out_b, src.add(prefix + "out_emb.bias", {V}));
-  TERN_ASSIGN_OR_RETURN(int32_t scores, emit(g, OpCode::LINEAR, "out_emb", {h}, {out_w, out_b}, V, params::Linear{}));
+  TERN_ASSIGN_OR_RETURN(const LinearWeights out, src.linear(prefix + "out_emb", V, d, true));
+  TERN_ASSIGN_OR_RETURN(int32_t scores, b.linear("out_emb", h, out));
   // The model's output is log_softmax(out_emb(h)): log-probabilities, which are also valid logits.
-  TERN_ASSIGN_OR_RETURN(int32_t logits, emit(g, OpCode::LOG_SOFTMAX, "logits", {scores}, {}, V, params::LogSoftmax{}));
-  TERN_RETURN_IF_ERROR(g.add_output(logits));
+  TERN_ASSIGN_OR_RETURN(int32_t logits,
+                        b.op(fb::OpCode::LOG_SOFTMAX, "logits", {scores}, {}, V, fb::LogSoftmaxParamsT{}));
+  TERN_RETURN_IF_ERROR(b.output(logits));
 
   ModelMetadata& m = g.metadata();
   m.architecture = "adaptive-span";

@@ -1,5 +1,6 @@
 // Importers turn one architecture's checkpoint into a Tern graph. The converter picks one by config.json's
-// "model_type"; adding an architecture means one importers/<arch>.cpp and one row in importers.cpp.
+// "model_type"; adding an architecture whose ops exist means one importers/<arch>.cpp built from the decoder pieces
+// (decoder_builder.h) and one row in importers.cpp: docs/adding-an-architecture.md lists every file.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "config.h"
+#include "importers/decoder_builder.h"
 #include "importers/importers.h"
 #include "importers/reference_attention.h"
 #include "importers/tensor_source.h"
@@ -68,43 +69,10 @@ Result<ReferenceConfig> read_config(const nlohmann::json& json) {
   return r;
 }
 
-// Adds value `name` [n, width] and the op that writes it (op and value share the name).
-class Emitter {
- public:
-  explicit Emitter(GraphBuilder& graph) : g_(graph) {}
-  Result<int32_t> op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
-                     std::vector<int32_t> weights, int64_t width, OpParams params) {
-    TERN_ASSIGN_OR_RETURN(int32_t out, g_.add_value(name, fb::DType::F32, width));
-    TERN_RETURN_IF_ERROR(
-        g_.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
-    return out;
-  }
-
- private:
-  GraphBuilder& g_;
-};
-
-// Weight and optional bias of `<prefix>.weight` [out, in] / `<prefix>.bias` [out]; bias -1 when absent.
-Result<std::vector<int32_t>> linear_weights(TensorSource& src, const std::string& prefix, int64_t out, int64_t in,
-                                            bool bias) {
-  TERN_ASSIGN_OR_RETURN(int32_t w, src.add(prefix + ".weight", {out, in}));
-  int32_t b = -1;
-  if (bias) {
-    TERN_ASSIGN_OR_RETURN(b, src.add(prefix + ".bias", {out}));
-  }
-  return std::vector<int32_t>{w, b};
-}
-
-Result<std::vector<int32_t>> norm_weights(TensorSource& src, const std::string& prefix, int64_t d) {
-  TERN_ASSIGN_OR_RETURN(int32_t w, src.add(prefix + ".weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t b, src.add(prefix + ".bias", {d}));
-  return std::vector<int32_t>{w, b};
-}
-
 // The compressive kind's Conv1d weight [d, d, rate] (out, in, tap) as the runtime's [d, rate*d] (out, tap, in), and
 // its bias when the checkpoint has one.
-Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBuilder& g, TensorSource& src,
-                                          const std::string& prefix, int64_t d, int64_t rate) {
+Result<LinearWeights> conv_weights(const Checkpoint& checkpoint, GraphBuilder& g, TensorSource& src,
+                                   const std::string& prefix, int64_t d, int64_t rate) {
   TERN_ASSIGN_OR_RETURN(const TensorView* view, src.require(prefix + ".weight", {d, d, rate}));
   TERN_ASSIGN_OR_RETURN(int32_t w, g.add_tensor(prefix + ".weight", fb::DType::F32, {d, rate * d},
                                                 [view, d, rate, &checkpoint](uint8_t* dst, size_t size) -> Status {
@@ -124,7 +92,7 @@ Result<std::vector<int32_t>> conv_weights(const Checkpoint& checkpoint, GraphBui
   if (checkpoint.find(prefix + ".bias")) {
     TERN_ASSIGN_OR_RETURN(b, src.add(prefix + ".bias", {d}));
   }
-  return std::vector<int32_t>{w, b};
+  return LinearWeights{w, b};
 }
 
 // What names group g's tensors and ops: ".g<g>" in a grouped layer; nothing in a layer of one group of every head,
@@ -133,7 +101,8 @@ std::string group_tag(const LayerAttention& layer, size_t g) { return layer.grou
 
 // One group of a layer's heads: its fused q|k|v projection and, for routing, its centroids.
 struct GroupWeights {
-  int32_t qkv_w = -1, qkv_b = -1, centroids = -1;
+  LinearWeights qkv;
+  int32_t centroids = -1;
 };
 
 // Fused projection of heads [h0, h1): weight [3 * (h1 - h0) * dh, d] = those heads' rows of q, then k, then v; bias
@@ -142,13 +111,13 @@ Result<GroupWeights> group_projection(const ReferenceConfig& r, const std::strin
                                       int64_t h0, int64_t h1, TensorSource& src) {
   const int64_t d = r.d, dh = d / r.heads;
   GroupWeights w;
-  TERN_ASSIGN_OR_RETURN(w.qkv_w, src.add_concat_rows(p + "attn.qkv" + tag + ".weight",
-                                                     {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"},
-                                                     {d, d}, h0 * dh, h1 * dh));
+  TERN_ASSIGN_OR_RETURN(w.qkv.weight, src.add_concat_rows(p + "attn.qkv" + tag + ".weight",
+                                                          {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"},
+                                                          {d, d}, h0 * dh, h1 * dh));
   if (r.linear_bias) {
-    TERN_ASSIGN_OR_RETURN(w.qkv_b, src.add_concat_rows(p + "attn.qkv" + tag + ".bias",
-                                                       {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"}, {d},
-                                                       h0 * dh, h1 * dh));
+    TERN_ASSIGN_OR_RETURN(w.qkv.bias, src.add_concat_rows(p + "attn.qkv" + tag + ".bias",
+                                                            {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"},
+                                                            {d}, h0 * dh, h1 * dh));
   }
   return w;
 }
@@ -157,149 +126,119 @@ Result<GroupWeights> group_projection(const ReferenceConfig& r, const std::strin
 // projection). A grouped layer runs one qkv LINEAR and one ATTENTION op per head group, each with its own kind and
 // state, and joins their outputs in head order with CONCAT: schema/tern.fbs, ATTENTION.
 Result<int32_t> build_attention(const ReferenceConfig& r, const LayerAttention& layer, const std::string& p,
-                                int32_t attn_in, const std::vector<GroupWeights>& weights,
-                                const std::vector<int32_t>& conv, Emitter& e) {
-  using fb::OpCode;
+                                int32_t attn_in, const std::vector<GroupWeights>& weights, const LinearWeights& conv,
+                                DecoderBuilder& b) {
   const auto head_dim = int32_t(r.d / r.heads);
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
   int32_t joined = -1;
   int64_t h0 = 0;
   for (size_t g = 0; g < layer.groups.size(); ++g) {
     const HeadGroup& group = layer.groups[g];
-    const int64_t h1 = h0 + group.heads, width = group.heads * head_dim;
-    const params::Attention attn{int32_t(group.heads), head_dim, scale, true, group.kind};
+    const int64_t h1 = h0 + group.heads;
     const std::string tag = group_tag(layer, g);
     const GroupWeights& w = weights[g];
-    int32_t out = -1;
-    if (std::holds_alternative<params::Compressive>(group.kind)) {
+    AttentionOp op{attention_params(int32_t(group.heads), head_dim, scale, group.kind), w.qkv, {}};
+    std::string name = p + "attn" + tag;
+    if (group.kind.AsCompressive()) {
       // A compressive layer's ATTENTION op reads the attention input itself (it keeps those rows as its memory).
-      TERN_ASSIGN_OR_RETURN(out, e.op(OpCode::ATTENTION, p + "attn", {attn_in}, {w.qkv_w, w.qkv_b, conv[0], conv[1]},
-                                      width, attn));
-    } else {
-      TERN_ASSIGN_OR_RETURN(int32_t qkv, e.op(OpCode::LINEAR, p + "qkv" + tag, {attn_in}, {w.qkv_w, w.qkv_b},
-                                              3 * width, params::Linear{}));
-      std::vector<int32_t> attn_weights;
-      if (w.centroids >= 0) attn_weights = {w.centroids};
-      TERN_ASSIGN_OR_RETURN(out, e.op(OpCode::ATTENTION, p + "attn" + tag, {qkv}, attn_weights, width, attn));
+      op.weights = {w.qkv.weight, w.qkv.bias, conv.weight, conv.bias};
+      op.qkv = {};
+      name = p + "attn";
+    } else if (w.centroids >= 0) {
+      op.weights = {w.centroids};
     }
+    TERN_ASSIGN_OR_RETURN(int32_t out, b.attention(p + "qkv" + tag, name, attn_in, op));
     if (joined < 0) {
       joined = out;
     } else {  // heads [0, h1): the last join is the layer's "attn"
-      const std::string name = h1 == r.heads ? p + "attn" : p + "attn.heads0-" + std::to_string(h1);
-      TERN_ASSIGN_OR_RETURN(joined, e.op(OpCode::CONCAT, name, {joined, out}, {}, h1 * head_dim, params::Concat{}));
+      TERN_ASSIGN_OR_RETURN(joined, b.concat(h1 == r.heads ? p + "attn" : p + "attn.heads0-" + std::to_string(h1),
+                                             joined, out));
     }
     h0 = h1;
   }
   return joined;
 }
 
+// The reference family's op names within a layer (converter/reference-family.md).
+const LayerNames kLayerNames{"attn_norm", "attn_out", "resid_attn", "mlp_norm", "fc1", "act", "fc2", "resid_mlp"};
+
 // One transformer block reading value `x`; returns the block's output value.
-Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, const Checkpoint& checkpoint, GraphBuilder& g,
-                            TensorSource& src, Emitter& e) {
-  using fb::OpCode;
+Result<int32_t> build_layer(const ReferenceConfig& r, int64_t i, int32_t x, const Checkpoint& checkpoint,
+                            TensorSource& src, DecoderBuilder& b) {
   const std::string p = "layers." + std::to_string(i) + ".";
   const int64_t d = r.d, F = r.ffn;
-  const params::LayerNorm ln{r.eps};
   const int64_t head_dim = d / r.heads;
-  const LayerAttention& layer = r.attention[size_t(i)];
+  const LayerAttention& attention = r.attention[size_t(i)];
 
-  TERN_ASSIGN_OR_RETURN(auto attn_norm_w, norm_weights(src, p + "attn_norm", d));
+  DecoderLayer layer;
+  layer.norm_at = r.pre_ln ? NormAt::kBefore : NormAt::kAfter;
+  TERN_ASSIGN_OR_RETURN(layer.attn_norm, src.norm(p + "attn_norm", d, r.eps));
   std::vector<GroupWeights> groups;
   int64_t h0 = 0;
-  for (size_t gi = 0; gi < layer.groups.size(); ++gi) {
+  for (size_t gi = 0; gi < attention.groups.size(); ++gi) {
     TERN_ASSIGN_OR_RETURN(GroupWeights w,
-                          group_projection(r, p, group_tag(layer, gi), h0, h0 + layer.groups[gi].heads, src));
+                          group_projection(r, p, group_tag(attention, gi), h0, h0 + attention.groups[gi].heads, src));
     groups.push_back(w);
-    h0 += layer.groups[gi].heads;
+    h0 += attention.groups[gi].heads;
   }
-  TERN_ASSIGN_OR_RETURN(auto out_w, linear_weights(src, p + "attn.out", d, d, r.linear_bias));
+  TERN_ASSIGN_OR_RETURN(layer.attn_out, src.linear(p + "attn.out", d, d, r.linear_bias));
   // Routing heads' trained centroids, one set per routing head: attn.centroids, or attn.groups.<g>.centroids.
-  for (size_t gi = 0; gi < layer.groups.size(); ++gi) {
-    if (const auto* routing = std::get_if<params::Routing>(&layer.groups[gi].kind)) {
-      const std::string name = layer.grouped ? p + "attn.groups." + std::to_string(gi) + ".centroids" : p + "attn.centroids";
-      TERN_ASSIGN_OR_RETURN(groups[gi].centroids,
-                            src.add(name, {layer.groups[gi].heads - routing->local_heads, routing->clusters, head_dim}));
+  for (size_t gi = 0; gi < attention.groups.size(); ++gi) {
+    if (const fb::RoutingT* routing = attention.groups[gi].kind.AsRouting()) {
+      const std::string name =
+          attention.grouped ? p + "attn.groups." + std::to_string(gi) + ".centroids" : p + "attn.centroids";
+      TERN_ASSIGN_OR_RETURN(groups[gi].centroids, src.add(name, {attention.groups[gi].heads - routing->local_heads,
+                                                                 routing->clusters, head_dim}));
     }
   }
-  TERN_ASSIGN_OR_RETURN(auto mlp_norm_w, norm_weights(src, p + "mlp_norm", d));
-  TERN_ASSIGN_OR_RETURN(auto fc1_w, linear_weights(src, p + "mlp.fc1", F, d, r.linear_bias));
-  TERN_ASSIGN_OR_RETURN(auto fc2_w, linear_weights(src, p + "mlp.fc2", d, F, r.linear_bias));
-  const auto* compressive = std::get_if<params::Compressive>(&layer.groups[0].kind);
-  std::vector<int32_t> conv = {-1, -1};
+  TERN_ASSIGN_OR_RETURN(layer.mlp_norm, src.norm(p + "mlp_norm", d, r.eps));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.up, src.linear(p + "mlp.fc1", F, d, r.linear_bias));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.down, src.linear(p + "mlp.fc2", d, F, r.linear_bias));
+  layer.mlp.activation = r.activation;
+  const fb::CompressiveT* compressive = attention.groups[0].kind.AsCompressive();
+  LinearWeights conv;
   if (compressive && compressive->compression == fb::Compression::CONV) {
-    TERN_ASSIGN_OR_RETURN(conv, conv_weights(checkpoint, g, src, p + "attn.compress", d, compressive->rate));
+    TERN_ASSIGN_OR_RETURN(conv, conv_weights(checkpoint, b.graph(), src, p + "attn.compress", d, compressive->rate));
   }
-
-  // Attention block: pre-LN reads LN_a(x), post-LN reads x and normalises after the residual.
-  int32_t attn_in = x;
-  if (r.pre_ln) {
-    TERN_ASSIGN_OR_RETURN(attn_in, e.op(OpCode::LAYER_NORM, p + "attn_norm", {x}, attn_norm_w, d, ln));
-  }
-  TERN_ASSIGN_OR_RETURN(int32_t a, build_attention(r, layer, p, attn_in, groups, conv, e));
-  TERN_ASSIGN_OR_RETURN(int32_t a_out, e.op(OpCode::LINEAR, p + "attn_out", {a}, out_w, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t resid_attn, e.op(OpCode::ADD, p + "resid_attn", {x, a_out}, {}, d, params::Add{}));
-
-  int32_t h = resid_attn;  // MLP block input and the residual it adds to
-  int32_t mlp_in = resid_attn;
-  if (r.pre_ln) {
-    TERN_ASSIGN_OR_RETURN(mlp_in, e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_attn}, mlp_norm_w, d, ln));
-  } else {
-    TERN_ASSIGN_OR_RETURN(h, e.op(OpCode::LAYER_NORM, p + "attn_norm", {resid_attn}, attn_norm_w, d, ln));
-    mlp_in = h;
-  }
-  TERN_ASSIGN_OR_RETURN(int32_t fc1, e.op(OpCode::LINEAR, p + "fc1", {mlp_in}, fc1_w, F, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t act,
-                        e.op(OpCode::ACTIVATION, p + "act", {fc1}, {}, F, params::Activation{r.activation}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2, e.op(OpCode::LINEAR, p + "fc2", {act}, fc2_w, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t resid_mlp, e.op(OpCode::ADD, p + "resid_mlp", {h, fc2}, {}, d, params::Add{}));
-  if (r.pre_ln) return resid_mlp;
-  return e.op(OpCode::LAYER_NORM, p + "mlp_norm", {resid_mlp}, mlp_norm_w, d, ln);
+  return b.layer(p, kLayerNames, layer, x,
+                 [&](int32_t in) { return build_attention(r, attention, p, in, groups, conv, b); });
 }
 
 }  // namespace
 
 Status import_reference(const Checkpoint& checkpoint, GraphBuilder& g) {
-  using fb::OpCode;
   TERN_ASSIGN_OR_RETURN(const ReferenceConfig r, read_config(checkpoint.config()));
   const int64_t V = r.vocab, d = r.d, P = r.max_positions;
   TensorSource src(checkpoint, g);
-  Emitter e(g);
+  DecoderBuilder b(g);
 
-  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
-  TERN_RETURN_IF_ERROR(g.add_input(ids));
-
+  TERN_ASSIGN_OR_RETURN(int32_t ids, b.ids());
   TERN_ASSIGN_OR_RETURN(int32_t embed_w, src.add("embed.weight", {V, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t x, e.op(OpCode::EMBEDDING, "embed", {ids}, {embed_w}, d, params::Embedding{}));
-
+  TERN_ASSIGN_OR_RETURN(int32_t x, b.embedding("embed", ids, embed_w));
   int32_t pos_w = -1;
   if (r.learned_positions) {
     TERN_ASSIGN_OR_RETURN(pos_w, src.add("pos_embed.weight", {P, d}));
   }
   if (!r.no_positions) {
-    const params::Position pos{r.learned_positions ? fb::PositionKind::LEARNED : fb::PositionKind::SINUSOIDAL, P};
-    TERN_ASSIGN_OR_RETURN(x, e.op(OpCode::POSITION, "pos", {x}, {pos_w}, d, pos));
+    const auto kind = r.learned_positions ? fb::PositionKind::LEARNED : fb::PositionKind::SINUSOIDAL;
+    TERN_ASSIGN_OR_RETURN(x, b.positions("pos", x, kind, P, {pos_w}));
   }
-
   for (int64_t i = 0; i < r.layers; ++i) {
-    TERN_ASSIGN_OR_RETURN(x, build_layer(r, i, x, checkpoint, g, src, e));
+    TERN_ASSIGN_OR_RETURN(x, build_layer(r, i, x, checkpoint, src, b));
   }
-
   if (r.final_norm) {
-    TERN_ASSIGN_OR_RETURN(auto w, norm_weights(src, "final_norm", d));
-    TERN_ASSIGN_OR_RETURN(x, e.op(OpCode::LAYER_NORM, "final_norm", {x}, w, d, params::LayerNorm{r.eps}));
+    TERN_ASSIGN_OR_RETURN(const Norm final_norm, src.norm("final_norm", d, r.eps));
+    TERN_ASSIGN_OR_RETURN(x, b.norm("final_norm", x, final_norm));
   }
-
   // Tied head: the head reads the embedding table itself, stored once in the file.
-  int32_t head_w = embed_w;
+  LinearWeights head{embed_w, -1};
   if (!r.tied_head) {
-    TERN_ASSIGN_OR_RETURN(head_w, src.add("lm_head.weight", {V, d}));
+    TERN_ASSIGN_OR_RETURN(head.weight, src.add("lm_head.weight", {V, d}));
   }
-  int32_t head_b = -1;
   if (r.head_bias) {
-    TERN_ASSIGN_OR_RETURN(head_b, src.add("lm_head.bias", {V}));
+    TERN_ASSIGN_OR_RETURN(head.bias, src.add("lm_head.bias", {V}));
   }
-  TERN_ASSIGN_OR_RETURN(int32_t logits, e.op(OpCode::LINEAR, "logits", {x}, {head_w, head_b}, V, params::Linear{}));
-  TERN_RETURN_IF_ERROR(g.add_output(logits));
+  TERN_RETURN_IF_ERROR(b.head("logits", x, head).status());
 
   ModelMetadata& m = g.metadata();
   m.architecture = "tern-reference";

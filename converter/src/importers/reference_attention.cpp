@@ -7,9 +7,9 @@ namespace {
 
 // One attention object {"kind": ..., kind-specific keys} over `heads` heads, its kind one of `kinds`; the table is
 // in converter/reference-family.md.
-Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads, const std::vector<std::string>& kinds) {
+Result<AttentionKind> read_attention_kind(const Config& a, int64_t heads, const std::vector<std::string>& kinds) {
   TERN_ASSIGN_OR_RETURN(std::string kind, a.choice("kind", kinds, std::string("dense")));
-  if (kind == "dense") return params::AttentionKind{params::DenseAttention{}};
+  if (kind == "dense") return AttentionKind(fb::DenseT{});
   if (kind == "routing") {
     TERN_ASSIGN_OR_RETURN(const int64_t clusters, a.positive_int("clusters"));
     TERN_ASSIGN_OR_RETURN(const int64_t window, a.positive_int("window"));
@@ -25,11 +25,15 @@ Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads
       TERN_ASSIGN_OR_RETURN(local_chunk, a.positive_int("local_chunk"));
       if (local_chunk > (1 << 24)) return a.field_error("local_chunk", "must be at most 2^24");
     }
-    return params::AttentionKind{
-        params::Routing{int32_t(clusters), int32_t(window), int32_t(local_heads), int32_t(local_chunk)}};
+    fb::RoutingT routing;
+    routing.clusters = int32_t(clusters);
+    routing.window = int32_t(window);
+    routing.local_heads = int32_t(local_heads);
+    routing.local_chunk = int32_t(local_chunk);
+    return AttentionKind(routing);
   }
   if (kind == "compressive") {
-    params::Compressive c;
+    fb::CompressiveT c;
     TERN_ASSIGN_OR_RETURN(const int64_t mem_len, a.positive_int("mem_len"));
     TERN_ASSIGN_OR_RETURN(const int64_t cmem_len, a.positive_int("cmem_len"));
     TERN_ASSIGN_OR_RETURN(const int64_t rate, a.positive_int("rate"));
@@ -40,29 +44,30 @@ Result<params::AttentionKind> read_attention_kind(const Config& a, int64_t heads
     c.cmem_len = int32_t(cmem_len);
     c.rate = int32_t(rate);
     c.compression = how == "conv" ? fb::Compression::CONV : how == "mean" ? fb::Compression::MEAN_POOL : fb::Compression::MAX_POOL;
-    return params::AttentionKind{c};
+    return AttentionKind(c);
   }
   if (kind == "sliding") {
     TERN_ASSIGN_OR_RETURN(int64_t window, a.positive_int("window"));
-    return params::AttentionKind{params::SlidingWindow{int32_t(window)}};
+    return AttentionKind(fb::SlidingWindowT{{}, int32_t(window)});
   }
   if (kind == "chunked") {
     TERN_ASSIGN_OR_RETURN(int64_t chunk, a.positive_int("chunk"));
     TERN_ASSIGN_OR_RETURN(int64_t before, a.integer("chunks_before", 0, 1));
     TERN_ASSIGN_OR_RETURN(int64_t after, a.integer("chunks_after", 0, 0));
-    return params::AttentionKind{params::ChunkedLocal{int32_t(chunk), int32_t(before), int32_t(after)}};
+    return AttentionKind(fb::ChunkedLocalT{{}, int32_t(chunk), int32_t(before), int32_t(after)});
   }
   TERN_ASSIGN_OR_RETURN(std::string layout, a.choice("heads", {"merged", "split"}, std::string("merged")));
-  const bool split = layout == "split";
-  if (split && heads % 2 != 0) return a.field_error("heads", "\"split\" needs an even num_heads, got " + std::to_string(heads));
+  const auto split = layout == "split" ? fb::SparseHeads::SPLIT : fb::SparseHeads::MERGED;
+  if (split == fb::SparseHeads::SPLIT && heads % 2 != 0)
+    return a.field_error("heads", "\"split\" needs an even num_heads, got " + std::to_string(heads));
   if (kind == "strided") {
     TERN_ASSIGN_OR_RETURN(int64_t stride, a.positive_int("stride"));
-    return params::AttentionKind{params::Strided{int32_t(stride), split}};
+    return AttentionKind(fb::StridedT{{}, int32_t(stride), split});
   }
   TERN_ASSIGN_OR_RETURN(int64_t block, a.positive_int("block"));
   TERN_ASSIGN_OR_RETURN(int64_t summary, a.positive_int("summary"));
   if (summary > block) return a.field_error("summary", std::to_string(summary) + " exceeds block " + std::to_string(block));
-  return params::AttentionKind{params::Fixed{int32_t(block), int32_t(summary), split}};
+  return AttentionKind(fb::FixedT{{}, int32_t(block), int32_t(summary), split});
 }
 
 // The kinds a head group may have: every kind that reads the layer's q, k and v (a compressive layer reads its input).
@@ -85,7 +90,7 @@ Result<LayerAttention> read_groups(const Config& layer, int64_t heads) {
     TERN_ASSIGN_OR_RETURN(const int64_t group_heads, group.positive_int("num_heads"));
     if (total + group_heads > heads)
       return layer.field_error("groups", "have more heads than num_heads (" + std::to_string(heads) + ")");
-    TERN_ASSIGN_OR_RETURN(params::AttentionKind kind, read_attention_kind(group, group_heads, kGroupKinds));
+    TERN_ASSIGN_OR_RETURN(AttentionKind kind, read_attention_kind(group, group_heads, kGroupKinds));
     out.groups.push_back({group_heads, std::move(kind)});
     total += group_heads;
   }
@@ -98,7 +103,7 @@ Result<LayerAttention> read_groups(const Config& layer, int64_t heads) {
 }  // namespace
 
 Result<std::vector<LayerAttention>> read_attention(const Config& config, int64_t layers, int64_t heads) {
-  std::vector<LayerAttention> out(size_t(layers), LayerAttention{false, {{heads, params::DenseAttention{}}}});
+  std::vector<LayerAttention> out(size_t(layers), LayerAttention{false, {{heads, fb::DenseT{}}}});
   const nlohmann::json* attention = config.get("attention");
   if (!attention) return out;
   if (attention->is_array() && int64_t(attention->size()) != layers)

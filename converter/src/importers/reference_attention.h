@@ -13,7 +13,7 @@ namespace tern::convert {
 // Consecutive heads of one layer that share an attention kind.
 struct HeadGroup {
   int64_t heads = 0;
-  params::AttentionKind kind;
+  AttentionKind kind;
 };
 
 // One layer's attention: a single group of every head, or (a "groups" object) its head groups in head order.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.h"
+#include "importers/decoder_builder.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
 
@@ -215,12 +216,11 @@ Result<float> scalar(const Checkpoint& checkpoint, const std::string& name, floa
   return value;
 }
 
-Result<int32_t> emit(GraphBuilder& g, fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
-                     std::vector<int32_t> weights, int64_t width, OpParams params) {
-  TERN_ASSIGN_OR_RETURN(int32_t out, g.add_value(name, fb::DType::F32, width));
-  TERN_RETURN_IF_ERROR(g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
-  return out;
-}
+// HF's module names within a ReformerLayer; the attention block's output is stream 1 (HF's attn_output), the feed
+// forward's stream 2 (hidden_states).
+const LayerNames kLayerNames{"attention.layer_norm",    "attention.output",   "stream1",
+                             "feed_forward.layer_norm", "feed_forward.dense", "feed_forward.act",
+                             "feed_forward.output",     "stream2"};
 
 struct Streams {
   int32_t x1 = -1, x2 = -1;  // HF: attn_output and hidden_states
@@ -228,39 +228,33 @@ struct Streams {
 
 // One ReformerLayer. `rotations` is the generated tensor shared by LSH layers without their own (-1 if none yet).
 Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const Checkpoint& checkpoint,
-                            TensorSource& src, GraphBuilder& g, int32_t* shared_rotations, uint64_t seed,
+                            TensorSource& src, DecoderBuilder& b, int32_t* shared_rotations, uint64_t seed,
                             bool* drew) {
-  using fb::OpCode;
   const std::string p = "reformer.encoder.layers." + std::to_string(i) + ".";
   const std::string sa = p + "attention.self_attention.";
   const int64_t d = r.d, inner = r.heads * r.dh, F = r.ffn;
-  const params::LayerNorm ln{float(r.eps)};
   const bool lsh = r.layers[size_t(i)] == "lsh";
 
-  TERN_ASSIGN_OR_RETURN(int32_t ln_a_w, src.add(p + "attention.layer_norm.weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t ln_a_b, src.add(p + "attention.layer_norm.bias", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t out_w, src.add(p + "attention.output.dense.weight", {d, inner}));
-  TERN_ASSIGN_OR_RETURN(int32_t ln_f_w, src.add(p + "feed_forward.layer_norm.weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t ln_f_b, src.add(p + "feed_forward.layer_norm.bias", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1_w, src.add(p + "feed_forward.dense.dense.weight", {F, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1_b, src.add(p + "feed_forward.dense.dense.bias", {F}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2_w, src.add(p + "feed_forward.output.dense.weight", {d, F}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2_b, src.add(p + "feed_forward.output.dense.bias", {d}));
+  DecoderLayer layer;  // pre-LN on two streams
+  TERN_ASSIGN_OR_RETURN(layer.attn_norm, src.norm(p + "attention.layer_norm", d, float(r.eps)));
+  TERN_ASSIGN_OR_RETURN(layer.attn_out, src.linear(p + "attention.output.dense", d, inner, false));
+  TERN_ASSIGN_OR_RETURN(layer.mlp_norm, src.norm(p + "feed_forward.layer_norm", d, float(r.eps)));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.up, src.linear(p + "feed_forward.dense.dense", F, d, true));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.down, src.linear(p + "feed_forward.output.dense", d, F, true));
+  layer.mlp.activation = r.act;
   TERN_ASSIGN_OR_RETURN(float mask_value, scalar(checkpoint, sa + "mask_value_float32", -1e9f, true));
   (void)mask_value;
   TERN_ASSIGN_OR_RETURN(float mask16, scalar(checkpoint, sa + "mask_value_float16", -1e4f, false));
   (void)mask16;
 
-  params::Attention attn;
+  fb::AttentionParamsT attn;
   attn.heads = int32_t(r.heads);
   attn.head_dim = int32_t(r.dh);
   attn.causal = true;
   int32_t proj_w = -1, rot = -1;
-  int64_t proj_width = 0;
   if (lsh) {
     TERN_ASSIGN_OR_RETURN(proj_w, src.add_concat(sa + "query_key_value.weight",
                                                  {sa + "query_key.weight", sa + "value.weight"}, {inner, d}));
-    proj_width = 2 * inner;
     TERN_ASSIGN_OR_RETURN(float self_mask, scalar(checkpoint, sa + "self_mask_value_float32", -1e5f, true));
     TERN_ASSIGN_OR_RETURN(float self16, scalar(checkpoint, sa + "self_mask_value_float16", -1e3f, false));
     (void)self16;
@@ -272,19 +266,18 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
     } else {
       if (*shared_rotations < 0) {
         const size_t count = size_t(r.heads * r.dh * r.hashes * (rot_size / 2));
-        TERN_ASSIGN_OR_RETURN(*shared_rotations, g.add_tensor("lsh_rotations", fb::DType::F32, rot_shape,
-                                                              [seed, count](uint8_t* dst, size_t size) -> Status {
-                                                                if (size != count * sizeof(float))
-                                                                  return InvalidArgument("destination size mismatch");
-                                                                RotationGenerator(seed).fill(
-                                                                    reinterpret_cast<float*>(dst), count);
-                                                                return Status::Ok();
-                                                              }));
+        auto draw = [seed, count](uint8_t* dst, size_t size) -> Status {
+          if (size != count * sizeof(float)) return InvalidArgument("destination size mismatch");
+          RotationGenerator(seed).fill(reinterpret_cast<float*>(dst), count);
+          return Status::Ok();
+        };
+        TERN_ASSIGN_OR_RETURN(*shared_rotations,
+                              b.graph().add_tensor("lsh_rotations", fb::DType::F32, rot_shape, std::move(draw)));
       }
       rot = *shared_rotations;
       *drew = true;
     }
-    params::Lsh k;
+    fb::LshT k;
     k.chunk = int32_t(r.lsh_chunk);
     k.chunks_before = int32_t(r.lsh_before);
     k.chunks_after = 0;
@@ -294,55 +287,41 @@ Result<Streams> build_layer(const ReformerConfig& r, int64_t i, Streams s, const
     k.pad_above = int32_t(r.min_chunk());
     k.self_mask_value = self_mask;
     k.key_norm_eps = 1e-6f;  // HF _len_norm
-    attn.kind = k;
+    attn.kind = AttentionKind(std::move(k));
     attn.scale = float(1.0 / std::sqrt(double(r.dh)));  // keys: * rsqrt(attention_head_size)
   } else {
     TERN_ASSIGN_OR_RETURN(proj_w,
                           src.add_concat(sa + "query_key_value.weight",
                                          {sa + "query.weight", sa + "key.weight", sa + "value.weight"}, {inner, d}));
-    proj_width = 3 * inner;
     // HF: chunks of local_attn_chunk_length seeing local_num_chunks_before chunks back, keys / sqrt(dh); its circular
     // wrap only reaches later chunks, which the causal mask hides (converter/reformer.md).
-    attn.kind = params::ChunkedLocal{int32_t(r.local_chunk), int32_t(r.local_before), 0};
+    attn.kind = AttentionKind(fb::ChunkedLocalT{{}, int32_t(r.local_chunk), int32_t(r.local_before), 0});
     attn.scale = float(1.0 / std::sqrt(double(r.dh)));
   }
 
-  TERN_ASSIGN_OR_RETURN(int32_t ln_a,
-                        emit(g, OpCode::LAYER_NORM, p + "attention.layer_norm", {s.x2}, {ln_a_w, ln_a_b}, d, ln));
-  TERN_ASSIGN_OR_RETURN(int32_t proj, emit(g, OpCode::LINEAR, p + "attention.projection", {ln_a}, {proj_w, -1},
-                                           proj_width, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t a,
-                        emit(g, OpCode::ATTENTION, p + "attention.self_attention", {proj}, {rot}, inner, attn));
-  TERN_ASSIGN_OR_RETURN(int32_t ao,
-                        emit(g, OpCode::LINEAR, p + "attention.output", {a}, {out_w, -1}, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t y1, emit(g, OpCode::ADD, p + "stream1", {s.x1, ao}, {}, d, params::Add{}));
-  TERN_ASSIGN_OR_RETURN(int32_t ln_f,
-                        emit(g, OpCode::LAYER_NORM, p + "feed_forward.layer_norm", {y1}, {ln_f_w, ln_f_b}, d, ln));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1,
-                        emit(g, OpCode::LINEAR, p + "feed_forward.dense", {ln_f}, {fc1_w, fc1_b}, F, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t act,
-                        emit(g, OpCode::ACTIVATION, p + "feed_forward.act", {fc1}, {}, F, params::Activation{r.act}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2,
-                        emit(g, OpCode::LINEAR, p + "feed_forward.output", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t y2, emit(g, OpCode::ADD, p + "stream2", {s.x2, fc2}, {}, d, params::Add{}));
+  // The projection has no bias; a local layer's op takes no rotations (-1).
+  const AttentionOp op{attn, {proj_w, -1}, {rot}};
+  TERN_ASSIGN_OR_RETURN(int32_t y1, b.attention_block(p, kLayerNames, layer, s.x2, s.x1, [&](int32_t in) {
+    return b.attention(p + "attention.projection", p + "attention.self_attention", in, op);
+  }));
+  TERN_ASSIGN_OR_RETURN(int32_t y2, b.mlp_block(p, kLayerNames, layer, y1, s.x2));
   return Streams{y1, y2};
 }
 
 }  // namespace
 
 Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& options, GraphBuilder& g) {
-  using fb::OpCode;
   TERN_ASSIGN_OR_RETURN(const ReformerConfig r, read_config(checkpoint.config()));
   const int64_t V = r.vocab, d = r.d;
   const uint64_t seed = options.hash_seed ? *options.hash_seed : r.hash_seed.value_or(0);
   TensorSource src(checkpoint, g);
+  DecoderBuilder b(g);
 
-  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
-  TERN_RETURN_IF_ERROR(g.add_input(ids));
+  TERN_ASSIGN_OR_RETURN(int32_t ids, b.ids());
   TERN_ASSIGN_OR_RETURN(int32_t emb_w, src.add("reformer.embeddings.word_embeddings.weight", {V, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t e, emit(g, OpCode::EMBEDDING, "reformer.embeddings.word_embeddings", {ids}, {emb_w}, d,
-                                        params::Embedding{}));
-  params::Position pos;
+  TERN_ASSIGN_OR_RETURN(int32_t e, b.embedding("reformer.embeddings.word_embeddings", ids, emb_w));
+  fb::PositionKind pos_kind = fb::PositionKind::LEARNED;
+  int64_t max_positions = 0;
   std::vector<int32_t> pos_w;
   int64_t positions = 0;
   if (r.axial) {
@@ -351,30 +330,29 @@ Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& option
                           src.add_reshaped("reformer.embeddings.position_embeddings.weights.0", {s0, 1, d0}, {s0, d0}));
     TERN_ASSIGN_OR_RETURN(int32_t cols,
                           src.add_reshaped("reformer.embeddings.position_embeddings.weights.1", {1, s1, d1}, {s1, d1}));
-    pos.kind = fb::PositionKind::AXIAL;
-    pos.max_positions = s0 * s1;
+    pos_kind = fb::PositionKind::AXIAL;
+    max_positions = s0 * s1;
     pos_w = {rows, cols};
     positions = std::min(s0 * s1, r.max_positions);
   } else {
     TERN_ASSIGN_OR_RETURN(int32_t table,
                           src.add("reformer.embeddings.position_embeddings.embedding.weight", {r.max_positions, d}));
-    pos.kind = fb::PositionKind::LEARNED;
-    pos.max_positions = r.max_positions;
+    max_positions = r.max_positions;
     pos_w = {table};
     positions = r.max_positions;
   }
-  TERN_ASSIGN_OR_RETURN(int32_t h,
-                        emit(g, OpCode::POSITION, "reformer.embeddings.position_embeddings", {e}, pos_w, d, pos));
+  TERN_ASSIGN_OR_RETURN(int32_t h, b.positions("reformer.embeddings.position_embeddings", e, pos_kind, max_positions,
+                                               pos_w));
 
   Streams s{h, h};
   int32_t shared_rotations = -1;
   bool drew = false;
   for (int64_t i = 0; i < int64_t(r.layers.size()); ++i) {
-    TERN_ASSIGN_OR_RETURN(s, build_layer(r, i, s, checkpoint, src, g, &shared_rotations, seed, &drew));
+    TERN_ASSIGN_OR_RETURN(s, build_layer(r, i, s, checkpoint, src, b, &shared_rotations, seed, &drew));
   }
-  TERN_ASSIGN_OR_RETURN(int32_t ln_w, src.add("reformer.encoder.layer_norm.weight", {2 * d}));
-  TERN_ASSIGN_OR_RETURN(int32_t ln_b, src.add("reformer.encoder.layer_norm.bias", {2 * d}));
-  TERN_ASSIGN_OR_RETURN(int32_t head_w, src.add("lm_head.decoder.weight", {V, 2 * d}));
+  TERN_ASSIGN_OR_RETURN(const Norm final_norm, src.norm("reformer.encoder.layer_norm", 2 * d, float(r.eps)));
+  LinearWeights head;
+  TERN_ASSIGN_OR_RETURN(head.weight, src.add("lm_head.decoder.weight", {V, 2 * d}));
   // The head's bias is lm_head.bias, saved by some versions a second time as lm_head.decoder.bias (the same tensor).
   const bool bias = checkpoint.find("lm_head.bias") != nullptr, twin = checkpoint.find("lm_head.decoder.bias") != nullptr;
   if (!bias && !twin) return InvalidModel("missing tensor 'lm_head.bias' (or its twin 'lm_head.decoder.bias')");
@@ -386,14 +364,10 @@ Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& option
     TERN_RETURN_IF_ERROR(checkpoint.read_f32(*b, vb.data()));
     if (va != vb) return InvalidModel("'lm_head.bias' and 'lm_head.decoder.bias' differ; HF ties them to one tensor");
   }
-  TERN_ASSIGN_OR_RETURN(int32_t head_b, src.add(bias ? "lm_head.bias" : "lm_head.decoder.bias", {V}));
-  TERN_ASSIGN_OR_RETURN(int32_t cat,
-                        emit(g, OpCode::CONCAT, "reformer.encoder.streams", {s.x1, s.x2}, {}, 2 * d, params::Concat{}));
-  TERN_ASSIGN_OR_RETURN(int32_t norm, emit(g, OpCode::LAYER_NORM, "reformer.encoder.layer_norm", {cat}, {ln_w, ln_b},
-                                           2 * d, params::LayerNorm{float(r.eps)}));
-  TERN_ASSIGN_OR_RETURN(int32_t logits,
-                        emit(g, OpCode::LINEAR, "logits", {norm}, {head_w, head_b}, V, params::Linear{}));
-  TERN_RETURN_IF_ERROR(g.add_output(logits));
+  TERN_ASSIGN_OR_RETURN(head.bias, src.add(bias ? "lm_head.bias" : "lm_head.decoder.bias", {V}));
+  TERN_ASSIGN_OR_RETURN(int32_t cat, b.concat("reformer.encoder.streams", s.x1, s.x2));
+  TERN_ASSIGN_OR_RETURN(int32_t norm, b.norm("reformer.encoder.layer_norm", cat, final_norm));
+  TERN_RETURN_IF_ERROR(b.head("logits", norm, head).status());
 
   // The longest input HF runs: it pads to the lcm of the chunk lengths first, and the padded length must fit the
   // positions.

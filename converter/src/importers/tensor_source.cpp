@@ -17,11 +17,36 @@ Result<const TensorView*> TensorSource::require(const std::string& name, const s
 }
 
 Result<int32_t> TensorSource::add(const std::string& name, const std::vector<int64_t>& shape) {
+  const int32_t existing = graph_.find_tensor(name);
+  if (existing >= 0) {
+    const std::vector<int64_t>& first = graph_.tensors()[size_t(existing)].shape;
+    if (first != shape)
+      return InvalidModel("tensor '" + name + "' is needed with shape " + shape_string(shape) + " and " +
+                          shape_string(first));
+    return existing;
+  }
   TERN_ASSIGN_OR_RETURN(const TensorView* v, require(name, shape));
   return graph_.add_tensor(name, fb::DType::F32, shape, [v, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
     if (size != size_t(v->numel()) * sizeof(float)) return InvalidArgument("destination size mismatch");
     return ck->read_f32(*v, reinterpret_cast<float*>(dst));
   });
+}
+
+Result<LinearWeights> TensorSource::linear(const std::string& prefix, int64_t out, int64_t in, bool bias) {
+  LinearWeights w;
+  TERN_ASSIGN_OR_RETURN(w.weight, add(prefix + ".weight", {out, in}));
+  if (bias) {
+    TERN_ASSIGN_OR_RETURN(w.bias, add(prefix + ".bias", {out}));
+  }
+  return w;
+}
+
+Result<Norm> TensorSource::norm(const std::string& prefix, int64_t d, float eps) {
+  Norm n;
+  n.eps = eps;
+  TERN_ASSIGN_OR_RETURN(n.weight, add(prefix + ".weight", {d}));
+  TERN_ASSIGN_OR_RETURN(n.bias, add(prefix + ".bias", {d}));
+  return n;
 }
 
 Result<int32_t> TensorSource::add_reshaped(const std::string& name, const std::vector<int64_t>& shape,

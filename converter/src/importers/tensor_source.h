@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 #include "format/status.h"
 #include "graph_builder.h"
+#include "importers/decoder_builder.h"
 
 namespace tern::convert {
 
@@ -17,8 +18,14 @@ class TensorSource {
   // The checkpoint tensor `name`, which must exist, be F32/F16/BF16 and have exactly `shape`.
   Result<const TensorView*> require(const std::string& name, const std::vector<int64_t>& shape) const;
 
-  // Adds checkpoint tensor `name` (validated as by require) to the graph as F32 under the same name.
+  // Adds checkpoint tensor `name` (validated as by require) to the graph as F32 under the same name. A tensor that
+  // several ops read (tied weights) is added once: adding it again gives the same index, if the shapes agree.
   Result<int32_t> add(const std::string& name, const std::vector<int64_t>& shape);
+
+  // `<prefix>.weight` [out, in] and, when `bias`, `<prefix>.bias` [out].
+  Result<LinearWeights> linear(const std::string& prefix, int64_t out, int64_t in, bool bias);
+  // `<prefix>.weight` [d] and `<prefix>.bias` [d].
+  Result<Norm> norm(const std::string& prefix, int64_t d, float eps);
 
   // Adds checkpoint tensor `name` of shape `shape` to the graph as F32 with `stored_shape` (same element count, same
   // row-major order), e.g. a [1, d, L] parameter stored as [d, L].

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config.h"
+#include "importers/decoder_builder.h"
 #include "importers/importers.h"
 #include "importers/tensor_source.h"
 
@@ -113,122 +114,84 @@ Result<XlConfig> read_config(const nlohmann::json& json) {
   return x;
 }
 
-// Adds value `name` [n, width] and the op that writes it (op and value share the name).
-Result<int32_t> emit(GraphBuilder& g, fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
-                     std::vector<int32_t> weights, int64_t width, OpParams params) {
-  TERN_ASSIGN_OR_RETURN(int32_t out, g.add_value(name, fb::DType::F32, width));
-  TERN_RETURN_IF_ERROR(g.add_op(code, name, std::move(inputs), {out}, std::move(weights), std::move(params)).status());
-  return out;
+// A tied copy (e.g. crit.out_layers.0.weight saved next to the embedding it is tied to): HF ignores it, so does
+// this importer, after checking its shape.
+Status check_tied_copy(const Checkpoint& checkpoint, const TensorSource& src, const std::string& name,
+                       const std::vector<int64_t>& shape) {
+  if (!checkpoint.find(name)) return Status::Ok();
+  return src.require(name, shape).status();
 }
 
-// Checkpoint tensors, each added to the file once however many ops read it.
-class Tensors {
- public:
-  Tensors(const Checkpoint& checkpoint, GraphBuilder& g) : checkpoint_(checkpoint), g_(g), src_(checkpoint, g) {}
-  Result<int32_t> get(const std::string& name, const std::vector<int64_t>& shape) {
-    const int32_t existing = g_.find_tensor(name);
-    if (existing >= 0) {
-      if (g_.tensors()[size_t(existing)].shape != shape)
-        return InvalidModel("tensor '" + name + "' is needed with shape " + shape_string(shape) + " and " +
-                            shape_string(g_.tensors()[size_t(existing)].shape));
-      return existing;
-    }
-    return src_.add(name, shape);
-  }
-  // A tied copy (e.g. crit.out_layers.0.weight saved next to the embedding it is tied to): HF ignores it, so does
-  // this importer, after checking its shape.
-  Status tied_copy(const std::string& name, const std::vector<int64_t>& shape) {
-    if (!checkpoint_.find(name)) return Status::Ok();
-    auto view = src_.require(name, shape);
-    return view.ok() ? Status::Ok() : view.status();
-  }
+// HF's op names within a layer (dec_attn, pos_ff).
+const LayerNames kLayerNames{"attn_norm", "o_net", "resid_attn", "ff_norm", "fc1", "relu", "fc2", "resid_ff"};
 
- private:
-  const Checkpoint& checkpoint_;
-  GraphBuilder& g_;
-  TensorSource src_;
-};
-
-Result<int32_t> build_layer(const XlConfig& x, int64_t l, int32_t h, int32_t inv_freq, Tensors& t, GraphBuilder& g) {
-  using fb::OpCode;
+Result<int32_t> build_layer(const XlConfig& x, int64_t l, int32_t h, int32_t inv_freq, TensorSource& t,
+                            DecoderBuilder& b) {
   const std::string p = "transformer.layers." + std::to_string(l) + ".";
   const int64_t d = x.d, inner = x.heads * x.d_head;
-  const params::LayerNorm ln{x.eps};
-  TERN_ASSIGN_OR_RETURN(int32_t qkv, t.get(p + "dec_attn.qkv_net.weight", {3 * inner, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t r_net, t.get(p + "dec_attn.r_net.weight", {inner, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t qkv, t.add(p + "dec_attn.qkv_net.weight", {3 * inner, d}));
+  TERN_ASSIGN_OR_RETURN(int32_t r_net, t.add(p + "dec_attn.r_net.weight", {inner, d}));
   const std::string bias = x.untie_r ? p + "dec_attn." : "transformer.";
-  TERN_ASSIGN_OR_RETURN(int32_t r_w, t.get(bias + "r_w_bias", {x.heads, x.d_head}));
-  TERN_ASSIGN_OR_RETURN(int32_t r_r, t.get(bias + "r_r_bias", {x.heads, x.d_head}));
-  TERN_ASSIGN_OR_RETURN(int32_t o_net, t.get(p + "dec_attn.o_net.weight", {d, inner}));
-  TERN_ASSIGN_OR_RETURN(int32_t attn_ln_w, t.get(p + "dec_attn.layer_norm.weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t attn_ln_b, t.get(p + "dec_attn.layer_norm.bias", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1_w, t.get(p + "pos_ff.CoreNet.0.weight", {x.d_inner, d}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc1_b, t.get(p + "pos_ff.CoreNet.0.bias", {x.d_inner}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2_w, t.get(p + "pos_ff.CoreNet.3.weight", {d, x.d_inner}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2_b, t.get(p + "pos_ff.CoreNet.3.bias", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t ff_ln_w, t.get(p + "pos_ff.layer_norm.weight", {d}));
-  TERN_ASSIGN_OR_RETURN(int32_t ff_ln_b, t.get(p + "pos_ff.layer_norm.bias", {d}));
+  TERN_ASSIGN_OR_RETURN(int32_t r_w, t.add(bias + "r_w_bias", {x.heads, x.d_head}));
+  TERN_ASSIGN_OR_RETURN(int32_t r_r, t.add(bias + "r_r_bias", {x.heads, x.d_head}));
+  DecoderLayer layer;
+  layer.norm_at = x.pre_ln ? NormAt::kBefore : NormAt::kAfter;
+  TERN_ASSIGN_OR_RETURN(layer.attn_out, t.linear(p + "dec_attn.o_net", d, inner, false));
+  TERN_ASSIGN_OR_RETURN(const Norm attn_norm, t.norm(p + "dec_attn.layer_norm", d, x.eps));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.up, t.linear(p + "pos_ff.CoreNet.0", x.d_inner, d, true));
+  TERN_ASSIGN_OR_RETURN(layer.mlp.down, t.linear(p + "pos_ff.CoreNet.3", d, x.d_inner, true));
+  layer.mlp.activation = fb::ActivationKind::RELU;
+  TERN_ASSIGN_OR_RETURN(layer.mlp_norm, t.norm(p + "pos_ff.layer_norm", d, x.eps));
 
-  const std::string n = "layers." + std::to_string(l) + ".";
-  const params::Attention attn{int32_t(x.heads), int32_t(x.d_head), float(1.0 / std::sqrt(double(x.d_head))), true,
-                               params::RelativeXL{int32_t(x.mem_len), int32_t(x.clamp_len), x.same_length, x.eps}};
   // Pre-LN normalises [memory; h] inside the attention op; post-LN normalises after the residual.
-  const std::vector<int32_t> attn_weights = x.pre_ln ? std::vector<int32_t>{qkv, r_net, r_w, r_r, attn_ln_w, attn_ln_b, inv_freq}
-                                                     : std::vector<int32_t>{qkv, r_net, r_w, r_r, -1, -1, inv_freq};
-  TERN_ASSIGN_OR_RETURN(int32_t a, emit(g, OpCode::ATTENTION, n + "attn", {h}, attn_weights, inner, attn));
-  TERN_ASSIGN_OR_RETURN(int32_t o, emit(g, OpCode::LINEAR, n + "o_net", {a}, {o_net, -1}, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t r1, emit(g, OpCode::ADD, n + "resid_attn", {h, o}, {}, d, params::Add{}));
-  int32_t ff_in = r1;
+  AttentionOp attn{attention_params(int32_t(x.heads), int32_t(x.d_head), float(1.0 / std::sqrt(double(x.d_head))),
+                                    fb::RelativeXLT{{}, int32_t(x.mem_len), int32_t(x.clamp_len), x.same_length, x.eps}),
+                   {}, {qkv, r_net, r_w, r_r, -1, -1, inv_freq}};
   if (x.pre_ln) {
-    TERN_ASSIGN_OR_RETURN(ff_in, emit(g, OpCode::LAYER_NORM, n + "ff_norm", {r1}, {ff_ln_w, ff_ln_b}, d, ln));
+    attn.weights[4] = attn_norm.weight;
+    attn.weights[5] = attn_norm.bias;
   } else {
-    TERN_ASSIGN_OR_RETURN(r1, emit(g, OpCode::LAYER_NORM, n + "attn_norm", {r1}, {attn_ln_w, attn_ln_b}, d, ln));
-    ff_in = r1;
+    layer.attn_norm = attn_norm;
   }
-  TERN_ASSIGN_OR_RETURN(int32_t fc1,
-                        emit(g, OpCode::LINEAR, n + "fc1", {ff_in}, {fc1_w, fc1_b}, x.d_inner, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t act, emit(g, OpCode::ACTIVATION, n + "relu", {fc1}, {}, x.d_inner,
-                                          params::Activation{fb::ActivationKind::RELU}));
-  TERN_ASSIGN_OR_RETURN(int32_t fc2, emit(g, OpCode::LINEAR, n + "fc2", {act}, {fc2_w, fc2_b}, d, params::Linear{}));
-  TERN_ASSIGN_OR_RETURN(int32_t r2, emit(g, OpCode::ADD, n + "resid_ff", {r1, fc2}, {}, d, params::Add{}));
-  if (x.pre_ln) return r2;
-  return emit(g, OpCode::LAYER_NORM, n + "ff_norm", {r2}, {ff_ln_w, ff_ln_b}, d, ln);
+  const std::string n = "layers." + std::to_string(l) + ".";
+  return b.layer(n, kLayerNames, layer, h, [&](int32_t in) { return b.attention("", n + "attn", in, attn); });
 }
 
 // Adaptive input: one table with div_val 1 (projected when d_embed != d_model), else one table per cluster.
-Result<int32_t> build_embedding(const XlConfig& x, int32_t ids, Tensors& t, GraphBuilder& g) {
+Result<int32_t> build_embedding(const XlConfig& x, int32_t ids, TensorSource& t, DecoderBuilder& b) {
   const std::string e = "transformer.word_emb.";
-  params::AdaptiveEmbedding p;
-  p.scale = float(std::sqrt(double(x.d)));
-  std::vector<int32_t> weights;
+  const auto scale = float(std::sqrt(double(x.d)));
   if (x.div_val == 1) {
-    TERN_ASSIGN_OR_RETURN(int32_t table, t.get(e + "emb_layers.0.weight", {x.vocab, x.d_embed}));
+    TERN_ASSIGN_OR_RETURN(int32_t table, t.add(e + "emb_layers.0.weight", {x.vocab, x.d_embed}));
     int32_t proj = -1;
     if (x.d_embed != x.d) {
-      TERN_ASSIGN_OR_RETURN(proj, t.get(e + "emb_projs.0", {x.d, x.d_embed}));
+      TERN_ASSIGN_OR_RETURN(proj, t.add(e + "emb_projs.0", {x.d, x.d_embed}));
     }
-    weights = {table, proj};
-  } else {
-    p.cutoffs = x.cutoffs;
-    for (int64_t i = 0; i < x.clusters(); ++i) {
-      const std::string s = std::to_string(i);
-      TERN_ASSIGN_OR_RETURN(int32_t table,
-                            t.get(e + "emb_layers." + s + ".weight", {x.end(i) - x.begin(i), x.cluster_dim(i)}));
-      TERN_ASSIGN_OR_RETURN(int32_t proj, t.get(e + "emb_projs." + s, {x.d, x.cluster_dim(i)}));
-      weights.push_back(table);
-      weights.push_back(proj);
-    }
+    return b.embedding("word_emb", ids, table, proj, scale);
   }
-  return emit(g, fb::OpCode::ADAPTIVE_EMBEDDING, "word_emb", {ids}, weights, x.d, p);
+  fb::AdaptiveEmbeddingParamsT p;
+  p.scale = scale;
+  p.cutoffs = x.cutoffs;
+  std::vector<int32_t> weights;
+  for (int64_t i = 0; i < x.clusters(); ++i) {
+    const std::string s = std::to_string(i);
+    TERN_ASSIGN_OR_RETURN(int32_t table,
+                          t.add(e + "emb_layers." + s + ".weight", {x.end(i) - x.begin(i), x.cluster_dim(i)}));
+    TERN_ASSIGN_OR_RETURN(int32_t proj, t.add(e + "emb_projs." + s, {x.d, x.cluster_dim(i)}));
+    weights.push_back(table);
+    weights.push_back(proj);
+  }
+  return b.op(fb::OpCode::ADAPTIVE_EMBEDDING, "word_emb", {ids}, weights, x.d, p);
 }
 
 // Projected adaptive log-softmax (crit); with div_val 1 every cluster reads its rows of one output layer.
-Result<int32_t> build_softmax(const XlConfig& x, int32_t h, Tensors& t, GraphBuilder& g) {
+Result<int32_t> build_softmax(const XlConfig& x, int32_t h, const Checkpoint& checkpoint, TensorSource& t,
+                              DecoderBuilder& b) {
   const int64_t C = x.clusters() - 1;
   std::vector<int32_t> weights = {-1, -1};
   if (C > 0) {
-    TERN_ASSIGN_OR_RETURN(weights[0], t.get("crit.cluster_weight", {C, x.d_embed}));
-    TERN_ASSIGN_OR_RETURN(weights[1], t.get("crit.cluster_bias", {C}));
+    TERN_ASSIGN_OR_RETURN(weights[0], t.add("crit.cluster_weight", {C, x.d_embed}));
+    TERN_ASSIGN_OR_RETURN(weights[1], t.add("crit.cluster_bias", {C}));
   }
   for (int64_t i = 0; i < x.clusters(); ++i) {
     const std::string s = std::to_string(i);
@@ -238,46 +201,47 @@ Result<int32_t> build_softmax(const XlConfig& x, int32_t h, Tensors& t, GraphBui
     const std::string layer = shared ? "0" : s;
     int32_t w;
     if (x.tie_weight) {
-      TERN_RETURN_IF_ERROR(t.tied_copy("crit.out_layers." + layer + ".weight", w_shape));
-      TERN_ASSIGN_OR_RETURN(w, t.get("transformer.word_emb.emb_layers." + layer + ".weight", w_shape));
+      TERN_RETURN_IF_ERROR(check_tied_copy(checkpoint, t, "crit.out_layers." + layer + ".weight", w_shape));
+      TERN_ASSIGN_OR_RETURN(w, t.add("transformer.word_emb.emb_layers." + layer + ".weight", w_shape));
     } else {
-      TERN_ASSIGN_OR_RETURN(w, t.get("crit.out_layers." + layer + ".weight", w_shape));
+      TERN_ASSIGN_OR_RETURN(w, t.add("crit.out_layers." + layer + ".weight", w_shape));
     }
-    TERN_ASSIGN_OR_RETURN(int32_t b, t.get("crit.out_layers." + layer + ".bias", {w_shape[0]}));
+    TERN_ASSIGN_OR_RETURN(int32_t bias, t.add("crit.out_layers." + layer + ".bias", {w_shape[0]}));
     int32_t proj = -1;
     if (!shared || x.d != x.d_embed) {
       const std::vector<int64_t> p_shape = {x.d, di};
       if (x.tie_projs[size_t(i)]) {
-        TERN_RETURN_IF_ERROR(t.tied_copy("crit.out_projs." + s, p_shape));
+        TERN_RETURN_IF_ERROR(check_tied_copy(checkpoint, t, "crit.out_projs." + s, p_shape));
         TERN_ASSIGN_OR_RETURN(proj,
-                              t.get("transformer.word_emb.emb_projs." + (shared ? std::string("0") : s), p_shape));
+                              t.add("transformer.word_emb.emb_projs." + (shared ? std::string("0") : s), p_shape));
       } else {
-        TERN_ASSIGN_OR_RETURN(proj, t.get("crit.out_projs." + s, p_shape));
+        TERN_ASSIGN_OR_RETURN(proj, t.add("crit.out_projs." + s, p_shape));
       }
     }
-    weights.insert(weights.end(), {w, b, proj});
+    weights.insert(weights.end(), {w, bias, proj});
   }
-  return emit(g, fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "logits", {h}, weights, x.vocab, params::AdaptiveLogSoftmax{x.cutoffs});
+  return b.op(fb::OpCode::ADAPTIVE_LOG_SOFTMAX, "logits", {h}, weights, x.vocab,
+              fb::AdaptiveLogSoftmaxParamsT{{}, x.cutoffs});
 }
 
 }  // namespace
 
 Status import_transfo_xl(const Checkpoint& checkpoint, GraphBuilder& g) {
   TERN_ASSIGN_OR_RETURN(const XlConfig x, read_config(checkpoint.config()));
-  Tensors t(checkpoint, g);
-  TERN_ASSIGN_OR_RETURN(int32_t ids, g.add_value("ids", fb::DType::I32, 1));
-  TERN_RETURN_IF_ERROR(g.add_input(ids));
-  TERN_ASSIGN_OR_RETURN(int32_t h, build_embedding(x, ids, t, g));
+  TensorSource t(checkpoint, g);
+  DecoderBuilder b(g);
+  TERN_ASSIGN_OR_RETURN(int32_t ids, b.ids());
+  TERN_ASSIGN_OR_RETURN(int32_t h, build_embedding(x, ids, t, b));
   // HF's frequency buffer, when saved: float32 values the runtime then uses as they are.
   int32_t inv_freq = -1;
   if (checkpoint.find("transformer.pos_emb.inv_freq")) {
-    TERN_ASSIGN_OR_RETURN(inv_freq, t.get("transformer.pos_emb.inv_freq", {x.d / 2}));
+    TERN_ASSIGN_OR_RETURN(inv_freq, t.add("transformer.pos_emb.inv_freq", {x.d / 2}));
   }
   for (int64_t l = 0; l < x.layers; ++l) {
-    TERN_ASSIGN_OR_RETURN(h, build_layer(x, l, h, inv_freq, t, g));
+    TERN_ASSIGN_OR_RETURN(h, build_layer(x, l, h, inv_freq, t, b));
   }
-  TERN_ASSIGN_OR_RETURN(int32_t log_probs, build_softmax(x, h, t, g));
-  TERN_RETURN_IF_ERROR(g.add_output(log_probs));
+  TERN_ASSIGN_OR_RETURN(int32_t log_probs, build_softmax(x, h, checkpoint, t, b));
+  TERN_RETURN_IF_ERROR(b.output(log_probs));
 
   ModelMetadata& m = g.metadata();
   m.architecture = "transfo-xl";
