@@ -50,6 +50,16 @@ struct Compressive {
   int64_t state_rows(int64_t n) const;
   // One group [rate, d] -> out [d].
   void compress(const float* group, float* out) const;
+
+  // The saved state, the bytes every backend saves and loads (so a state saved on one loads on another): int64 mem
+  // rows, int64 cmem rows (mem_rows and cmem_rows of the position), the memory [M + rate - 1, d], then the
+  // compressed memory [C, d], float32, each whole.
+  static constexpr uint64_t kSavedCountBytes = 2 * sizeof(int64_t);
+  uint64_t mem_bytes() const { return uint64_t(mem_capacity()) * uint64_t(d) * sizeof(float); }
+  uint64_t cmem_bytes() const { return uint64_t(cmem_len) * uint64_t(d) * sizeof(float); }
+  uint64_t saved_mem_at() const { return kSavedCountBytes; }
+  uint64_t saved_cmem_at() const { return kSavedCountBytes + mem_bytes(); }
+  uint64_t saved_bytes() const { return saved_cmem_at() + cmem_bytes(); }
 };
 
 // The memories between calls, for the reference kernel.

@@ -173,7 +173,7 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   TERN_ASSIGN_OR_RETURN(auto biases, low.constant(std::move(uv), "r_w_bias and r_r_bias"));
   TERN_RETURN_IF_ERROR(attend(node, low, m, true, biases, r_table, x.scale, x.clamp_len, x.same_length));
   if (x.mem_len == 0) return Status::Ok();
-  low.save_whole(node, m.state, uint64_t(x.mem_len) * uint64_t(x.d) * sizeof(float));  // [M, d] as the CPU kernel
+  low.save_whole(node, m.state, x.state_bytes());  // [M, d] (ops/relative_xl.h)
   return update(node, low, m, 0, m.ctx, m.ctx, false);
 }
 
@@ -202,20 +202,18 @@ Status lower_compressive(const Node& node, Lowering& low) {
   } else {
     mode = c.compression == fb::Compression::MEAN_POOL ? 2 : 3;
   }
-  // Saved as the CPU kernel: i64 |mem|, i64 |cmem| (functions of the position here), mem [M + rate - 1, d], then
-  // cmem [C, d]; the state holds cmem first.
+  // Saved as ops/compressive.h lays it out: the row counts (functions of the position here), mem, then cmem; the
+  // device state holds cmem [C, d] first, then mem [M + rate - 1, d].
   SavedState saved;
   saved.node = node.index;
   saved.where = node.label();
   saved.slice = m.state;
-  const uint64_t mem_bytes = uint64_t(c.mem_capacity()) * uint64_t(c.d) * sizeof(float);
-  const uint64_t cmem_bytes = uint64_t(c.cmem_len) * uint64_t(c.d) * sizeof(float);
-  saved.bytes = [mem_bytes, cmem_bytes](int64_t) { return 2 * sizeof(int64_t) + mem_bytes + cmem_bytes; };
-  saved.copies = [mem_bytes, cmem_bytes](int64_t, std::vector<StateCopy>* copies) {
-    copies->push_back({2 * sizeof(int64_t), cmem_bytes, mem_bytes});
-    if (cmem_bytes > 0) copies->push_back({2 * sizeof(int64_t) + mem_bytes, 0, cmem_bytes});
+  saved.bytes = [c](int64_t) { return c.saved_bytes(); };
+  saved.copies = [c](int64_t, std::vector<StateCopy>* copies) {
+    copies->push_back({c.saved_mem_at(), c.cmem_bytes(), c.mem_bytes()});
+    if (c.cmem_bytes() > 0) copies->push_back({c.saved_cmem_at(), 0, c.cmem_bytes()});
   };
-  saved.host_bytes = 2 * sizeof(int64_t);
+  saved.host_bytes = Compressive::kSavedCountBytes;
   saved.host = [c](int64_t position, uint8_t* out) {
     const int64_t rows[2] = {c.mem_rows(position), c.cmem_rows(position)};
     std::memcpy(out, rows, sizeof rows);

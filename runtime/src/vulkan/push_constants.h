@@ -104,6 +104,12 @@ struct AttentionPush {
   int32_t block = 0;
   int32_t summary = 0;
   uint32_t split = 0;
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start, and key/value heads.
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
+  int32_t kv_heads = 0;
 };
 TERN_PUSH_FIELD(AttentionPush, heads, 32);
 TERN_PUSH_FIELD(AttentionPush, window, 36);
@@ -115,21 +121,33 @@ TERN_PUSH_FIELD(AttentionPush, stride, 56);
 TERN_PUSH_FIELD(AttentionPush, block, 60);
 TERN_PUSH_FIELD(AttentionPush, summary, 64);
 TERN_PUSH_FIELD(AttentionPush, split, 68);
-TERN_PUSH_SIZE(AttentionPush, 10);
+TERN_PUSH_FIELD(AttentionPush, row, 72);
+TERN_PUSH_FIELD(AttentionPush, q_col, 76);
+TERN_PUSH_FIELD(AttentionPush, k_col, 80);
+TERN_PUSH_FIELD(AttentionPush, v_col, 84);
+TERN_PUSH_FIELD(AttentionPush, kv_heads, 88);
+TERN_PUSH_SIZE(AttentionPush, 15);
 
-// shaders/kv_append.comp: inner = heads * head_dim; block 0 unless the kind is fixed.
+// shaders/kv_append.comp: kv_inner = kv_heads * head_dim; block 0 unless the kind is fixed; row, k_col and v_col
+// from the head layout (ops/head_layout.h).
 struct KvAppendPush {
   BindingOffsets off{};
-  uint32_t inner = 0;
+  uint32_t kv_inner = 0;
   uint32_t ring = 0;
   int32_t block = 0;
   int32_t summary = 0;
+  uint32_t row = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
-TERN_PUSH_FIELD(KvAppendPush, inner, 32);
+TERN_PUSH_FIELD(KvAppendPush, kv_inner, 32);
 TERN_PUSH_FIELD(KvAppendPush, ring, 36);
 TERN_PUSH_FIELD(KvAppendPush, block, 40);
 TERN_PUSH_FIELD(KvAppendPush, summary, 44);
-TERN_PUSH_SIZE(KvAppendPush, 4);
+TERN_PUSH_FIELD(KvAppendPush, row, 48);
+TERN_PUSH_FIELD(KvAppendPush, k_col, 52);
+TERN_PUSH_FIELD(KvAppendPush, v_col, 56);
+TERN_PUSH_SIZE(KvAppendPush, 7);
 
 // shaders/adaptive_span.comp: eps 0 when unmasked; mask_at and pe_at index the tables; total_slots = sum(cap).
 struct AdaptiveSpanPush {
