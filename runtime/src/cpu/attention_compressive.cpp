@@ -64,10 +64,14 @@ class CompressiveKernel : public CpuKernel {
 
   Status init() {
     const int64_t inner = c_.inner(), d = c_.d;
-    const TensorInfo& qkv = *node_.weights[0];  // [3*inner, d], any storage (cpu/matrix.h)
-    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, 0, inner, c_.qkv_bias, inner, node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, inner, 2 * inner, c_.qkv_bias ? c_.qkv_bias + inner : nullptr,
-                                              2 * inner, node_.label()));
+    const TensorInfo& qkv = *node_.weights[0];  // [heads.row, d], any storage (cpu/matrix.h)
+    // Its rows are the columns of the projected rows: the queries, then the keys and values (k | v, adjacent).
+    const HeadLayout heads = c_.layout();
+    const int64_t kv_rows = 2 * heads.kv_inner();
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, heads.q, inner, c_.qkv_bias ? c_.qkv_bias + heads.q : nullptr, inner,
+                                             node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, heads.k, kv_rows, c_.qkv_bias ? c_.qkv_bias + heads.k : nullptr,
+                                              kv_rows, node_.label()));
     if (c_.compression == fb::Compression::CONV) {
       TERN_ASSIGN_OR_RETURN(conv_, Matrix::create(*node_.weights[2], c_.conv_bias, node_.label()));  // [d, rate*d]
     }

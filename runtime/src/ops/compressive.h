@@ -21,6 +21,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 
 namespace tern {
 
@@ -41,6 +42,9 @@ struct Compressive {
   static Result<Compressive> from(const Node& node);
 
   int64_t inner() const { return int64_t(heads) * head_dim; }
+  // Where the rows the op projects (qkv [3*inner, d] applied to [cmem; mem; a]) hold each head's query, key and
+  // value (the kind table's projection, ops/head_layout.h).
+  HeadLayout layout() const;
   int64_t mem_capacity() const { return mem_len + rate - 1; }
   // Rows mem and cmem hold after t tokens: the CPU kernel's counts, which shaders/common/memory_rows.glsl derives
   // alike on the device (mem fills to M, then keeps M + (t - M) % rate; every other row left in groups of rate).
