@@ -70,6 +70,11 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   attend.mask_at = uint32_t(4 * heads);  // after the per-head numbers
   attend.pe_at = uint32_t(pe_at);
   attend.total_slots = uint32_t(slots);
+  const HeadLayout heads_layout = a.layout();
+  attend.row = uint32_t(heads_layout.row);
+  attend.q_col = uint32_t(heads_layout.q);
+  attend.k_col = uint32_t(heads_layout.k);
+  attend.v_col = uint32_t(heads_layout.v);
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
       node, "adaptive_span", {uint32_t(dh)}, 64, attend,
       [heads](int64_t n) { return Groups{uint32_t((n + 63) / 64), uint32_t(heads), 1}; },
@@ -77,6 +82,9 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   SpanAppendPush append;
   append.heads = uint32_t(heads);
   append.total_slots = uint32_t(slots);
+  append.row = attend.row;
+  append.k_col = attend.k_col;
+  append.v_col = attend.v_col;
   return low.program.add(make_dispatch(node, "span_append", {uint32_t(dh)}, 256, append,
                                        [inner](int64_t n) { return stride_groups(n * inner, 256); }, {qkv, st, tab}));
 }

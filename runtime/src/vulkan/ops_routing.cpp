@@ -90,6 +90,11 @@ Status lower_routing(const Node& node, Lowering& low) {
   push.scale = a.scale;
   push.norm_eps = a.norm_eps;
   push.count_eps = a.count_eps;
+  const HeadLayout heads_layout = a.layout();
+  push.row = uint32_t(heads_layout.row);
+  push.q_col = uint32_t(heads_layout.q);
+  push.k_col = uint32_t(heads_layout.k);
+  push.v_col = uint32_t(heads_layout.v);
 
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
       node, "routing_prep", {uint32_t(dh)}, 64, push,

@@ -158,6 +158,11 @@ struct AdaptiveSpanPush {
   uint32_t mask_at = 0;
   uint32_t pe_at = 0;
   uint32_t total_slots = 0;
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(AdaptiveSpanPush, heads, 32);
 TERN_PUSH_FIELD(AdaptiveSpanPush, scale, 36);
@@ -165,17 +170,27 @@ TERN_PUSH_FIELD(AdaptiveSpanPush, eps, 40);
 TERN_PUSH_FIELD(AdaptiveSpanPush, mask_at, 44);
 TERN_PUSH_FIELD(AdaptiveSpanPush, pe_at, 48);
 TERN_PUSH_FIELD(AdaptiveSpanPush, total_slots, 52);
-TERN_PUSH_SIZE(AdaptiveSpanPush, 6);
+TERN_PUSH_FIELD(AdaptiveSpanPush, row, 56);
+TERN_PUSH_FIELD(AdaptiveSpanPush, q_col, 60);
+TERN_PUSH_FIELD(AdaptiveSpanPush, k_col, 64);
+TERN_PUSH_FIELD(AdaptiveSpanPush, v_col, 68);
+TERN_PUSH_SIZE(AdaptiveSpanPush, 10);
 
 // shaders/span_append.comp.
 struct SpanAppendPush {
   BindingOffsets off{};
   uint32_t heads = 0;
   uint32_t total_slots = 0;
+  uint32_t row = 0;  // the head layout: columns of a qkv row, where k and v start
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(SpanAppendPush, heads, 32);
 TERN_PUSH_FIELD(SpanAppendPush, total_slots, 36);
-TERN_PUSH_SIZE(SpanAppendPush, 2);
+TERN_PUSH_FIELD(SpanAppendPush, row, 40);
+TERN_PUSH_FIELD(SpanAppendPush, k_col, 44);
+TERN_PUSH_FIELD(SpanAppendPush, v_col, 48);
+TERN_PUSH_SIZE(SpanAppendPush, 5);
 
 // shaders/common/routing.glsl: every routing_*.comp (each reads the fields it needs). Heads [0, local_heads) are
 // local, the routing_heads after them routed; window and max_w = min(window, max_batch) count cluster members.
@@ -191,6 +206,11 @@ struct RoutingPush {
   float scale = 0.0f;
   float norm_eps = 0.0f;
   float count_eps = 0.0f;
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(RoutingPush, heads, 32);
 TERN_PUSH_FIELD(RoutingPush, local_heads, 36);
@@ -202,7 +222,11 @@ TERN_PUSH_FIELD(RoutingPush, max_w, 56);
 TERN_PUSH_FIELD(RoutingPush, scale, 60);
 TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
 TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
-TERN_PUSH_SIZE(RoutingPush, 10);
+TERN_PUSH_FIELD(RoutingPush, row, 72);
+TERN_PUSH_FIELD(RoutingPush, q_col, 76);
+TERN_PUSH_FIELD(RoutingPush, k_col, 80);
+TERN_PUSH_FIELD(RoutingPush, v_col, 84);
+TERN_PUSH_SIZE(RoutingPush, 14);
 
 // shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
 struct LshPush {
