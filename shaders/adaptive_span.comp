@@ -4,7 +4,8 @@
 // still scores q·pe_d. The soft span mask applies after the softmax: each row carries its running max, sum(e) and
 // sum(e·m) and accumulates sum(e·m·v); out = acc / (sum(e·m) + eps·sum(e)), zeros where that is 0. One invocation per
 // query row and head; at most max_span keys a row, nothing n x n.
-//   qkv [n, row] (head h's q, k, v at q_col, k_col, v_col + h*HEAD_DIM: ops/head_layout.h); state: keys [sum(cap), HEAD_DIM] then values [sum(cap), HEAD_DIM], head h's ring of cap[h]
+//   qkv [n, row] (head h's q, k, v at q_col, k_col, v_col + h*HEAD_DIM: ops/head_layout.h);
+//   state: keys [sum(cap), HEAD_DIM] then values [sum(cap), HEAD_DIM], head h's ring of cap[h]
 //   slots from ring_offset[h] (position j in slot j % cap[h]); tables: per head (reach, mask_offset, ring_offset, cap)
 //   as int bits [heads, 4], then m_h(d) [sum(reach)], then pe [max_span, HEAD_DIM] by distance (row d-1);
 //   out [n, inner]. Keys at positions >= pos0 come from qkv, older ones from the state (span_append.comp).

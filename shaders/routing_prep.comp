@@ -4,7 +4,8 @@
 // routing_normalize (sums in column order, each product rounded before it is added: `precise`, and routing.cpp is built
 // with -ffp-contract=off), so that the cluster
 // scores and with them the members match the CPU path's.
-//   qkv [n, row] (q, k of head h at q_col, k_col + h*HEAD_DIM: ops/head_layout.h); xn [Hr, 2, max_batch, HEAD_DIM] (queries, then keys).
+//   qkv [n, row] (q, k of head h at q_col, k_col + h*HEAD_DIM: ops/head_layout.h);
+//   xn [Hr, 2, max_batch, HEAD_DIM] (queries, then keys).
 // Push constants: common/routing.glsl.
 #include "common/interface.glsl"
 #include "common/routing.glsl"

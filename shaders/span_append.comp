@@ -2,7 +2,8 @@
 // The streaming state of an AdaptiveSpan op after its call: head h keeps its last cap[h] keys and values, position j
 // in slot ring_offset[h] + j % cap[h] (adaptive_span.comp describes the layout). Positions a later one of the same
 // call would overwrite are skipped.
-// qkv [n, row] (keys at k_col, values at v_col: ops/head_layout.h); state [2, sum(cap), HEAD_DIM]; tables as adaptive_span.comp.
+// qkv [n, row] (keys at k_col, values at v_col: ops/head_layout.h); state [2, sum(cap), HEAD_DIM]; tables as
+// adaptive_span.comp.
 #include "common/interface.glsl"
 // Push constants: SpanAppendPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
 layout(push_constant) uniform SpanAppendPush {

@@ -107,7 +107,7 @@ struct LshAttention {
   int64_t bucket_limit(int64_t r) const { return r * (buckets + 1) + buckets - 1; }
   // The saved cache of a sequence of `position` positions (LshSavedCache).
   LshSavedCache saved_cache(int64_t position) const { return {heads, hashes, head_dim, position}; }
-  // The saved cache of a sequence of `position` positions (LshSavedCache): TERN_INVALID_ARGUMENT unless its counts could be
+  // Checks a saved cache (LshSavedCache) of `position` positions: TERN_INVALID_ARGUMENT unless its counts could be
   // a cache of `capacity` positions after them (checked before any state is loaded; a forged blob can match the
   // checksum). `label` names the op.
   Status check_saved_cache(int64_t capacity, int64_t position, const uint8_t* in, const std::string& label) const;

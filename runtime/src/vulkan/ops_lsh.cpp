@@ -60,6 +60,10 @@ LshPush lsh_push(const LshAttention& a) {
   push.key_norm_eps = a.key_norm_eps;
   push.scale = a.scale;
   push.self_mask_value = a.self_mask_value;
+  const HeadLayout heads = a.layout();  // qk | v: the queries are the keys
+  push.row = uint32_t(heads.row);
+  push.k_col = uint32_t(heads.k);
+  push.v_col = uint32_t(heads.v);
   return push;
 }
 

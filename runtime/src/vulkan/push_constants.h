@@ -246,6 +246,10 @@ struct LshPush {
   float self_mask_value = 0.0f;
   uint32_t capacity = 0;    // lsh_store and the later call's shaders: positions the cache holds (max_tokens)
   uint32_t step_first = 0;  // lsh_step: the call position of its workgroup row 0
+  // The head layout (ops/head_layout.h): columns of a qk | v row, where the shared query-key and v start.
+  uint32_t row = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(LshPush, heads, 32);
 TERN_PUSH_FIELD(LshPush, hashes, 36);
@@ -262,7 +266,10 @@ TERN_PUSH_FIELD(LshPush, scale, 76);
 TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
 TERN_PUSH_FIELD(LshPush, capacity, 84);
 TERN_PUSH_FIELD(LshPush, step_first, 88);
-TERN_PUSH_SIZE(LshPush, 15);
+TERN_PUSH_FIELD(LshPush, row, 92);
+TERN_PUSH_FIELD(LshPush, k_col, 96);
+TERN_PUSH_FIELD(LshPush, v_col, 100);
+TERN_PUSH_SIZE(LshPush, 18);
 
 // shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
 // 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width, qkv_width
