@@ -24,7 +24,7 @@ constexpr uint32_t kQueries = 64;  // local_size_x of memory_attention.comp
 
 struct MemoryOp {
   int64_t d = 0, inner = 0, prefix_max = 0, state_rows = 0;
-  int64_t qkv_width = 0;  // columns of the projected rows (the head layout's row; memory_attention reads q | k | v)
+  HeadLayout layout;  // of the projected rows qkv (memory_project writes them, memory_attention reads q | k | v)
   int heads = 1, head_dim = 1;
   int32_t family = 0, mem_len = 0, cmem_len = 0, rate = 1;
   Slice state, ctx, qkv;
@@ -36,7 +36,7 @@ MemoryOp memory_op(const Attention& a, int32_t family) {
   MemoryOp m;
   m.d = a.d;
   m.inner = a.inner();
-  m.qkv_width = a.layout().row;
+  m.layout = a.layout();
   m.heads = a.heads;
   m.head_dim = a.head_dim;
   m.family = family;
@@ -53,7 +53,10 @@ MemoryPush memory_push(const MemoryOp& m) {
   push.cmem_len = uint32_t(m.cmem_len);
   push.rate = uint32_t(m.rate);
   push.d = uint32_t(m.d);
-  push.qkv_width = uint32_t(m.qkv_width);
+  push.qkv_width = uint32_t(m.layout.row);
+  push.q_col = uint32_t(m.layout.q);
+  push.k_col = uint32_t(m.layout.k);
+  push.v_col = uint32_t(m.layout.v);
   push.heads = uint32_t(m.heads);
   return push;
 }
@@ -71,14 +74,14 @@ Status too_large(const Node& node, int64_t rows, int64_t width) {
 // State and scratch, then memory_concat.
 Status begin(const Node& node, Lowering& low, MemoryOp& m) {
   const int64_t rows = m.prefix_max + low.max_batch;
-  TERN_RETURN_IF_ERROR(too_large(node, rows, std::max(m.d, m.qkv_width)));
+  TERN_RETURN_IF_ERROR(too_large(node, rows, std::max(m.d, m.layout.row)));
   TERN_ASSIGN_OR_RETURN(
       auto state,
       low.state(uint64_t(std::max<int64_t>(m.state_rows, 1)) * uint64_t(m.d) * sizeof(float), "attention memory"));
   if (m.state_rows == 0) low.state_bytes -= uint64_t(m.d) * sizeof(float);  // a placeholder, not state: mem_len 0
   TERN_ASSIGN_OR_RETURN(auto ctx, low.memory.allocate(uint64_t(rows) * uint64_t(m.d) * sizeof(float),
                                                       MemoryKind::kDevice, "attention memory rows"));
-  TERN_ASSIGN_OR_RETURN(auto qkv, low.memory.allocate(uint64_t(rows) * uint64_t(m.qkv_width) * sizeof(float),
+  TERN_ASSIGN_OR_RETURN(auto qkv, low.memory.allocate(uint64_t(rows) * uint64_t(m.layout.row) * sizeof(float),
                                                       MemoryKind::kDevice, "attention memory projections"));
   m.state = state;
   m.ctx = ctx;

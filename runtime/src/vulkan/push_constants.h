@@ -272,8 +272,8 @@ TERN_PUSH_FIELD(LshPush, v_col, 100);
 TERN_PUSH_SIZE(LshPush, 18);
 
 // shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
-// 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width, qkv_width
-// 3 * heads * head_dim; clamp_len 0: none.
+// 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width; qkv_width and
+// q_col, k_col, v_col the head layout of the projected rows (ops/head_layout.h); clamp_len 0: none.
 struct MemoryPush {
   BindingOffsets off{};
   uint32_t family = 0;
@@ -287,6 +287,9 @@ struct MemoryPush {
   float scale = 0.0f;
   uint32_t clamp_len = 0;
   uint32_t same_length = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(MemoryPush, family, 32);
 TERN_PUSH_FIELD(MemoryPush, mem_len, 36);
@@ -299,7 +302,10 @@ TERN_PUSH_FIELD(MemoryPush, norm_eps, 60);
 TERN_PUSH_FIELD(MemoryPush, scale, 64);
 TERN_PUSH_FIELD(MemoryPush, clamp_len, 68);
 TERN_PUSH_FIELD(MemoryPush, same_length, 72);
-TERN_PUSH_SIZE(MemoryPush, 11);
+TERN_PUSH_FIELD(MemoryPush, q_col, 76);
+TERN_PUSH_FIELD(MemoryPush, k_col, 80);
+TERN_PUSH_FIELD(MemoryPush, v_col, 84);
+TERN_PUSH_SIZE(MemoryPush, 14);
 
 // shaders/adaptive_embedding.comp: y [n, d], clusters K.
 struct AdaptiveEmbeddingPush {
