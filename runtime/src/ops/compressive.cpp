@@ -39,10 +39,10 @@ Result<Compressive> Compressive::from(const Node& node) {
     return InvalidModel(where + ": compressive attention needs its qkv weight [3*heads*head_dim, d]");
   }
   c.d = w[0]->shape[1];
-  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {3 * c.inner(), c.d}));
+  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {c.layout().row, c.d}));  // a row of qkv per projected column
   c.qkv = w[0]->f32();
   if (w.size() > 1 && w[1]) {
-    TERN_RETURN_IF_ERROR(expect_shape(node, 1, {3 * c.inner()}));
+    TERN_RETURN_IF_ERROR(expect_shape(node, 1, {c.layout().row}));
     c.qkv_bias = w[1]->f32();
   }
   const TensorInfo* conv_w = w.size() > 2 ? w[2] : nullptr;

@@ -43,7 +43,7 @@ Result<RelativeXL> RelativeXL::from(const Node& node) {
   }
   x.d = w[0]->shape[1];
   const int64_t inner = x.inner();
-  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {3 * inner, x.d}));
+  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {x.layout().row, x.d}));  // a row of qkv per projected column
   if (double(x.mem_len) * double(x.d) > double(int64_t(1) << 36)) {
     return InvalidModel(where + ": a memory of " + std::to_string(x.mem_len) + " x " + std::to_string(x.d) + " floats is too large");
   }
