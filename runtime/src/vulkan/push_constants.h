@@ -16,6 +16,17 @@ namespace tern::vk {
 // The field's offset in its struct, as std430 places it in the GLSL block of the same name.
 #define TERN_PUSH_FIELD(Push, field, byte) \
   static_assert(offsetof(Push, field) == (byte), #Push "::" #field " is at byte " #byte " of its GLSL block")
+// The head layout's fields (ops/head_layout.h) from `byte` on: row (the columns of a qkv row), then where the queries
+// (QKV only), the keys and the values start in it.
+#define TERN_PUSH_QKV_COLUMNS(Push, byte)                                          \
+  TERN_PUSH_FIELD(Push, row, (byte));                                              \
+  TERN_PUSH_FIELD(Push, q_col, (byte) + 4);                                        \
+  TERN_PUSH_FIELD(Push, k_col, (byte) + 8);                                        \
+  TERN_PUSH_FIELD(Push, v_col, (byte) + 12)
+#define TERN_PUSH_KV_COLUMNS(Push, byte)                                           \
+  TERN_PUSH_FIELD(Push, row, (byte));                                              \
+  TERN_PUSH_FIELD(Push, k_col, (byte) + 4);                                        \
+  TERN_PUSH_FIELD(Push, v_col, (byte) + 8)
 // The struct's size: its fields and nothing else (no padding, no field missing from the asserts).
 #define TERN_PUSH_SIZE(Push, fields) \
   static_assert(sizeof(Push) == sizeof(BindingOffsets) + 4 * (fields), #Push " is off[8] and " #fields " 4-byte fields")
@@ -121,10 +132,7 @@ TERN_PUSH_FIELD(AttentionPush, stride, 56);
 TERN_PUSH_FIELD(AttentionPush, block, 60);
 TERN_PUSH_FIELD(AttentionPush, summary, 64);
 TERN_PUSH_FIELD(AttentionPush, split, 68);
-TERN_PUSH_FIELD(AttentionPush, row, 72);
-TERN_PUSH_FIELD(AttentionPush, q_col, 76);
-TERN_PUSH_FIELD(AttentionPush, k_col, 80);
-TERN_PUSH_FIELD(AttentionPush, v_col, 84);
+TERN_PUSH_QKV_COLUMNS(AttentionPush, 72);
 TERN_PUSH_FIELD(AttentionPush, kv_heads, 88);
 TERN_PUSH_SIZE(AttentionPush, 15);
 
@@ -144,9 +152,7 @@ TERN_PUSH_FIELD(KvAppendPush, kv_inner, 32);
 TERN_PUSH_FIELD(KvAppendPush, ring, 36);
 TERN_PUSH_FIELD(KvAppendPush, block, 40);
 TERN_PUSH_FIELD(KvAppendPush, summary, 44);
-TERN_PUSH_FIELD(KvAppendPush, row, 48);
-TERN_PUSH_FIELD(KvAppendPush, k_col, 52);
-TERN_PUSH_FIELD(KvAppendPush, v_col, 56);
+TERN_PUSH_KV_COLUMNS(KvAppendPush, 48);
 TERN_PUSH_SIZE(KvAppendPush, 7);
 
 // shaders/adaptive_span.comp: eps 0 when unmasked; mask_at and pe_at index the tables; total_slots = sum(cap).
@@ -170,10 +176,7 @@ TERN_PUSH_FIELD(AdaptiveSpanPush, eps, 40);
 TERN_PUSH_FIELD(AdaptiveSpanPush, mask_at, 44);
 TERN_PUSH_FIELD(AdaptiveSpanPush, pe_at, 48);
 TERN_PUSH_FIELD(AdaptiveSpanPush, total_slots, 52);
-TERN_PUSH_FIELD(AdaptiveSpanPush, row, 56);
-TERN_PUSH_FIELD(AdaptiveSpanPush, q_col, 60);
-TERN_PUSH_FIELD(AdaptiveSpanPush, k_col, 64);
-TERN_PUSH_FIELD(AdaptiveSpanPush, v_col, 68);
+TERN_PUSH_QKV_COLUMNS(AdaptiveSpanPush, 56);
 TERN_PUSH_SIZE(AdaptiveSpanPush, 10);
 
 // shaders/span_append.comp.
@@ -187,9 +190,7 @@ struct SpanAppendPush {
 };
 TERN_PUSH_FIELD(SpanAppendPush, heads, 32);
 TERN_PUSH_FIELD(SpanAppendPush, total_slots, 36);
-TERN_PUSH_FIELD(SpanAppendPush, row, 40);
-TERN_PUSH_FIELD(SpanAppendPush, k_col, 44);
-TERN_PUSH_FIELD(SpanAppendPush, v_col, 48);
+TERN_PUSH_KV_COLUMNS(SpanAppendPush, 40);
 TERN_PUSH_SIZE(SpanAppendPush, 5);
 
 // shaders/common/routing.glsl: every routing_*.comp (each reads the fields it needs). Heads [0, local_heads) are
@@ -222,10 +223,7 @@ TERN_PUSH_FIELD(RoutingPush, max_w, 56);
 TERN_PUSH_FIELD(RoutingPush, scale, 60);
 TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
 TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
-TERN_PUSH_FIELD(RoutingPush, row, 72);
-TERN_PUSH_FIELD(RoutingPush, q_col, 76);
-TERN_PUSH_FIELD(RoutingPush, k_col, 80);
-TERN_PUSH_FIELD(RoutingPush, v_col, 84);
+TERN_PUSH_QKV_COLUMNS(RoutingPush, 72);
 TERN_PUSH_SIZE(RoutingPush, 14);
 
 // shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
@@ -266,9 +264,7 @@ TERN_PUSH_FIELD(LshPush, scale, 76);
 TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
 TERN_PUSH_FIELD(LshPush, capacity, 84);
 TERN_PUSH_FIELD(LshPush, step_first, 88);
-TERN_PUSH_FIELD(LshPush, row, 92);
-TERN_PUSH_FIELD(LshPush, k_col, 96);
-TERN_PUSH_FIELD(LshPush, v_col, 100);
+TERN_PUSH_KV_COLUMNS(LshPush, 92);
 TERN_PUSH_SIZE(LshPush, 18);
 
 // shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
