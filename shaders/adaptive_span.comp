@@ -4,7 +4,8 @@
 // still scores q·pe_d. The soft span mask applies after the softmax: each row carries its running max, sum(e) and
 // sum(e·m) and accumulates sum(e·m·v); out = acc / (sum(e·m) + eps·sum(e)), zeros where that is 0. One invocation per
 // query row and head; at most max_span keys a row, nothing n x n.
-//   qkv [n, 3*inner]; state: keys [sum(cap), HEAD_DIM] then values [sum(cap), HEAD_DIM], head h's ring of cap[h]
+//   qkv [n, row] (head h's q, k, v at q_col, k_col, v_col + h*HEAD_DIM: ops/head_layout.h);
+//   state: keys [sum(cap), HEAD_DIM] then values [sum(cap), HEAD_DIM], head h's ring of cap[h]
 //   slots from ring_offset[h] (position j in slot j % cap[h]); tables: per head (reach, mask_offset, ring_offset, cap)
 //   as int bits [heads, 4], then m_h(d) [sum(reach)], then pe [max_span, HEAD_DIM] by distance (row d-1);
 //   out [n, inner]. Keys at positions >= pos0 come from qkv, older ones from the state (span_append.comp).
@@ -18,6 +19,10 @@ layout(push_constant) uniform AdaptiveSpanPush {
   uint mask_at;  // where the masks start in tables
   uint pe_at;  // where pe starts in tables
   uint total_slots;  // sum(cap)
+  uint row;  // the head layout: columns of a qkv row, where q, k and v start
+  uint q_col;
+  uint k_col;
+  uint v_col;
 } pc;
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
@@ -42,7 +47,7 @@ void main() {
   float q[HEAD_DIM];
   float acc[HEAD_DIM];
   for (uint c = 0; c < HEAD_DIM; ++c) {
-    q[c] = qkv[pc.off[1] + r * 3 * inner + h * HEAD_DIM + c] * scale;
+    q[c] = qkv[pc.off[1] + r * pc.row + pc.q_col + h * HEAD_DIM + c] * scale;
     acc[c] = 0.0;
   }
   float mx = -3.402823466e38, sum = 0.0, sum_m = 0.0;
@@ -51,7 +56,7 @@ void main() {
     uint pe = pc.off[3] + pe_at + uint(d - 1) * HEAD_DIM;
     uint k = 0xffffffffu, kv_stride = 0;  // where k_j lies (qkv or state); none before position 0
     if (j >= pos0) {
-      k = pc.off[1] + uint(j - pos0) * 3 * inner + inner + h * HEAD_DIM;
+      k = pc.off[1] + uint(j - pos0) * pc.row + pc.k_col + h * HEAD_DIM;
     } else if (j >= 0) {
       k = pc.off[2] + (ring_offset + uint(j) % cap) * HEAD_DIM;
     }
@@ -72,7 +77,7 @@ void main() {
     for (uint c = 0; c < HEAD_DIM; ++c) acc[c] *= correction;
     if (k != 0xffffffffu && em != 0.0) {
       if (j >= pos0) {
-        for (uint c = 0; c < HEAD_DIM; ++c) acc[c] += em * qkv[k + inner + c];
+        for (uint c = 0; c < HEAD_DIM; ++c) acc[c] += em * qkv[k - pc.k_col + pc.v_col + c];
       } else {
         for (uint c = 0; c < HEAD_DIM; ++c) acc[c] += em * state[k + total * HEAD_DIM + c];
       }

@@ -4,8 +4,9 @@
 // v, [BK, HEAD_DIM] each) of the rows' contiguous runs are staged in shared memory and each invocation folds the
 // visible ones into its row's running max m, sum l and accumulator acc. Strided's every-stride-th key and fixed's
 // summaries below the run (O(n/stride) or O(summary*n/block) a row) are then read by each row on its own.
-//   qkv [n, 3*inner] (q | k | v, head h at columns h*HEAD_DIM of each), inner = heads * HEAD_DIM;
-//   state [slots, 2*inner] (k | v of past positions, in slot state_slot(j)); out [n, inner].
+//   qkv [n, row] (ops/head_layout.h: query head h at column q + h*HEAD_DIM, its key and value at k and v +
+//   kv_head*HEAD_DIM, kv_head = h / (heads / kv_heads)); state [slots, 2*kv_inner] (k | v of past positions, in
+//   slot state_slot(j)), kv_inner = kv_heads * HEAD_DIM; out [n, heads * HEAD_DIM].
 // Keys at positions >= pos0 come from qkv, older ones from the state (kv_append.comp writes it after this).
 #include "common/interface.glsl"
 // Push constants: AttentionPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
@@ -21,6 +22,11 @@ layout(push_constant) uniform AttentionPush {
   int block;  // at least 1
   int summary;
   uint split;  // split heads: heads/2.. follow the pattern's second part
+  uint row;    // columns of a qkv row
+  uint q_col;  // where the queries, keys and values start in a row
+  uint k_col;
+  uint v_col;
+  int kv_heads;
 } pc;
 #include "common/attention_pattern.glsl"
 layout(local_size_x_id = 0) in;
@@ -34,20 +40,20 @@ layout(std430, binding = 3) writeonly buffer Out { float y[]; };
 shared float ks[BK * HEAD_DIM];
 shared float vs[BK * HEAD_DIM];
 
-uint inner;
-uint h;
+uint kv_inner;
+uint h, kv;  // the query head, and the key/value head it reads
 int pos0;
 uint ring;
 int block, summary;
 
 float key_at(int j, uint c) {
-  if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * 3 * inner + inner + h * HEAD_DIM + c];
-  return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * inner + h * HEAD_DIM + c];
+  if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * pc.row + pc.k_col + kv * HEAD_DIM + c];
+  return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * kv_inner + kv * HEAD_DIM + c];
 }
 
 float value_at(int j, uint c) {
-  if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * 3 * inner + 2 * inner + h * HEAD_DIM + c];
-  return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * inner + inner + h * HEAD_DIM + c];
+  if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * pc.row + pc.v_col + kv * HEAD_DIM + c];
+  return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * kv_inner + kv_inner + kv * HEAD_DIM + c];
 }
 
 void main() {
@@ -58,8 +64,9 @@ void main() {
   block = KIND == 4 ? pc.block : 0;
   summary = pc.summary;
   bool split = pc.split != 0u;
-  inner = uint(heads) * HEAD_DIM;
+  kv_inner = uint(pc.kv_heads) * HEAD_DIM;
   h = gl_WorkGroupID.y;
+  kv = h / uint(heads / pc.kv_heads);
   bool second = split && int(h) >= heads / 2;
   uint n = call.n;
   pos0 = int(call.pos0);
@@ -71,7 +78,7 @@ void main() {
   float q[HEAD_DIM];
   float acc[HEAD_DIM];
   for (uint c = 0; c < HEAD_DIM; ++c) {
-    q[c] = live ? qkv[pc.off[1] + r * 3 * inner + h * HEAD_DIM + c] * scale : 0.0;
+    q[c] = live ? qkv[pc.off[1] + r * pc.row + pc.q_col + h * HEAD_DIM + c] * scale : 0.0;
     acc[c] = 0.0;
   }
   float m = -3.402823466e38, l = 0.0;
@@ -157,6 +164,6 @@ void main() {
   }
   if (live) {
     float inv = 1.0 / l;  // every row sees at least itself
-    for (uint c = 0; c < HEAD_DIM; ++c) y[pc.off[3] + r * inner + h * HEAD_DIM + c] = acc[c] * inv;
+    for (uint c = 0; c < HEAD_DIM; ++c) y[pc.off[3] + r * uint(heads) * HEAD_DIM + h * HEAD_DIM + c] = acc[c] * inv;
   }
 }

@@ -8,7 +8,8 @@
 // out = sum exp(s - m) v * exp(m - lse) (as the CPU path, so rows that see only themselves keep HF's rounding).
 // A workgroup takes BQ queries of one chunk (or of the sequence) and one head; the window's keys and values are
 // staged BK at a time in shared memory and folded in with an online softmax.
-//   qkv [n, 2*inner] (qk | v); keys [heads, n, HEAD_DIM]; order [heads, hashes * n_pad];
+//   qkv [n, row] (qk | v: head h's qk at k_col + h*HEAD_DIM, its v at v_col + h*HEAD_DIM);
+//   keys [heads, n, HEAD_DIM]; order [heads, hashes * n_pad];
 //   outs [heads, rounds, n, HEAD_DIM], lses [heads, rounds, n] (rounds: hashes, or 1 unchunked).
 // Push constants: common/lsh.glsl.
 #include "common/interface.glsl"
@@ -30,7 +31,7 @@ void main() {
   uint heads = pc.heads, hashes = pc.hashes, chunk = pc.chunk;
   uint before = pc.chunks_before, after = pc.chunks_after;
   float self_mask = pc.self_mask_value;
-  uint n = call.n, inner = heads * HEAD_DIM;
+  uint n = call.n;
   uint n_pad = lsh_padded(n);
   bool chunked = n_pad > chunk;
   uint h = gl_WorkGroupID.y, lid = gl_LocalInvocationID.x;
@@ -59,7 +60,7 @@ void main() {
     float q[HEAD_DIM];
     float acc[HEAD_DIM];
     for (uint e = 0; e < HEAD_DIM; ++e) {
-      q[e] = live ? qkv[pc.off[1] + i * 2u * inner + h * HEAD_DIM + e] : 0.0;
+      q[e] = live ? qkv[pc.off[1] + i * pc.row + pc.k_col + h * HEAD_DIM + e] : 0.0;
       acc[e] = 0.0;
     }
     float m = -3.402823466e38, l = 0.0;
@@ -78,7 +79,7 @@ void main() {
         float kv = 0.0, vv = 0.0;
         if (j < n) {
           kv = keys[pc.off[2] + (h * n + j) * HEAD_DIM + ch];
-          vv = qkv[pc.off[1] + j * 2u * inner + inner + h * HEAD_DIM + ch];
+          vv = qkv[pc.off[1] + j * pc.row + pc.v_col + h * HEAD_DIM + ch];
         }
         ks[e] = kv;
         vs[e] = vv;

@@ -3,7 +3,7 @@
 //   keys[h, j] = qk_j * rsqrt(mean(qk_j^2) + eps) * scale
 // and, when the call is chunked, the bucket of every round r: x = qk_j R[h, :, r, :]; per bucket factor f (f/2
 // columns each, in order) the first maximum of [x | -x], mixed in radix order.
-//   qkv [n, 2*inner] (qk | v); rotations [heads, HEAD_DIM, hashes, rot_half]; factors [n_factors] (as floats);
+//   qkv [n, row] (qk | v, qk at k_col); rotations [heads, HEAD_DIM, hashes, rot_half]; factors [n_factors] (as floats);
 //   keys [heads, n, HEAD_DIM]; buckets [heads, hashes, n] (uint).
 // The rotated columns are summed as common/lsh_bucket.glsl says, so both backends put a position in the same bucket.
 // Push constants: common/lsh.glsl.
@@ -23,13 +23,13 @@ float lsh_x[HEAD_DIM];
 void main() {
   uint heads = pc.heads, hashes = pc.hashes;
   float eps = pc.key_norm_eps, scale = pc.scale;
-  uint n = call.n, inner = heads * HEAD_DIM;
+  uint n = call.n;
   bool chunked = lsh_chunked(n);
   GRID_STRIDE(idx, n * heads, 64) {
     uint j = idx % n, h = idx / n;
     float ms = 0.0;
     for (uint c = 0; c < HEAD_DIM; ++c) {
-      lsh_x[c] = qkv[pc.off[1] + j * 2u * inner + h * HEAD_DIM + c];
+      lsh_x[c] = qkv[pc.off[1] + j * pc.row + pc.k_col + h * HEAD_DIM + c];
       ms += lsh_x[c] * lsh_x[c];
     }
     float r = 1.0 / sqrt(ms / float(HEAD_DIM) + eps);

@@ -15,7 +15,7 @@
 // one's rank is counted within that list (at most min(W, L) entries). So no invocation loops more than about
 // L / WG + W^2 / WG + W * HEAD_DIM / WG times per round (lavapipe cuts an invocation off after 65,535 iterations).
 // Keys: qk * rsqrt(mean(qk^2) + eps) * scale; queries: the raw qk.
-//   qkv [n, 2*inner]; state (uint words) as lsh_store; out [n, inner];
+//   qkv [n, row] (qk | v, qk at k_col); state (uint words) as lsh_store; out [n, inner];
 //   scratch (uint words): [0] the stride (lsh_stride), then per (head, workgroup row) counts [buckets + hashes + 1],
 //   pos [slots], score [slots], list [slots], outs [hashes, HEAD_DIM], lses [hashes]; slots = max(W, chunk + 1).
 // Push constants: common/lsh.glsl; step_first: the call position of workgroup row 0 (a dispatch covers
@@ -139,7 +139,7 @@ void main() {
   list_at = score_at + slots;
   uint outs_at = list_at + slots, lses_at = outs_at + nh * HEAD_DIM;
   uint out_at = pc.off[3] + i * inner + h * HEAD_DIM;
-  if (t < HEAD_DIM) q[t] = qkv[pc.off[1] + i * 2u * inner + h * HEAD_DIM + t];
+  if (t < HEAD_DIM) q[t] = qkv[pc.off[1] + i * pc.row + pc.k_col + h * HEAD_DIM + t];
   sync();
   if (!(st[s0] != 0u || (p > pos0 && p >= C))) {
     // Not hashed: L <= chunk + 1 (the cache stays unhashed only while the sequence is within a chunk).

@@ -8,7 +8,8 @@
 //     step (offsets r * buckets) and every later position of the call alike, so positions 0..pos0+n-1 are all hashed
 //     here; otherwise 0 (an unhashed step reads none).
 // The hashed flag (state[0]) is the call's start: lsh_hashed moves it after the steps.
-//   qkv [n, 2*inner]; rotations, factors as lsh_hash; state (uint words) as lsh_store; scratch as lsh_step.
+//   qkv [n, row] (qk at k_col, v at v_col); rotations, factors as lsh_hash; state (uint words) as lsh_store;
+//   scratch as lsh_step.
 // Push constants: common/lsh.glsl.
 #include "common/interface.glsl"
 #include "common/lsh.glsl"
@@ -26,7 +27,6 @@ float lsh_x[HEAD_DIM];
 void main() {
   uint heads = pc.heads, nh = pc.hashes, cap = pc.capacity, n = call.n, pos0 = call.pos0;
   if (pos0 == 0u) return;
-  uint inner = heads * HEAD_DIM;
   uint s0 = pc.off[4], b0 = s0 + 2u, r0 = b0 + heads * nh * cap;
   bool hashed = st[s0] != 0u;
   bool rehash = !hashed && pos0 + n >= pc.chunk;
@@ -34,10 +34,10 @@ void main() {
   uint stride = hashed ? sc[pc.off[5]] : pc.n_buckets;
   GRID_STRIDE(idx, n * heads, 64) {
     uint i = idx % n, h = idx / n;
-    uint src = pc.off[1] + i * 2u * inner + h * HEAD_DIM, dst = r0 + (h * cap + pos0 + i) * 2u * HEAD_DIM;
+    uint src = pc.off[1] + i * pc.row + h * HEAD_DIM, dst = r0 + (h * cap + pos0 + i) * 2u * HEAD_DIM;
     for (uint c = 0; c < HEAD_DIM; ++c) {
-      st[dst + c] = floatBitsToUint(qkv[src + c]);
-      st[dst + HEAD_DIM + c] = floatBitsToUint(qkv[src + inner + c]);
+      st[dst + c] = floatBitsToUint(qkv[src + pc.k_col + c]);
+      st[dst + HEAD_DIM + c] = floatBitsToUint(qkv[src + pc.v_col + c]);
     }
   }
   GRID_STRIDE(idx, heads * nh * count, 64) {
@@ -46,7 +46,7 @@ void main() {
     if (hashed || rehash) {
       // A call position's qk from the call (its row is being written above), an earlier one's from the cache.
       for (uint c = 0; c < HEAD_DIM; ++c) {
-        lsh_x[c] = j >= pos0 ? qkv[pc.off[1] + (j - pos0) * 2u * inner + h * HEAD_DIM + c]
+        lsh_x[c] = j >= pos0 ? qkv[pc.off[1] + (j - pos0) * pc.row + pc.k_col + h * HEAD_DIM + c]
                              : uintBitsToFloat(st[r0 + (h * cap + j) * 2u * HEAD_DIM + c]);
       }
       b = lsh_bucket(h, r, pc.off[2], pc.off[3]) + r * stride;

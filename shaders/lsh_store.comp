@@ -1,7 +1,7 @@
 #version 450
 // LSH attention, after a first call of n positions (runtime/src/ops/lsh.h, "Continuing a sequence"; the CPU's
 // cpu/lsh_cache.cpp store_rows / store_first_buckets): the cache a later call continues from.
-//   qkv [n, 2*inner] (qk | v); raw buckets [heads, hashes, n] from lsh_hash (when the call was chunked);
+//   qkv [n, row] (qk | v at k_col, v_col); raw buckets [heads, hashes, n] from lsh_hash (when the call was chunked);
 //   state (uint words): [0] hashed, [1] 0, buckets [heads, hashes, capacity], rows [heads, capacity, 2*HEAD_DIM]
 //   (float bits). A chunked call's buckets are stored with Hugging Face's round offsets: r * buckets, or
 //   r * (buckets + 1) when the call was padded (HF counts the padding bucket); an unchunked call stores none (zeros,
@@ -17,7 +17,7 @@ layout(std430, binding = 3) writeonly buffer State { uint st[]; };
 
 void main() {
   uint heads = pc.heads, hashes = pc.hashes, cap = pc.capacity;
-  uint n = call.n, inner = heads * HEAD_DIM;
+  uint n = call.n;
   bool chunked = lsh_chunked(n);
   uint stride = pc.n_buckets + (lsh_padded(n) > n ? 1u : 0u);
   uint s0 = pc.off[3], b0 = s0 + 2u, r0 = b0 + heads * hashes * cap;
@@ -27,10 +27,10 @@ void main() {
   }
   GRID_STRIDE(idx, n * heads, 64) {
     uint j = idx % n, h = idx / n;
-    uint src = pc.off[1] + j * 2u * inner + h * HEAD_DIM, dst = r0 + (h * cap + j) * 2u * HEAD_DIM;
+    uint src = pc.off[1] + j * pc.row + h * HEAD_DIM, dst = r0 + (h * cap + j) * 2u * HEAD_DIM;
     for (uint c = 0; c < HEAD_DIM; ++c) {
-      st[dst + c] = floatBitsToUint(qkv[src + c]);
-      st[dst + HEAD_DIM + c] = floatBitsToUint(qkv[src + inner + c]);
+      st[dst + c] = floatBitsToUint(qkv[src + pc.k_col + c]);
+      st[dst + HEAD_DIM + c] = floatBitsToUint(qkv[src + pc.v_col + c]);
     }
     for (uint r = 0; r < hashes; ++r) {
       st[b0 + (h * hashes + r) * cap + j] = chunked ? raw[pc.off[2] + (h * hashes + r) * n + j] + r * stride : 0u;

@@ -3,7 +3,7 @@
 // (normalised queries and keys, the values as they are), with online softmax over key tiles staged in shared memory.
 // A workgroup takes BQ member queries of one cluster of one routing head; members ascend by position, so the keys a
 // query sees are a prefix of the cluster's key list. A query without a visible key gets zeros.
-//   xn [Hr, 2, max_batch, HEAD_DIM]; qkv [n, 3*inner] (the values); members [Hr, 2, K, max_w];
+//   xn [Hr, 2, max_batch, HEAD_DIM]; qkv [n, row] (the values, at v_col); members [Hr, 2, K, max_w];
 //   outputs [Hr, K, max_w, HEAD_DIM], one row per member query.
 // Push constants: common/routing.glsl.
 #include "common/interface.glsl"
@@ -21,10 +21,9 @@ shared float vs[BK * HEAD_DIM];
 shared int kpos[BK];
 
 void main() {
-  uint heads = pc.heads, local_heads = pc.local_heads, clusters = pc.clusters;
+  uint local_heads = pc.local_heads, clusters = pc.clusters;
   uint max_batch = pc.max_batch, max_w = pc.max_w;
   float scale = pc.scale;
-  uint inner = heads * HEAD_DIM;
   uint n = call.n;
   uint w = min(pc.window, n);
   uint c = gl_WorkGroupID.y, r = gl_WorkGroupID.z;
@@ -52,7 +51,7 @@ void main() {
       if (t < w) {
         int j = members[krow + t];
         kv = xn[pc.off[1] + ((r * 2 + 1) * max_batch + uint(j)) * HEAD_DIM + d];
-        vv = qkv[pc.off[2] + uint(j) * 3 * inner + 2 * inner + (local_heads + r) * HEAD_DIM + d];
+        vv = qkv[pc.off[2] + uint(j) * pc.row + pc.v_col + (local_heads + r) * HEAD_DIM + d];
       }
       ks[e] = kv;
       vs[e] = vv;

@@ -4,7 +4,8 @@
 // routing_normalize (sums in column order, each product rounded before it is added: `precise`, and routing.cpp is built
 // with -ffp-contract=off), so that the cluster
 // scores and with them the members match the CPU path's.
-//   qkv [n, 3*inner]; xn [Hr, 2, max_batch, HEAD_DIM] (queries, then keys).
+//   qkv [n, row] (q, k of head h at q_col, k_col + h*HEAD_DIM: ops/head_layout.h);
+//   xn [Hr, 2, max_batch, HEAD_DIM] (queries, then keys).
 // Push constants: common/routing.glsl.
 #include "common/interface.glsl"
 #include "common/routing.glsl"
@@ -16,12 +17,12 @@ layout(std430, binding = 2) writeonly buffer Xn { float xn[]; };
 void main() {
   uint heads = pc.heads, local_heads = pc.local_heads, max_batch = pc.max_batch;
   float eps = pc.norm_eps;
-  uint inner = heads * HEAD_DIM, routing_heads = heads - local_heads;
+  uint routing_heads = heads - local_heads;
   // One invocation per (position, routing head, query or key).
   GRID_STRIDE(idx, call.n * routing_heads * 2, 64) {
     uint i = idx % call.n, rest = idx / call.n;
     uint which = rest % 2, r = rest / 2;
-    uint src = pc.off[1] + i * 3 * inner + which * inner + (local_heads + r) * HEAD_DIM;
+    uint src = pc.off[1] + i * pc.row + (which == 0u ? pc.q_col : pc.k_col) + (local_heads + r) * HEAD_DIM;
     precise float mean = 0.0;
     for (uint c = 0; c < HEAD_DIM; ++c) mean += qkv[src + c];
     mean /= float(HEAD_DIM);

@@ -2,13 +2,17 @@
 // The streaming state of an AdaptiveSpan op after its call: head h keeps its last cap[h] keys and values, position j
 // in slot ring_offset[h] + j % cap[h] (adaptive_span.comp describes the layout). Positions a later one of the same
 // call would overwrite are skipped.
-// qkv [n, 3*inner]; state [2, sum(cap), HEAD_DIM]; tables as adaptive_span.comp.
+// qkv [n, row] (keys at k_col, values at v_col: ops/head_layout.h); state [2, sum(cap), HEAD_DIM]; tables as
+// adaptive_span.comp.
 #include "common/interface.glsl"
 // Push constants: SpanAppendPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
 layout(push_constant) uniform SpanAppendPush {
   uint off[8];
   uint heads;
   uint total_slots;  // sum(cap)
+  uint row;  // the head layout: columns of a qkv row, where k and v start
+  uint k_col;
+  uint v_col;
 } pc;
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
@@ -27,8 +31,8 @@ void main() {
     uint j = call.pos0 + r;
     if (cap == 0u || j + cap < call.pos0 + call.n) continue;
     uint slot = ring_offset + j % cap;
-    uint src = pc.off[1] + r * 3 * inner + col;
-    state[pc.off[2] + slot * HEAD_DIM + c] = qkv[src + inner];
-    state[pc.off[2] + (total + slot) * HEAD_DIM + c] = qkv[src + 2 * inner];
+    uint src = pc.off[1] + r * pc.row + col;
+    state[pc.off[2] + slot * HEAD_DIM + c] = qkv[src + pc.k_col];
+    state[pc.off[2] + (total + slot) * HEAD_DIM + c] = qkv[src + pc.v_col];
   }
 }

@@ -41,6 +41,7 @@ tern_session* open_session(const OpCase& c, tern_backend backend, const tern_mod
   so.threads = threads;
   so.max_tokens = cs.max_tokens;
   so.max_batch = cs.max_batch;
+  so.forward_only = cs.forward_only ? 1 : 0;
   tern_session* s = nullptr;
   const tern_status st = tern_session_create(model, &so, &s);
   if (st == TERN_OK) return s;

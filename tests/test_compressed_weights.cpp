@@ -46,7 +46,8 @@ std::vector<float> forward(tern_backend backend, const std::string& path, const 
   INFO(path << ": " << tern_last_error());
   REQUIRE(tern_model_load(path.c_str(), &model) == TERN_OK);
   const auto n = int64_t(ids.size());
-  tern_session* s = tern::test::make_session_on(backend, model, threads, n, n);
+  // forward_only: Vulkan runs the routing families on whole sequences only.
+  tern_session* s = tern::test::make_forward_session_on(backend, model, threads, n, n);
   const int64_t vocab = tern_session_vocab_size(s);
   std::vector<float> logits(size_t(n * vocab));
   INFO(tern_session_last_error(s));

@@ -116,14 +116,21 @@ TEST_CASE("routing reference: membership follows the centroids and the window", 
   CHECK(zero_rows < n);
 }
 
-TEST_CASE("routing op: a later call runs each position as row t of the op over 0..t (CPU), and Vulkan refuses one",
+TEST_CASE("routing op: a later call runs each position as row t of the op over 0..t (CPU), and Vulkan refuses at "
+          "creation a session that may make one",
           "[attention][routing][streaming][vulkan]") {
   TERN_EACH_BACKEND(backend);
   const RoutingCase c{2, 8, {{}, 3, 8, 1, 8}};  // a local head in chunks of 8 and a routing head, 3 clusters of 8
   const int64_t rows = 50, n = 40, first = 30, inner = 16;
   RoutingGraph rg = build_routing_graph(c, rows, 0.3f, 9);
   tern_model* model = test::finish_and_load(rg.g, rg.y, "routing_append", 0);
-  tern_session* s = test::make_session_on(backend, model, 1, 64);
+  if (backend == TERN_BACKEND_VULKAN) {
+    CHECK(test::refused_session_on(backend, model, 64) == TERN_UNSUPPORTED);
+    CHECK_THAT(std::string(tern_last_error()),
+               Catch::Contains("ATTENTION 'attn'") && Catch::Contains("Routing attention runs on the CPU backend only"));
+  }
+  tern_session* s = backend == TERN_BACKEND_VULKAN ? test::make_forward_session_on(backend, model, 1, 64)
+                                                   : test::make_session_on(backend, model, 1, 64);
   const std::vector<int32_t> ids = random_ids(n, rows, 10);
   const RoutingAttention spec = routing_spec(c, 0.3f, rg.centroids);
   std::vector<float> qkv(size_t(n * 3 * inner)), out(size_t(n * inner));
@@ -140,8 +147,7 @@ TEST_CASE("routing op: a later call runs each position as row t of the op over 0
   CHECK(relative_error(out.data(), want.data(), want.size()) <= tolerance);
   if (backend == TERN_BACKEND_VULKAN) {
     CHECK(tern_session_append(s, ids.data() + first, 1, out.data()) == TERN_UNSUPPORTED);
-    CHECK_THAT(std::string(tern_session_last_error(s)),
-               Catch::Contains("ATTENTION 'attn'") && Catch::Contains("routing attention runs on the CPU backend only"));
+    CHECK_THAT(std::string(tern_session_last_error(s)), Catch::Contains("forward_only"));
   } else {
     // Calls of 1, 3 and 6 positions: each position alone, in order.
     int64_t at = first;
@@ -226,7 +232,7 @@ TEST_CASE("routing goldens: one forward matches PyTorch (and, on Vulkan, the CPU
     const int64_t n = int64_t(ids.size());
     if (backend == TERN_BACKEND_VULKAN) {
       std::vector<float> logits(golden.data.size()), cpu(golden.data.size());
-      tern_session* s = test::make_session_on(backend, model, 1);
+      tern_session* s = test::make_forward_session_on(backend, model, 1);  // Vulkan: whole sequences only
       INFO(tern_session_last_error(s));
       REQUIRE(tern_session_forward(s, ids.data(), n, logits.data()) == TERN_OK);
       tern_session_free(s);

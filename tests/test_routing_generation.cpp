@@ -89,18 +89,20 @@ TEST_CASE("routing generation: the cache is the planner's state, bounded by the 
   tern_model_free(model);
 }
 
-TEST_CASE("routing generation: Vulkan runs the whole sequence and refuses a continuation by name", "[routing][vulkan]") {
+TEST_CASE("routing generation: Vulkan runs whole sequences and refuses, at creation and by name, a session that may "
+          "continue one",
+          "[routing][vulkan]") {
   TERN_SKIP_WITHOUT_VULKAN();
   tern_model* model = load_golden_model("routing_mixed");
   const test::Generation gen = test::load_generation(test::source_path("tests/goldens/routing_mixed"));
   const int64_t n = int64_t(gen.ids.size()), vocab = gen.logits.shape[1];
-  tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, n);
+  CHECK(test::refused_session_on(TERN_BACKEND_VULKAN, model, n) == TERN_UNSUPPORTED);
+  CHECK_THAT(std::string(tern_last_error()), Catch::Contains("Routing attention runs on the CPU backend only") &&
+                                                 Catch::Contains("forward_only") && Catch::Contains("--backend cpu"));
+  tern_session* s = test::make_forward_session_on(TERN_BACKEND_VULKAN, model, 1, n);
   std::vector<float> out(size_t(n * vocab));
   REQUIRE(tern_session_forward(s, gen.ids.data(), gen.prompt, out.data()) == TERN_OK);
   CHECK(relative_error(out.data() + (gen.prompt - 1) * vocab, gen.logits.data.data(), size_t(vocab)) <= kModelTolerance);
-  CHECK(tern_session_append(s, gen.ids.data() + gen.prompt, 1, out.data()) == TERN_UNSUPPORTED);
-  CHECK_THAT(std::string(tern_session_last_error(s)),
-             Catch::Contains("routing attention runs on the CPU backend only") && Catch::Contains("--backend cpu"));
   tern_session_free(s);
   tern_model_free(model);
 }

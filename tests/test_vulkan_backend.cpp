@@ -160,7 +160,7 @@ TEST_CASE("vulkan: per-op profiling times the dispatches of every model family's
     tern_model_info info{};
     tern_model_get_info(model, &info);
     const int64_t n = 16;
-    tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, n);
+    tern_session* s = test::make_forward_session_on(TERN_BACKEND_VULKAN, model, 1, n);  // routing: whole sequences
     REQUIRE(tern_session_set_profiling(s, 1) == TERN_OK);
     const std::vector<int32_t> ids = random_ids(n, info.vocab_size, 7);
     std::vector<float> out(size_t(n * info.vocab_size));

@@ -17,6 +17,9 @@ layout(push_constant) uniform LshPush {
   float self_mask_value;  // lsh_attend, lsh_step
   uint capacity;  // lsh_store and the later call's shaders: positions the cache holds
   uint step_first;  // lsh_step: the call position of its workgroup row 0
+  uint row;  // the head layout (ops/head_layout.h): columns of a qk | v row, where the shared query-key and v start
+  uint k_col;
+  uint v_col;
 } pc;
 
 // The length the sequence is treated as (HF's right-padding): LshAttention::padded_length.

@@ -7,12 +7,15 @@ layout(push_constant) uniform MemoryPush {
   uint cmem_len;  // C
   uint rate;
   uint d;  // memory_concat, memory_update: the model width
-  uint qkv_width;  // memory_project: 3 * inner
+  uint qkv_width;  // memory_project, memory_attention: the head layout's row (ops/head_layout.h)
   uint heads;  // memory_attention
   float norm_eps;  // memory_project
   float scale;  // memory_attention
   uint clamp_len;  // memory_attention; 0: none
   uint same_length;  // memory_attention
+  uint q_col;  // memory_attention: where the queries, keys and values start in a qkv row
+  uint k_col;
+  uint v_col;
 } pc;
 
 // Rows the op holds before a call, a function of the tokens seen (call.pos0) alone, so nothing is counted on the host

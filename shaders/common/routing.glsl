@@ -14,4 +14,8 @@ layout(push_constant) uniform RoutingPush {
   float scale;  // routing_attend
   float norm_eps;  // routing_prep
   float count_eps;  // routing_combine
+  uint row;  // the head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start
+  uint q_col;
+  uint k_col;
+  uint v_col;
 } pc;

@@ -59,6 +59,9 @@ struct CaseSession {
   // The state the session allocates, and the planner's state at each of state_plan_tokens, is exactly these bytes.
   std::optional<uint64_t> state_bytes;
   std::vector<int64_t> state_plan_tokens;
+  // tern_session_options.forward_only: every run one forward call (a kind a backend runs on whole sequences only,
+  // such as routing on Vulkan, is refused at creation in a session that may continue one).
+  bool forward_only = false;
 };
 
 // What build() returns: the loaded model (the runner frees it) and its sessions.

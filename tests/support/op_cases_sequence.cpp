@@ -110,6 +110,7 @@ BuiltCase routing_case(const RoutingCase& c, int64_t rows, float scale, uint32_t
   CaseSession s;
   s.max_tokens = max_tokens;
   s.max_batch = max_batch;
+  s.forward_only = true;  // Vulkan runs routing on whole sequences only
   for (int64_t n : lengths) {
     CaseRun run{random_ids(n, rows, ids_seed(n)), 0, std::vector<float>(size_t(n * inner))};
     std::vector<float> qkv(size_t(n * 3 * inner));

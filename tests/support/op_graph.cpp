@@ -37,19 +37,49 @@ tern_session* make_session(const tern_model* model, int threads, int64_t max_tok
   return make_session_on(TERN_BACKEND_CPU, model, threads, max_tokens, max_batch, row_block_rows);
 }
 
-tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens,
-                              int64_t max_batch, int64_t row_block_rows) {
+namespace {
+
+tern_session_options options_on(tern_backend backend, int threads, int64_t max_tokens, int64_t max_batch) {
   tern_session_options so;
   tern_session_options_init(&so);
   so.backend = backend;
   so.threads = threads;
   so.max_tokens = max_tokens;
   so.max_batch = max_batch;
-  so.row_block_rows = row_block_rows;
+  return so;
+}
+
+tern_session* created(const tern_model* model, const tern_session_options& so) {
   tern_session* s = nullptr;
   INFO(tern_last_error());
   REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
   return s;
+}
+
+}  // namespace
+
+tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens,
+                              int64_t max_batch, int64_t row_block_rows) {
+  tern_session_options so = options_on(backend, threads, max_tokens, max_batch);
+  so.row_block_rows = row_block_rows;
+  return created(model, so);
+}
+
+tern_session* make_forward_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens,
+                                      int64_t max_batch) {
+  tern_session_options so = options_on(backend, threads, max_tokens, max_batch);
+  so.forward_only = 1;
+  return created(model, so);
+}
+
+tern_status refused_session_on(tern_backend backend, const tern_model* model, int64_t max_tokens) {
+  const tern_session_options so = options_on(backend, 1, max_tokens, 0);
+  tern_session* s = nullptr;
+  const tern_status st = tern_session_create(model, &so, &s);
+  CHECK(st != TERN_OK);
+  CHECK(s == nullptr);
+  tern_session_free(s);
+  return st;
 }
 
 std::vector<float> run_ids(tern_session* s, const std::vector<int32_t>& ids, int64_t width, int64_t segment) {

@@ -27,7 +27,14 @@ int32_t add_constant(OpGraph& g, const std::string& name, std::vector<int64_t> s
 // row_block_rows: the session option (0: each row-wise chain picks its own block).
 tern_session* make_session(const tern_model* model, int threads, int64_t max_tokens = 0, int64_t max_batch = 0,
                            int64_t row_block_rows = 0);
-// The same on a chosen backend (threads only matter on the CPU).
+// A forward_only session (every call a whole sequence) on `backend`: what a kind that a backend runs on whole
+// sequences only (routing on Vulkan) needs; REQUIREs success.
+tern_session* make_forward_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens = 0,
+                                      int64_t max_batch = 0);
+// A session create on `backend` (one thread, max_tokens, the other options' defaults) that must fail: its status,
+// with the message in tern_last_error().
+tern_status refused_session_on(tern_backend backend, const tern_model* model, int64_t max_tokens);
+// The same as make_session on a chosen backend (threads only matter on the CPU).
 tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens = 0,
                               int64_t max_batch = 0, int64_t row_block_rows = 0);
 // After a reset, runs ids through s: one forward call (segment 0) or appends of `segment` tokens; the outputs [n, width].

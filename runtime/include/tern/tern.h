@@ -229,8 +229,8 @@ TERN_API void tern_model_free(tern_model* model);
  * (no allocation happens in later calls) and prepares the backend. options NULL: the defaults. The model must
  * outlive the session. *out: free with tern_session_free. Errors: TERN_INVALID_ARGUMENT (an option out of range,
  * naming the field), TERN_UNSUPPORTED (the backend cannot run an op of the model, naming it; an option the backend
- * does not have), TERN_OUT_OF_MEMORY (the plan exceeds memory_budget_bytes or physical memory, with the planner's
- * numbers), TERN_DEVICE_ERROR (Vulkan). */
+ * does not have; on Vulkan, routing attention outside a forward_only session), TERN_OUT_OF_MEMORY (the plan exceeds
+ * memory_budget_bytes or physical memory, with the planner's numbers), TERN_DEVICE_ERROR (Vulkan). */
 TERN_API tern_status tern_session_create(const tern_model* model, const tern_session_options* options,
                                          tern_session** out);
 /* Frees the session and everything it allocated. NULL does nothing. */
@@ -274,8 +274,8 @@ TERN_API tern_status tern_session_get_profile_flops(const tern_session* session,
 TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits);
 /* Continues the sequence held in the state with ids[0..n) (1 <= n <= max_batch, position + n <= max_tokens).
  * logits: [n, vocab_size], or NULL when only the state should advance. Errors as tern_session_forward, and
- * TERN_UNSUPPORTED when position > 0 on the Vulkan backend and the model has routing attention (naming the layer:
- * it runs whole sequences only there), or in a forward_only session. LSH attention continues a sequence as
+ * TERN_UNSUPPORTED when position > 0 in a forward_only session (the only kind of Vulkan session a model with routing
+ * attention gets: tern_session_create). LSH attention continues a sequence as
  * Hugging Face's cached generation does, on both backends: each position of a later call attends, as if alone and
  * in order, to what the first call and the positions since left in its cache (the first call's sort is never
  * redone); routing attention runs each position alone as row t of the layer over positions 0..t (ops/routing.h). A call

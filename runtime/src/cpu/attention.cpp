@@ -13,6 +13,7 @@
 #include "cpu/kv_store.h"
 #include "cpu/online_softmax.h"
 #include "cpu/parallel.h"
+#include "ops/attention_kinds.h"
 #include "ops/op.h"
 
 namespace tern::cpu {
@@ -24,20 +25,24 @@ constexpr int64_t kKeyBlock = kAttentionKeyBlock;  // keys per transposed block 
 // Per-slot scratch: every part of the tile (cpu/online_softmax.h), one transposed key block at a time.
 constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/true};
 
-// Where head h's key and value rows for a position live during one call: float32 (T = float), this call's in qkv;
-// or float16 (T = uint16_t), this call's rounded into a [n, 2*inner] (k | v) scratch buffer.
+// Where query head h's key and value rows for a position live during one call: float32 (T = float), this call's in
+// the projected rows; or float16 (T = uint16_t), this call's rounded into a [n, 2*kv_inner] (k | v) scratch buffer.
 template <typename T>
 struct KeySource {
-  const T* call;       // this call's rows: qkv [n, 3*inner] (float) or k | v [n, 2*inner] (float16)
-  int64_t stride;      // 3*inner or 2*inner
-  int64_t k_offset;    // inner or 0: where a row's keys start
-  int64_t inner, pos0;
+  const T* call;       // this call's rows: qkv [n, heads.row] (float) or k | v [n, 2*kv_inner] (float16)
+  int64_t stride;      // heads.row or 2*kv_inner
+  int64_t k_offset;    // heads.k or 0: where a row's keys start
+  int64_t v_offset;    // heads.v or kv_inner: where a row's values start
+  int64_t pos0;
   const KvStore<T>* store;
+  const HeadLayout* heads;
   const T* key(int h, int64_t j, int dh) const {
-    return j >= pos0 ? call + (j - pos0) * stride + k_offset + int64_t(h) * dh : store->key(h, j);
+    const int kv = heads->kv_head(h);
+    return j >= pos0 ? call + (j - pos0) * stride + k_offset + int64_t(kv) * dh : store->key(kv, j);
   }
   const T* value(int h, int64_t j, int dh) const {
-    return j >= pos0 ? call + (j - pos0) * stride + k_offset + inner + int64_t(h) * dh : store->value(h, j);
+    const int kv = heads->kv_head(h);
+    return j >= pos0 ? call + (j - pos0) * stride + v_offset + int64_t(kv) * dh : store->value(kv, j);
   }
 };
 
@@ -245,12 +250,8 @@ class AttentionKernel : public CpuKernel {
  public:
   AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg)
       : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
-        max_batch_(cfg.max_batch), store_(pattern, node.fb_op->params_as_AttentionParams()->heads(),
-               node.fb_op->params_as_AttentionParams()->head_dim(), cfg.max_tokens) {
-    const auto* p = node.fb_op->params_as_AttentionParams();
-    heads_ = p->heads();
-    head_dim_ = p->head_dim();
-    scale_ = p->scale();
+        max_batch_(cfg.max_batch), heads_(head_layout(node)), store_(pattern, heads_, cfg.max_tokens) {
+    scale_ = node.fb_op->params_as_AttentionParams()->scale();
   }
 
   Status run(const RunContext& ctx) override {
@@ -258,20 +259,24 @@ class AttentionKernel : public CpuKernel {
       return InvalidArgument(node_.label() + ": " + std::to_string(ctx.pos0 + ctx.n) + " tokens exceed the session's " +
                              std::to_string(capacity_));
     }
-    const float* qkv = ctx.in(node_, 0);  // [n, 3*H*dh]
-    const int64_t inner = int64_t(heads_) * head_dim_;
+    const float* qkv = ctx.in(node_, 0);  // [n, heads_.row]
+    const int64_t kv_inner = heads_.kv_inner();
     KeySource<T> src{};
     if constexpr (std::is_same_v<T, float>) {
-      src = KeySource<T>{qkv, 3 * inner, inner, inner, ctx.pos0, &store_};
+      src = KeySource<T>{qkv, heads_.row, heads_.k, heads_.v, ctx.pos0, &store_, &heads_};
     } else {
-      // This call's keys and values, k | v [n, 2*inner] as float16, after the tiles and partial sums.
-      uint16_t* halves = reinterpret_cast<uint16_t*>(ctx.scratch + attention_scratch_floats(head_dim_, threads_));
-      for (int64_t r = 0; r < ctx.n; ++r) isa().floats_to_halves(qkv + r * 3 * inner + inner, 2 * inner, halves + r * 2 * inner);
-      src = KeySource<T>{halves, 2 * inner, 0, inner, ctx.pos0, &store_};
+      // This call's keys and values, k | v [n, 2*kv_inner] as float16, after the tiles and partial sums.
+      uint16_t* halves = reinterpret_cast<uint16_t*>(ctx.scratch + attention_scratch_floats(heads_.head_dim, threads_));
+      for (int64_t r = 0; r < ctx.n; ++r) {
+        isa().floats_to_halves(qkv + r * heads_.row + heads_.k, kv_inner, halves + r * 2 * kv_inner);
+        isa().floats_to_halves(qkv + r * heads_.row + heads_.v, kv_inner, halves + r * 2 * kv_inner + kv_inner);
+      }
+      src = KeySource<T>{halves, 2 * kv_inner, 0, kv_inner, ctx.pos0, &store_, &heads_};
     }
-    AttentionCall<T> call{&pattern_, src, qkv, 3 * inner, ctx.n, heads_, head_dim_, scale_, ctx.out(node_, 0), &isa()};
+    AttentionCall<T> call{&pattern_, src, qkv + heads_.q, heads_.row, ctx.n, heads_.heads, heads_.head_dim, scale_,
+                          ctx.out(node_, 0), &isa()};
     run_attention(ctx.pool, ctx.threads, call, ctx.scratch);
-    store_.append(src.call, src.stride, src.k_offset, src.k_offset + inner, ctx.pos0, ctx.n);
+    store_.append(src.call, src.stride, src.k_offset, src.v_offset, ctx.pos0, ctx.n);
     return Status::Ok();
   }
 
@@ -279,10 +284,10 @@ class AttentionKernel : public CpuKernel {
   bool saves_halves() const override { return std::is_same_v<T, uint16_t>; }
   uint64_t state_bytes() const override { return store_.bytes(); }
   uint64_t scratch_bytes() const override { return scratch_bytes_for(max_batch_); }
-  // Tiles and partial sums; under float16, also the call's keys and values as halves (2 * inner per row).
+  // Tiles and partial sums; under float16, also the call's keys and values as halves (2 * kv_inner per row).
   uint64_t scratch_bytes_for(int64_t n) const override {
-    const uint64_t call_halves = std::is_same_v<T, float> ? 0 : 2 * uint64_t(n) * uint64_t(heads_) * uint64_t(head_dim_);
-    return uint64_t(attention_scratch_floats(head_dim_, threads_)) * sizeof(float) + call_halves * sizeof(uint16_t);
+    const uint64_t call_halves = std::is_same_v<T, float> ? 0 : 2 * uint64_t(n) * uint64_t(heads_.kv_inner());
+    return uint64_t(attention_scratch_floats(heads_.head_dim, threads_)) * sizeof(float) + call_halves * sizeof(uint16_t);
   }
   uint64_t saved_state_bytes(int64_t position) const override { return store_.saved_bytes(position); }
   void save_state(int64_t position, uint8_t* out) const override { store_.save(position, out); }
@@ -294,8 +299,8 @@ class AttentionKernel : public CpuKernel {
   int64_t capacity_;
   int threads_;
   int64_t max_batch_;
+  HeadLayout heads_;
   KvStore<T> store_;
-  int heads_ = 1, head_dim_ = 1;
   float scale_ = 1.0f;
 };
 
@@ -308,10 +313,11 @@ int64_t attention_scratch_floats(int head_dim, int threads) {
 }
 
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
-  KvStore<float> empty(*args.pattern, args.heads, args.head_dim, 0);
-  const int64_t inner = int64_t(args.heads) * args.head_dim;
-  AttentionCall<float> call{args.pattern, KeySource<float>{args.qkv, 3 * inner, inner, inner, 0, &empty}, args.qkv,
-                            3 * inner, args.n, args.heads, args.head_dim, args.scale, args.out, &isa()};
+  const HeadLayout heads = HeadLayout::of(Projection::kQkv, args.heads, args.head_dim);
+  KvStore<float> empty(*args.pattern, heads, 0);
+  AttentionCall<float> call{args.pattern, KeySource<float>{args.qkv, heads.row, heads.k, heads.v, 0, &empty, &heads},
+                            args.qkv + heads.q, heads.row, args.n, args.heads, args.head_dim, args.scale, args.out,
+                            &isa()};
   run_attention(pool, threads, call, args.scratch);
 }
 
@@ -319,9 +325,8 @@ Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, con
                                                            const KernelConfig& cfg) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   TERN_ASSIGN_OR_RETURN(auto pattern, AttentionPattern::from(*p, node.label()));
-  const uint64_t element = cfg.half_kv ? sizeof(uint16_t) : sizeof(float);
-  const uint64_t state = 2ull * uint64_t(p->heads()) * uint64_t(p->head_dim()) * element *
-                         uint64_t(pattern.cache_slots(cfg.max_tokens));
+  const uint64_t state =
+      KvStateLayout(pattern, head_layout(node), cfg.max_tokens, cfg.half_kv ? sizeof(uint16_t) : sizeof(float)).bytes();
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
     if (cfg.half_kv) return std::unique_ptr<CpuKernel>(new AttentionKernel<uint16_t>(node, pattern, cfg));

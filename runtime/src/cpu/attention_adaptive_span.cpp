@@ -28,59 +28,53 @@ constexpr int64_t kKeyBlock = 64;
 // Per-slot scratch: query rows with the masked sum, and one row's scores (cpu/online_softmax.h).
 constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/false, /*masked_sum=*/true};
 
-// One ring per head: head h keeps its last capacity[h] keys and values, [capacity[h], dh] each, heads one after
-// another in k_ and v_.
+// The span state (ops/adaptive_span.h, SpanStateLayout): head h's last cap[h] keys and values, [slots, dh] each.
 class SpanStore {
  public:
-  SpanStore(const std::vector<int64_t>& capacity, int head_dim) : capacity_(capacity), dh_(head_dim) {
-    int64_t total = 0;
-    for (int64_t c : capacity_) {
-      offset_.push_back(total);
-      total += c;
-    }
-    k_.assign(size_t(total) * size_t(head_dim), 0.0f);
-    v_.assign(size_t(total) * size_t(head_dim), 0.0f);
+  SpanStore(const SpanStateLayout& layout, const HeadLayout& heads) : layout_(layout), heads_(heads) {
+    k_.assign(size_t(layout.slots) * size_t(heads.head_dim), 0.0f);
+    v_.assign(size_t(layout.slots) * size_t(heads.head_dim), 0.0f);
   }
 
-  // Position j must be one of the last capacity[h] positions appended.
+  // Position j must be one of the last cap[h] positions appended.
   const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
   const float* value(int h, int64_t j) const { return &v_[index(h, j)]; }
 
-  // Keeps the last capacity[h] positions of this call for each head. qkv [n, 3*inner], positions pos0..pos0+n-1.
-  void append(const float* qkv, int64_t inner, int64_t pos0, int64_t n) {
-    for (int h = 0; h < int(capacity_.size()); ++h) {
-      for (int64_t j = std::max(pos0, pos0 + n - capacity_[size_t(h)]); j < pos0 + n; ++j) {
-        const float* row = qkv + (j - pos0) * 3 * inner + int64_t(h) * dh_;
-        std::memcpy(&k_[index(h, j)], row + inner, size_t(dh_) * sizeof(float));
-        std::memcpy(&v_[index(h, j)], row + 2 * inner, size_t(dh_) * sizeof(float));
+  // Keeps the last cap[h] positions of this call for each head. qkv [n, heads.row], positions pos0..pos0+n-1.
+  void append(const float* qkv, int64_t pos0, int64_t n) {
+    const int dh = heads_.head_dim;
+    for (int h = 0; h < heads_.heads; ++h) {
+      for (int64_t j = std::max(pos0, pos0 + n - layout_.cap[size_t(h)]); j < pos0 + n; ++j) {
+        const float* row = qkv + (j - pos0) * heads_.row;
+        std::memcpy(&k_[index(h, j)], row + heads_.k_column(h), size_t(dh) * sizeof(float));
+        std::memcpy(&v_[index(h, j)], row + heads_.v_column(h), size_t(dh) * sizeof(float));
       }
     }
   }
 
-  uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+  uint64_t bytes() const { return layout_.bytes(); }
   // Saved state: every ring whole, keys then values.
   void save(uint8_t* out) const {
     std::memcpy(out, k_.data(), k_.size() * sizeof(float));
-    std::memcpy(out + k_.size() * sizeof(float), v_.data(), v_.size() * sizeof(float));
+    std::memcpy(out + layout_.values_at(), v_.data(), v_.size() * sizeof(float));
   }
   void load(const uint8_t* in) {
     std::memcpy(k_.data(), in, k_.size() * sizeof(float));
-    std::memcpy(v_.data(), in + k_.size() * sizeof(float), v_.size() * sizeof(float));
+    std::memcpy(v_.data(), in + layout_.values_at(), v_.size() * sizeof(float));
   }
 
  private:
-  size_t index(int h, int64_t j) const {
-    return size_t(offset_[size_t(h)] + j % capacity_[size_t(h)]) * size_t(dh_);
-  }
+  size_t index(int h, int64_t j) const { return size_t(layout_.slot(h, j)) * size_t(heads_.head_dim); }
 
-  std::vector<int64_t> capacity_, offset_;  // [heads]
-  int dh_;
-  std::vector<float> k_, v_;  // [sum(capacity), dh]
+  SpanStateLayout layout_;
+  HeadLayout heads_;
+  std::vector<float> k_, v_;  // [slots, dh]
 };
 
 struct SpanCall {
-  const float* qkv = nullptr;  // [n, 3*inner]
-  int64_t inner = 0, n = 0, pos0 = 0;
+  const float* qkv = nullptr;  // [n, heads.row]
+  HeadLayout layout;
+  int64_t n = 0, pos0 = 0;
   int heads = 1, dh = 1;
   float scale = 1.0f;
   float eps = 0.0f;                                  // 1e-8 with a learned span, 0 without
@@ -95,11 +89,11 @@ struct SpanCall {
   // Key and value rows of head h at position j: this call's qkv, the ring, or null (a zero vector) before position 0.
   const float* key(int h, int64_t j) const {
     if (j < 0) return nullptr;
-    return j >= pos0 ? qkv + (j - pos0) * 3 * inner + inner + int64_t(h) * dh : store->key(h, j);
+    return j >= pos0 ? qkv + (j - pos0) * layout.row + layout.k_column(h) : store->key(h, j);
   }
   const float* value(int h, int64_t j) const {
     if (j < 0) return nullptr;
-    return j >= pos0 ? qkv + (j - pos0) * 3 * inner + 2 * inner + int64_t(h) * dh : store->value(h, j);
+    return j >= pos0 ? qkv + (j - pos0) * layout.row + layout.v_column(h) : store->value(h, j);
   }
 };
 
@@ -108,7 +102,9 @@ void attend_block(const SpanCall& a, int h, int64_t r0, int64_t r1, const Tile& 
   const int dh = a.dh;
   const int64_t rows = r1 - r0, i0 = a.pos0 + r0, reach = (*a.reach)[size_t(h)];
   const float* mask = a.mask + (*a.mask_offset)[size_t(h)];
-  for (int64_t r = 0; r < rows; ++r) t.start_row(r, a.qkv + (r0 + r) * 3 * a.inner + int64_t(h) * dh, a.scale, dh);
+  for (int64_t r = 0; r < rows; ++r) {
+    t.start_row(r, a.qkv + (r0 + r) * a.layout.row + a.layout.q_column(h), a.scale, dh);
+  }
   // Row i reads keys [i - reach, i - 1]; the block's rows together read [i0 - reach, i0 + rows - 2].
   const float* kp[kKeyBlock];
   const float* vp[kKeyBlock];
@@ -151,9 +147,9 @@ void run_span_attention(pthreadpool_t pool, int threads, const SpanCall& call, f
 class AdaptiveSpanKernel : public CpuKernel {
  public:
   AdaptiveSpanKernel(const Node& node, const AdaptiveSpan& span, const KernelConfig& cfg,
-                     const std::vector<int64_t>& capacity)
+                     const SpanStateLayout& state)
       : node_(node), span_(span), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
-        store_(capacity, span.head_dim) {
+        store_(state, span.layout()) {
     const int dh = span.head_dim;
     const int64_t L = span.max_span;
     // key_pe [dh, L] -> rows by distance: pe_[(d-1)*dh + c] = key_pe[c, L - d].
@@ -171,11 +167,10 @@ class AdaptiveSpanKernel : public CpuKernel {
       return InvalidArgument(node_.label() + ": " + std::to_string(ctx.pos0 + ctx.n) + " tokens exceed the session's " +
                              std::to_string(capacity_));
     }
-    const float* qkv = ctx.in(node_, 0);  // [n, 3*H*dh]
-    const int64_t inner = int64_t(span_.heads) * span_.head_dim;
+    const float* qkv = ctx.in(node_, 0);  // [n, heads.row]
     SpanCall call;
     call.qkv = qkv;
-    call.inner = inner;
+    call.layout = span_.layout();
     call.n = ctx.n;
     call.pos0 = ctx.pos0;
     call.heads = span_.heads;
@@ -190,7 +185,7 @@ class AdaptiveSpanKernel : public CpuKernel {
     call.out = ctx.out(node_, 0);
     call.kernels = &isa();
     run_span_attention(ctx.pool, ctx.threads, call, ctx.scratch);
-    store_.append(qkv, inner, ctx.pos0, ctx.n);
+    store_.append(qkv, ctx.pos0, ctx.n);
     return Status::Ok();
   }
 
@@ -219,17 +214,11 @@ class AdaptiveSpanKernel : public CpuKernel {
 
 Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node, const Model&, const KernelConfig& cfg) {
   TERN_ASSIGN_OR_RETURN(auto span, AdaptiveSpan::from(node));
-  // A head never needs more than the tokens the session can hold.
-  std::vector<int64_t> capacity;
-  uint64_t keys = 0;
-  for (int64_t r : span.reach) {
-    capacity.push_back(std::min(r, cfg.max_tokens));
-    keys += uint64_t(capacity.back());
-  }
-  const uint64_t state = 2ull * keys * uint64_t(span.head_dim) * sizeof(float);
+  const SpanStateLayout layout(span, cfg.max_tokens);
+  const uint64_t state = layout.bytes();
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
-    return std::unique_ptr<CpuKernel>(new AdaptiveSpanKernel(node, span, cfg, capacity));
+    return std::unique_ptr<CpuKernel>(new AdaptiveSpanKernel(node, span, cfg, layout));
   } catch (const std::bad_alloc&) {
     return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
   }

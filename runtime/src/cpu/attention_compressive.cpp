@@ -55,10 +55,14 @@ class CompressiveKernel : public CpuKernel {
 
   Status init() {
     const int64_t inner = c_.inner(), d = c_.d;
-    const TensorInfo& qkv = *node_.weights[0];  // [3*inner, d], any storage (cpu/matrix.h)
-    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, 0, inner, c_.qkv_bias, inner, node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, inner, 2 * inner, c_.qkv_bias ? c_.qkv_bias + inner : nullptr,
-                                              2 * inner, node_.label()));
+    const TensorInfo& qkv = *node_.weights[0];  // [heads.row, d], any storage (cpu/matrix.h)
+    // Its rows are the columns of the projected rows: the queries, then the keys and values (k | v, adjacent).
+    const HeadLayout heads = c_.layout();
+    const int64_t kv_rows = 2 * heads.kv_inner();
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, heads.q, inner, c_.qkv_bias ? c_.qkv_bias + heads.q : nullptr, inner,
+                                             node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, heads.k, kv_rows, c_.qkv_bias ? c_.qkv_bias + heads.k : nullptr,
+                                              kv_rows, node_.label()));
     if (c_.compression == fb::Compression::CONV) {
       TERN_ASSIGN_OR_RETURN(conv_, Matrix::create(*node_.weights[2], c_.conv_bias, node_.label()));  // [d, rate*d]
     }
@@ -103,21 +107,22 @@ class CompressiveKernel : public CpuKernel {
   void reset() override { mem_n_ = cmem_n_ = 0; }
   bool has_state() const override { return true; }
   uint64_t state_bytes() const override { return (mem_.size() + cmem_.size()) * sizeof(float); }
-  uint64_t saved_state_bytes(int64_t position) const override { return saved_count_bytes(position) + state_bytes(); }
-  uint64_t saved_count_bytes(int64_t) const override { return 2 * sizeof(int64_t); }  // mem_n_, cmem_n_
+  // Saved as ops/compressive.h lays it out (Compressive::saved_bytes).
+  uint64_t saved_state_bytes(int64_t) const override { return c_.saved_bytes(); }
+  uint64_t saved_count_bytes(int64_t) const override { return Compressive::kSavedCountBytes; }  // mem_n_, cmem_n_
   void save_state(int64_t, uint8_t* out) const override {
     std::memcpy(out, &mem_n_, sizeof mem_n_);
-    std::memcpy(out + 8, &cmem_n_, sizeof cmem_n_);
-    std::memcpy(out + 16, mem_.data(), mem_.size() * sizeof(float));
-    std::memcpy(out + 16 + mem_.size() * sizeof(float), cmem_.data(), cmem_.size() * sizeof(float));
+    std::memcpy(out + sizeof mem_n_, &cmem_n_, sizeof cmem_n_);
+    std::memcpy(out + c_.saved_mem_at(), mem_.data(), c_.mem_bytes());
+    std::memcpy(out + c_.saved_cmem_at(), cmem_.data(), c_.cmem_bytes());
   }
   void load_state(int64_t, const uint8_t* in) override {
     std::memcpy(&mem_n_, in, sizeof mem_n_);
-    std::memcpy(&cmem_n_, in + 8, sizeof cmem_n_);
+    std::memcpy(&cmem_n_, in + sizeof mem_n_, sizeof cmem_n_);
     mem_n_ = std::clamp<int64_t>(mem_n_, 0, c_.mem_capacity());  // a checksummed blob never needs this; a forged one
     cmem_n_ = std::clamp<int64_t>(cmem_n_, 0, c_.cmem_len);      // cannot send the kernel out of its buffers
-    std::memcpy(mem_.data(), in + 16, mem_.size() * sizeof(float));
-    std::memcpy(cmem_.data(), in + 16 + mem_.size() * sizeof(float), cmem_.size() * sizeof(float));
+    std::memcpy(mem_.data(), in + c_.saved_mem_at(), c_.mem_bytes());
+    std::memcpy(cmem_.data(), in + c_.saved_cmem_at(), c_.cmem_bytes());
   }
   uint64_t packed_weight_bytes() const override { return q_.packed_bytes() + kv_.packed_bytes() + conv_.packed_bytes(); }
   uint64_t scratch_bytes() const override {

@@ -130,10 +130,11 @@ class LshKernel : public ContinuationKernel<LshCache> {
     k_ = &isa();
     slots_ = std::min(std::max(ctx.threads, 1), std::max(threads_, 1));  // the tiles the scratch holds
     if (!folded_) {
-      qkv_ = ctx.in(node_, 0);  // [n, 2*inner]: every head's qk, then every head's v
-      row_stride_ = 2 * inner();
+      const HeadLayout heads = a_.layout();
+      qkv_ = ctx.in(node_, 0) + heads.k;  // [n, heads.row]: every head's qk, then every head's v
+      row_stride_ = heads.row;
       head_stride_ = a_.head_dim;
-      v_offset_ = inner();
+      v_offset_ = heads.v - heads.k;
     } else {
       qkv_ = head_qkv;  // [n, 2*dh]: this head's qk | v, made before the head runs
       row_stride_ = 2 * int64_t(a_.head_dim);
@@ -192,7 +193,8 @@ class LshKernel : public ContinuationKernel<LshCache> {
         TERN_RETURN_IF_ERROR(folded_->project(ctx, h, n, head_qkv, fold_block, node_.label()));
         cache_.store_rows(h, ctx.pos0, n, head_qkv, 2 * dh, dh);
       } else {
-        cache_.store_rows(h, ctx.pos0, n, ctx.in(node_, 0) + int64_t(h) * dh, 2 * inner(), inner());
+        const HeadLayout heads = a_.layout();
+        cache_.store_rows(h, ctx.pos0, n, ctx.in(node_, 0) + heads.k_column(h), heads.row, heads.v - heads.k);
       }
     }
     float* out = fold_out ? nullptr : ctx.out(node_, 0);  // [n, inner]

@@ -77,9 +77,12 @@ class RelativeXLKernel : public CpuKernel {
 
   Status init(pthreadpool_t pool) {
     const int64_t inner = xl_.inner(), d = xl_.d, H = xl_.heads, dh = xl_.head_dim;
-    const TensorInfo& qkv = *node_.weights[0];  // [3*inner, d], any storage (cpu/matrix.h)
-    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, 0, inner, nullptr, inner, node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, inner, 2 * inner, nullptr, 2 * inner, node_.label()));
+    const TensorInfo& qkv = *node_.weights[0];  // [heads.row, d], any storage (cpu/matrix.h)
+    // Its rows are the columns of the projected rows: the queries, then the keys and values (k | v, adjacent).
+    const HeadLayout heads = xl_.layout();
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, heads.q, inner, nullptr, inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, heads.k, 2 * heads.kv_inner(), nullptr, 2 * heads.kv_inner(),
+                                              node_.label()));
     // r(p) for every position a call can read, and scale * r_r_bias . r(p).
     const int64_t P = xl_.position_rows(max_batch_);
     std::vector<float> pe(size_t(P * d));

@@ -69,7 +69,8 @@ struct Layout {
 class RoutingKernel : public ContinuationKernel<RoutingCache> {
  public:
   RoutingKernel(const Node& node, const RoutingAttention& spec, const KernelConfig& cfg)
-      : ContinuationKernel(node, spec, cfg, "routing"), a_(spec), threads_(cfg.threads), max_batch_(cfg.max_batch) {}
+      : ContinuationKernel(node, spec, cfg, "routing"), a_(spec), heads_(spec.layout()), threads_(cfg.threads),
+        max_batch_(cfg.max_batch) {}
 
   Status run(const RunContext& ctx) override {
     if (ctx.n > max_batch_) return InvalidArgument(node_.label() + ": more tokens than the session's max_batch");
@@ -77,7 +78,7 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
     if (ctx.pos0 > 0) {  // each position alone against the cache
       const IsaKernels& k = isa();
       for (int64_t i = 0; i < ctx.n; ++i) {
-        cache_.step(k, ctx.in(node_, 0) + i * 3 * inner(), ctx.scratch, ctx.out(node_, 0) + i * inner());
+        cache_.step(k, ctx.in(node_, 0) + i * heads_.row, ctx.scratch, ctx.out(node_, 0) + i * heads_.inner());
       }
       return Status::Ok();
     }
@@ -109,11 +110,10 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
   }
 
  private:
-  int64_t inner() const { return int64_t(a_.heads) * a_.head_dim; }
-  const float* query(int h, int64_t i) const { return qkv_ + i * 3 * inner() + int64_t(h) * a_.head_dim; }
-  const float* key(int h, int64_t j) const { return qkv_ + j * 3 * inner() + inner() + int64_t(h) * a_.head_dim; }
-  const float* value(int h, int64_t j) const { return qkv_ + j * 3 * inner() + 2 * inner() + int64_t(h) * a_.head_dim; }
-  float* out_row(int h, int64_t i) const { return out_ + i * inner() + int64_t(h) * a_.head_dim; }
+  const float* query(int h, int64_t i) const { return qkv_ + i * heads_.row + heads_.q_column(h); }
+  const float* key(int h, int64_t j) const { return qkv_ + j * heads_.row + heads_.k_column(h); }
+  const float* value(int h, int64_t j) const { return qkv_ + j * heads_.row + heads_.v_column(h); }
+  float* out_row(int h, int64_t i) const { return out_ + i * heads_.inner() + heads_.out_column(h); }
 
   RoutingTile tile(int slot) const {
     ScratchCarver scratch(tiles_ + int64_t(slot) * lay_.tile);
@@ -145,7 +145,7 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
       load_block(t, q1 - lo, t.order, h, nullptr);
       for (int64_t i = q0; i < q1; ++i) attend(t, query(h, i), i - lo + 1, out_row(h, i));
     });
-    if (caching()) cache_.store_local(h, n, key(h, 0), value(h, 0), 3 * inner());
+    if (caching()) cache_.store_local(h, n, key(h, 0), value(h, 0), heads_.row);
   }
 
   void run_routing_head(const RunContext& ctx, int h) {
@@ -170,7 +170,7 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
       if (caching()) cache_.store_queries(r, c, w, qm, t.scores);
       routing_scores(kn_, n, dh, mu, t.scores);
       routing_top(t.scores, n, w, t.order, km);
-      if (caching()) cache_.store_keys(r, c, w, km, t.scores, kn_, value(h, 0), 3 * inner());
+      if (caching()) cache_.store_keys(r, c, w, km, t.scores, kn_, value(h, 0), heads_.row);
       load_block(t, w, km, h, kn_);
       int64_t visible = 0;  // keys at positions <= the query's: a prefix, as both lists ascend
       for (int64_t m = 0; m < w; ++m) {
@@ -200,11 +200,12 @@ class RoutingKernel : public ContinuationKernel<RoutingCache> {
   }
 
   RoutingAttention a_;
+  HeadLayout heads_;  // where qkv rows hold each head
   int threads_ = 1;
   int64_t max_batch_ = 0;
   Layout lay_{a_, 0};
-  const float* qkv_ = nullptr;  // [n, 3*inner]
-  float* out_ = nullptr;        // [n, inner]
+  const float* qkv_ = nullptr;  // [n, heads_.row]
+  float* out_ = nullptr;        // [n, heads_.inner()]
   int slots_ = 1;
   const IsaKernels* k_ = nullptr;  // the score and softmax loops (cpu/isa.h)
   float* qn_ = nullptr;            // [n, dh], normalised queries of the head

@@ -192,26 +192,22 @@ void LshCache::step(const IsaKernels& k, float* scratch, const std::function<flo
   size_ = L;
 }
 
-uint64_t LshCache::saved_count_bytes(int64_t position) const {
-  return 8 + uint64_t(a_.heads) * uint64_t(a_.hashes) * uint64_t(position) * 4;
-}
+uint64_t LshCache::saved_count_bytes(int64_t position) const { return a_.saved_cache(position).count_bytes(); }
 
-uint64_t LshCache::saved_bytes(int64_t position) const {
-  return saved_count_bytes(position) + uint64_t(a_.heads) * uint64_t(position) * uint64_t(2 * a_.head_dim) * 4;
-}
+uint64_t LshCache::saved_bytes(int64_t position) const { return a_.saved_cache(position).bytes(); }
 
 void LshCache::save(int64_t position, uint8_t* out) const {
+  const LshSavedCache saved = a_.saved_cache(position);
   const int32_t head[2] = {hashed_ ? 1 : 0, 0};
-  std::memcpy(out, head, 8);
-  uint8_t* b = out + 8;
+  std::memcpy(out, head, LshSavedCache::kHeaderBytes);
   for (int h = 0; h < a_.heads; ++h) {
-    for (int64_t r = 0; r < a_.hashes; ++r, b += position * 4) {
-      if (hashed_) std::memcpy(b, round_buckets(h, r), size_t(position) * 4);
-      else std::memset(b, 0, size_t(position) * 4);
+    for (int64_t r = 0; r < a_.hashes; ++r) {
+      uint8_t* b = out + saved.buckets_at(h, r);
+      if (hashed_) std::memcpy(b, round_buckets(h, r), saved.round_bytes());
+      else std::memset(b, 0, saved.round_bytes());
     }
   }
-  const size_t row_bytes = size_t(position) * size_t(2 * a_.head_dim) * 4;
-  for (int h = 0; h < a_.heads; ++h, b += row_bytes) std::memcpy(b, row(h, 0), row_bytes);
+  for (int h = 0; h < a_.heads; ++h) std::memcpy(out + saved.rows_at(h), row(h, 0), saved.head_rows_bytes());
 }
 
 Status LshCache::check(int64_t position, const uint8_t* in, const std::string& label) const {
@@ -219,22 +215,21 @@ Status LshCache::check(int64_t position, const uint8_t* in, const std::string& l
 }
 
 void LshCache::load(int64_t position, const uint8_t* in) {
+  const LshSavedCache saved = a_.saved_cache(position);
   int32_t head[2];
-  std::memcpy(head, in, 8);
+  std::memcpy(head, in, LshSavedCache::kHeaderBytes);
   hashed_ = head[0] == 1;
   size_ = position;
   max_bucket_ = -1;
-  const uint8_t* b = in + 8;
   for (int h = 0; h < a_.heads; ++h) {
-    for (int64_t r = 0; r < a_.hashes; ++r, b += position * 4) {
+    for (int64_t r = 0; r < a_.hashes; ++r) {
       int32_t* dst = round_buckets(h, r);
-      std::memcpy(dst, b, size_t(position) * 4);
+      std::memcpy(dst, in + saved.buckets_at(h, r), saved.round_bytes());
       for (int64_t j = 0; hashed_ && j < position; ++j) max_bucket_ = std::max(max_bucket_, dst[j]);
     }
   }
-  const size_t row_bytes = size_t(position) * size_t(2 * a_.head_dim) * 4;
-  for (int h = 0; h < a_.heads; ++h, b += row_bytes) {
-    std::memcpy(rows_.data() + int64_t(h) * capacity_ * 2 * a_.head_dim, b, row_bytes);
+  for (int h = 0; h < a_.heads; ++h) {
+    std::memcpy(rows_.data() + int64_t(h) * capacity_ * 2 * a_.head_dim, in + saved.rows_at(h), saved.head_rows_bytes());
   }
 }
 

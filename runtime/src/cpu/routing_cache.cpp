@@ -89,7 +89,8 @@ int64_t RoutingCache::step_floats() const {
 
 void RoutingCache::step(const IsaKernels& k, const float* qkv, float* scratch, float* out) {
   const int dh = a_.head_dim;
-  const int64_t p = size_, inner = int64_t(a_.heads) * dh, R = ring_slots_, W = slots_;
+  const HeadLayout heads = a_.layout();  // qkv: one row of the op's input
+  const int64_t p = size_, R = ring_slots_, W = slots_;
   float* qn = scratch;
   float* kn = qn + dh;
   float* o = kn + dh;
@@ -100,22 +101,22 @@ void RoutingCache::step(const IsaKernels& k, const float* qkv, float* scratch, f
   // Local heads: the keys of p's chunk and of the chunk before, ascending, from the ring.
   for (int h = 0; h < a_.local_heads; ++h) {
     float* row = ring_row(h, p);
-    std::memcpy(row, qkv + inner + int64_t(h) * dh, size_t(dh) * sizeof(float));
-    std::memcpy(row + dh, qkv + 2 * inner + int64_t(h) * dh, size_t(dh) * sizeof(float));
+    std::memcpy(row, qkv + heads.k_column(h), size_t(dh) * sizeof(float));
+    std::memcpy(row + dh, qkv + heads.v_column(h), size_t(dh) * sizeof(float));
     const int64_t lo = std::max<int64_t>(0, (p / a_.local_chunk - 1) * a_.local_chunk);
     for (int64_t j = lo; j <= p; ++j) {
       const float* kv = ring_row(h, j);
       for (int d = 0; d < dh; ++d) kt[d * R + (j - lo)] = kv[d];
       std::memcpy(vt + (j - lo) * dh, kv + dh, size_t(dh) * sizeof(float));
     }
-    k.routing_attend(kt, R, vt, dh, qkv + int64_t(h) * dh, a_.scale, p - lo + 1, s, out + int64_t(h) * dh);
+    k.routing_attend(kt, R, vt, dh, qkv + heads.q_column(h), a_.scale, p - lo + 1, s, out + heads.out_column(h));
   }
   // Routing heads: per cluster, p's key competes for a slot and p's query for membership.
   for (int h = a_.local_heads; h < a_.heads; ++h) {
     const int r = h - a_.local_heads;
-    const float* v = qkv + 2 * inner + int64_t(h) * dh;
-    routing_normalize(qkv + int64_t(h) * dh, dh, a_.norm_eps, qn);
-    routing_normalize(qkv + inner + int64_t(h) * dh, dh, a_.norm_eps, kn);
+    const float* v = qkv + heads.v_column(h);
+    routing_normalize(qkv + heads.q_column(h), dh, a_.norm_eps, qn);
+    routing_normalize(qkv + heads.k_column(h), dh, a_.norm_eps, kn);
     std::fill(acc, acc + dh, 0.0f);
     float count = 0.0f;
     for (int64_t c = 0; c < a_.clusters; ++c) {
@@ -142,7 +143,7 @@ void RoutingCache::step(const IsaKernels& k, const float* qkv, float* scratch, f
       count += 1.0f;
     }
     const float inv = 1.0f / (count + a_.count_eps);
-    float* dst = out + int64_t(h) * dh;
+    float* dst = out + heads.out_column(h);
     for (int d = 0; d < dh; ++d) dst[d] = acc[d] * inv;
   }
   ++size_;

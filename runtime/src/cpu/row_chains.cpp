@@ -68,8 +68,7 @@ std::vector<RowChain> find_row_chains(const Model& model, const std::vector<bool
     for (int y : chain.full) {
       const int p = values[y].producer;
       if (p < chain.first_op || y == model.output_value()) continue;
-      const fb::OpCode code = nodes[p].code;
-      const bool elementwise = code == fb::OpCode::ADD || code == fb::OpCode::ACTIVATION;
+      const bool elementwise = find_op(nodes[p].code)->elementwise;
       for (size_t h = 0; h < chain.full.size(); ++h) {
         const int x = chain.full[h];
         if (hosting[h] || x == model.input_value() || x == model.output_value() || values[x].producer >= chain.first_op ||

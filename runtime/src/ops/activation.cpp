@@ -31,6 +31,7 @@ void ref::activation(fb::ActivationKind kind, const float* x, int64_t count, flo
 }
 
 extern const OpDef kActivationOp = {fb::OpCode::ACTIVATION, "ACTIVATION", 1, 0, 0, fb::OpParams::ActivationParams,
-                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
+                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr,
+                                    nullptr, nullptr, /*elementwise=*/true};
 
 }  // namespace tern

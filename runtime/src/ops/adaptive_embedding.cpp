@@ -82,6 +82,13 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
 // Every table and projection.
 bool compressible(fb::AttentionKind /*kind*/, int /*slot*/) { return true; }
 
+// The vocabulary: the clusters' tables' rows together (weights: table, projection per cluster).
+int64_t token_ids(const Node& node) {
+  int64_t rows = 0;
+  for (size_t w = 0; w < node.weights.size(); w += 2) rows += node.weights[w] ? node.weights[w]->shape[0] : 0;
+  return rows;
+}
+
 }  // namespace
 
 void ref::adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput& a, float* out) {
@@ -105,6 +112,6 @@ void ref::adaptive_embedding(const int32_t* ids, int64_t n, const AdaptiveInput&
 extern const OpDef kAdaptiveEmbeddingOp = {fb::OpCode::ADAPTIVE_EMBEDDING, "ADAPTIVE_EMBEDDING", 1, 1,
                                            2 * kMaxAdaptiveClusters, fb::OpParams::AdaptiveEmbeddingParams, validate,
                                            nullptr, nullptr, streams<Streaming::kWholeCall>, nullptr, nullptr, nullptr,
-                                           compressible};
+                                           compressible, token_ids};
 
 }  // namespace tern

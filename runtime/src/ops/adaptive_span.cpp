@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/attention_kinds.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -71,6 +72,8 @@ int64_t AdaptiveSpan::state_keys(int64_t n) const {
   for (int64_t r : reach) keys += std::min(n, r);
   return keys;
 }
+
+HeadLayout AdaptiveSpan::layout() const { return head_layout(fb::AttentionKind::AdaptiveSpan, heads, head_dim); }
 
 void ref::adaptive_span_attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride,
                                   int64_t n, int64_t pos0, float scale, const AdaptiveSpan& a, float* out) {

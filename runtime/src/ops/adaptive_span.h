@@ -27,6 +27,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 
 namespace tern {
 
@@ -49,6 +50,29 @@ struct AdaptiveSpan {
   float mask(int head, int64_t d) const;
   // Keys (all heads together) the streaming state holds after n tokens: sum_h min(n, reach[h]).
   int64_t state_keys(int64_t n) const;
+  // Where qkv rows hold each head's query, key and value (the kind table's projection, ops/head_layout.h).
+  HeadLayout layout() const;
+};
+
+// The streaming state of an AdaptiveSpan op in a session of max_tokens, which every backend keeps and saves the same
+// (so a state saved on one loads on another): head h keeps its last cap[h] = min(reach[h], max_tokens) keys and
+// values, position j in slot offset[h] + j % cap[h]; state [2, slots, head_dim] float32, every head's keys (slot
+// order), then every head's values; saved whole.
+struct SpanStateLayout {
+  std::vector<int64_t> cap, offset;  // [heads]
+  int64_t slots = 0;                 // sum(cap)
+  int head_dim = 1;
+
+  SpanStateLayout(const AdaptiveSpan& span, int64_t max_tokens) : head_dim(span.head_dim) {
+    for (int64_t r : span.reach) {
+      offset.push_back(slots);
+      cap.push_back(r < max_tokens ? r : max_tokens);  // a head never needs more than the session can hold
+      slots += cap.back();
+    }
+  }
+  int64_t slot(int h, int64_t j) const { return offset[size_t(h)] + j % cap[size_t(h)]; }
+  uint64_t values_at() const { return uint64_t(slots) * uint64_t(head_dim) * sizeof(float); }  // bytes of the keys
+  uint64_t bytes() const { return 2 * values_at(); }
 };
 
 }  // namespace tern

@@ -17,6 +17,7 @@ void ref::add(const float* a, const float* b, int64_t count, float* out) {
   for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
 }
 
-extern const OpDef kAddOp = {fb::OpCode::ADD, "ADD", 2, 0, 0, fb::OpParams::AddParams, validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr};
+extern const OpDef kAddOp = {fb::OpCode::ADD, "ADD", 2, 0, 0, fb::OpParams::AddParams, validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr,
+                            nullptr, nullptr, /*elementwise=*/true};
 
 }  // namespace tern

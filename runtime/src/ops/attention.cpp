@@ -14,7 +14,6 @@
 #include "ops/attention_pattern.h"
 #include "ops/op.h"
 #include "ops/reference.h"
-#include "ops/relative_xl.h"
 
 namespace tern {
 namespace {
@@ -39,58 +38,18 @@ uint64_t dense_bytes(const Node& node, int64_t n) { return attention_kind(node).
 Streaming streaming(const Node& node) { return attention_kind(node).streaming; }
 int64_t sequence_limit(const Node& node, int64_t max_tokens) { return attention_kind(node).max_sequence(node, max_tokens); }
 
-// Transformer-XL's kernels compute, at creation, r(p) [P, inner] and v·r(p) [P, heads] for the P distances a call of
-// max_batch tokens reads, from the encodings pe(p) [P, d]: all three at once at their peak.
 uint64_t setup_bytes(const Node& node, int64_t max_batch) {
-  if (node.fb_op->params_as_AttentionParams()->kind_type() != fb::AttentionKind::RelativeXL) return 0;
-  const auto xl = RelativeXL::from(node);
-  if (!xl.ok()) return 0;  // validated before; never here
-  const RelativeXL& x = xl.value();
-  uint64_t bytes = 0;
-  const uint64_t per_row = (uint64_t(x.inner()) + uint64_t(x.heads) + uint64_t(x.d)) * sizeof(float);
-  return __builtin_mul_overflow(uint64_t(x.position_rows(max_batch)), per_row, &bytes) ? UINT64_MAX : bytes;
+  const AttentionKindDef& kind = attention_kind(node);
+  return kind.setup_bytes ? kind.setup_bytes(node, max_batch) : 0;
 }
-
-// The windowed kinds' q · k and p · v for every (query, key) pair the pattern shows: 4 * head_dim per pair. The
-// other kinds (adaptive span, Transformer-XL, compressive, LSH, routing) do not count theirs.
 uint64_t flops(const Node& node, int64_t pos0, int64_t n) {
-  const auto* p = node.fb_op->params_as_AttentionParams();
-  switch (p->kind_type()) {
-    case fb::AttentionKind::Dense:
-    case fb::AttentionKind::SlidingWindow:
-    case fb::AttentionKind::ChunkedLocal:
-    case fb::AttentionKind::Strided:
-    case fb::AttentionKind::Fixed: break;
-    default: return 0;
-  }
-  const auto made = AttentionPattern::from(*p, std::string());
-  if (!made.ok()) return 0;  // validated before; never here
-  const AttentionPattern& pattern = made.value();
-  // Heads see one pattern, or two under a split layout (the first half of the heads and the second).
-  const int groups = pattern.split ? 2 : 1;
-  const uint64_t heads_per_group = uint64_t(pattern.heads / groups);
-  uint64_t pairs = 0;
-  for (int g = 0; g < groups; ++g) {
-    const int head = g == 0 ? 0 : pattern.heads - 1;
-    uint64_t keys = 0;
-    for (int64_t i = pos0; i < pos0 + n; ++i) {
-      const int64_t lo = pattern.local_lo(head, i);
-      keys += uint64_t(i - lo + 1);
-      if (pattern.has_scattered(head)) {
-        pattern.scattered(head, i, lo, [&](int64_t begin, int64_t end) { keys += uint64_t(end - begin); });
-      }
-    }
-    pairs += heads_per_group * keys;
-  }
-  return pairs * 4 * uint64_t(p->head_dim());
+  const AttentionKindDef& kind = attention_kind(node);
+  return kind.flops ? kind.flops(node, pos0, n) : 0;
 }
-
-// The projections of the kinds that carry them: RelativeXL's qkv and r_net, Compressive's qkv and conv weight.
-// LSH rotations and routing centroids decide buckets and clusters, and stay float32 like every other weight here.
+// The converter asks before there is a Node: by kind, from the kind table.
 bool compressible(fb::AttentionKind kind, int slot) {
-  if (kind == fb::AttentionKind::RelativeXL) return slot == 0 || slot == 1;
-  if (kind == fb::AttentionKind::Compressive) return slot == 0 || slot == 2;
-  return false;
+  const AttentionKindDef* def = find_attention_kind(kind);
+  return def && slot >= 0 && slot < 32 && (def->compressible_slots >> slot & 1u) != 0;
 }
 
 }  // namespace

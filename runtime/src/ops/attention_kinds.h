@@ -1,5 +1,7 @@
 // The attention kinds of ATTENTION (schema/tern.fbs's AttentionKind union), in one table of facts: how each
-// validates, the streaming state it keeps, what a dense implementation would materialise, and how it streams.
+// validates, where its projected rows hold queries, keys and values, the streaming state it keeps, what a dense
+// implementation would materialise, how it streams, what it computes at creation, its flops and which weights may be
+// compressed. Nothing outside this table branches on a kind for these facts.
 // Each backend has its own table of the same kinds (cpu/op_table.cpp, vulkan/op_table.cpp); every table is checked
 // at compile time to list every kind in schema order, so a kind added to the schema and missing from one fails the
 // build.
@@ -11,6 +13,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 #include "ops/op.h"
 
 namespace tern {
@@ -21,6 +24,9 @@ constexpr size_t kAttentionKindCount = size_t(fb::AttentionKind::MAX);
 struct AttentionKindDef {
   fb::AttentionKind kind;
   const char* name;  // the schema's name, for messages
+  // How the rows the kind projects hold queries, keys and values (ops/head_layout.h): the input rows for the kinds
+  // that read them, the rows a kind projects itself from its input for RelativeXL and Compressive.
+  Projection projection;
   // Checks the kind's parameters and weights and the op's input and output widths; heads, head_dim, scale and
   // causality are checked before, for every kind.
   Status (*validate)(const Node& node, const std::vector<ValueInfo>& values);
@@ -34,11 +40,24 @@ struct AttentionKindDef {
   // where what later queries reach is wider than the state a session of max_tokens holds; kNoSequenceLimit where
   // the state is complete and bounded (a window's ring, a span, a memory).
   int64_t (*max_sequence)(const Node& node, int64_t max_tokens);
+  // OpDef::setup_bytes: bytes the kernels compute at creation for calls of up to max_batch tokens; null for none.
+  uint64_t (*setup_bytes)(const Node& node, int64_t max_batch);
+  // OpDef::flops of a call of n tokens at pos0; null where the kind does not count them.
+  uint64_t (*flops)(const Node& node, int64_t pos0, int64_t n);
+  // OpDef::compressible: bit `slot` set when weight `slot` may be stored compressed (every backend reads it so).
+  uint32_t compressible_slots;
+  // True when the state only a later call reads (an LSH or routing layer's generation cache), which a forward_only
+  // session does not keep; false where a call itself uses it (a KV cache that row blocks of one call read).
+  bool state_serves_later_calls_only;
 };
 
-// True for a node whose state only a later call reads (an LSH or routing layer's generation cache), which a
-// forward_only session does not keep; the kinds whose state a call itself uses (a KV cache that row blocks of one call read) are false.
+// state_serves_later_calls_only of an ATTENTION node's kind; false for every other op.
 bool state_serves_later_calls_only(const Node& node);
+
+// Where a validated ATTENTION node's projected rows hold each head's query, key and value; by kind for the kinds'
+// own parameter structs (RoutingAttention::layout and the like), which tests also build without a node.
+HeadLayout head_layout(const Node& node);
+HeadLayout head_layout(fb::AttentionKind kind, int heads, int head_dim);
 
 // The kind of a validated ATTENTION node.
 const AttentionKindDef& attention_kind(const Node& node);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/attention_kinds.h"
+
 namespace tern {
 namespace {
 
@@ -23,51 +25,82 @@ Status split_heads(fb::SparseHeads heads, int n_heads, bool* split, const std::s
 
 }  // namespace
 
+namespace {
+
+// Each pattern kind's parameters into p (kind and heads are set before).
+Status read_dense(const fb::AttentionParams&, const std::string&, AttentionPattern* p) {
+  p->kind = PatternKind::kDense;
+  return Status::Ok();
+}
+
+Status read_sliding(const fb::AttentionParams& params, const std::string& where, AttentionPattern* p) {
+  p->kind = PatternKind::kSliding;
+  p->window = params.kind_as_SlidingWindow()->window();
+  return in_range(p->window, 1, "window", where);
+}
+
+Status read_chunked(const fb::AttentionParams& params, const std::string& where, AttentionPattern* p) {
+  const auto* c = params.kind_as_ChunkedLocal();
+  p->kind = PatternKind::kChunked;
+  p->chunk = c->chunk();
+  p->chunks_before = c->chunks_before();
+  TERN_RETURN_IF_ERROR(in_range(p->chunk, 1, "chunk", where));
+  TERN_RETURN_IF_ERROR(in_range(p->chunks_before, 0, "chunks_before", where));
+  TERN_RETURN_IF_ERROR(in_range(c->chunks_after(), 0, "chunks_after", where));
+  if (p->chunk * (p->chunks_before + 1) > kMaxSpan) return InvalidModel(where + ": chunk window too large");
+  return Status::Ok();
+}
+
+Status read_strided(const fb::AttentionParams& params, const std::string& where, AttentionPattern* p) {
+  const auto* s = params.kind_as_Strided();
+  p->kind = PatternKind::kStrided;
+  p->stride = s->stride();
+  TERN_RETURN_IF_ERROR(in_range(p->stride, 1, "stride", where));
+  return split_heads(s->heads(), p->heads, &p->split, where);
+}
+
+Status read_fixed(const fb::AttentionParams& params, const std::string& where, AttentionPattern* p) {
+  const auto* f = params.kind_as_Fixed();
+  p->kind = PatternKind::kFixed;
+  p->block = f->block();
+  p->summary = f->summary();
+  TERN_RETURN_IF_ERROR(in_range(p->block, 1, "block", where));
+  TERN_RETURN_IF_ERROR(in_range(p->summary, 1, "summary", where));
+  if (p->summary > p->block) return InvalidModel(where + ": summary " + std::to_string(p->summary) + " exceeds block " + std::to_string(p->block));
+  return split_heads(f->heads(), p->heads, &p->split, where);
+}
+
+// The kinds that are a visibility pattern, and how each reads its parameters; null for the kinds with their own
+// definition (ops/adaptive_span.h, relative_xl.h, lsh.h, compressive.h, routing.h).
+struct KindPattern {
+  fb::AttentionKind kind;
+  Status (*read)(const fb::AttentionParams& params, const std::string& where, AttentionPattern* p);
+};
+constexpr KindPattern kKindPatterns[] = {
+    {fb::AttentionKind::Dense, read_dense},
+    {fb::AttentionKind::SlidingWindow, read_sliding},
+    {fb::AttentionKind::ChunkedLocal, read_chunked},
+    {fb::AttentionKind::Strided, read_strided},
+    {fb::AttentionKind::Fixed, read_fixed},
+    {fb::AttentionKind::AdaptiveSpan, nullptr},
+    {fb::AttentionKind::RelativeXL, nullptr},
+    {fb::AttentionKind::Lsh, nullptr},
+    {fb::AttentionKind::Compressive, nullptr},
+    {fb::AttentionKind::Routing, nullptr},
+};
+static_assert(covers_every_attention_kind(kKindPatterns), "every attention kind, pattern or not, in schema order");
+
+}  // namespace
+
 Result<AttentionPattern> AttentionPattern::from(const fb::AttentionParams& params, const std::string& where) {
   AttentionPattern p;
   p.heads = params.heads();
-  switch (params.kind_type()) {
-    case fb::AttentionKind::Dense:
-      p.kind = PatternKind::kDense;
-      break;
-    case fb::AttentionKind::SlidingWindow:
-      p.kind = PatternKind::kSliding;
-      p.window = params.kind_as_SlidingWindow()->window();
-      TERN_RETURN_IF_ERROR(in_range(p.window, 1, "window", where));
-      break;
-    case fb::AttentionKind::ChunkedLocal: {
-      const auto* c = params.kind_as_ChunkedLocal();
-      p.kind = PatternKind::kChunked;
-      p.chunk = c->chunk();
-      p.chunks_before = c->chunks_before();
-      TERN_RETURN_IF_ERROR(in_range(p.chunk, 1, "chunk", where));
-      TERN_RETURN_IF_ERROR(in_range(p.chunks_before, 0, "chunks_before", where));
-      TERN_RETURN_IF_ERROR(in_range(c->chunks_after(), 0, "chunks_after", where));
-      if (p.chunk * (p.chunks_before + 1) > kMaxSpan) return InvalidModel(where + ": chunk window too large");
-      break;
-    }
-    case fb::AttentionKind::Strided: {
-      const auto* s = params.kind_as_Strided();
-      p.kind = PatternKind::kStrided;
-      p.stride = s->stride();
-      TERN_RETURN_IF_ERROR(in_range(p.stride, 1, "stride", where));
-      TERN_RETURN_IF_ERROR(split_heads(s->heads(), p.heads, &p.split, where));
-      break;
-    }
-    case fb::AttentionKind::Fixed: {
-      const auto* f = params.kind_as_Fixed();
-      p.kind = PatternKind::kFixed;
-      p.block = f->block();
-      p.summary = f->summary();
-      TERN_RETURN_IF_ERROR(in_range(p.block, 1, "block", where));
-      TERN_RETURN_IF_ERROR(in_range(p.summary, 1, "summary", where));
-      if (p.summary > p.block) return InvalidModel(where + ": summary " + std::to_string(p.summary) + " exceeds block " + std::to_string(p.block));
-      TERN_RETURN_IF_ERROR(split_heads(f->heads(), p.heads, &p.split, where));
-      break;
-    }
-    default:
-      return Unsupported(where + ": attention kind " + std::to_string(int(params.kind_type())) + " is not supported");
+  const size_t k = size_t(params.kind_type());
+  const bool known = k >= 1 && k <= kAttentionKindCount;
+  if (!known || !kKindPatterns[k - 1].read) {
+    return Unsupported(where + ": attention kind " + std::to_string(int(params.kind_type())) + " is not supported");
   }
+  TERN_RETURN_IF_ERROR(kKindPatterns[k - 1].read(params, where, &p));
   return p;
 }
 
@@ -112,8 +145,10 @@ int64_t AttentionPattern::ring_keys() const {
     case PatternKind::kSliding: return window - 1;
     case PatternKind::kChunked: return chunks_before * chunk + chunk - 1;
     case PatternKind::kFixed: return block - 1;
-    default: return 0;
+    case PatternKind::kDense:
+    case PatternKind::kStrided: return 0;  // they keep every key (keeps_all_keys)
   }
+  return 0;
 }
 
 int64_t AttentionPattern::state_keys(int64_t n) const {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/attention_kinds.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -38,10 +39,10 @@ Result<Compressive> Compressive::from(const Node& node) {
     return InvalidModel(where + ": compressive attention needs its qkv weight [3*heads*head_dim, d]");
   }
   c.d = w[0]->shape[1];
-  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {3 * c.inner(), c.d}));
+  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {c.layout().row, c.d}));  // a row of qkv per projected column
   c.qkv = w[0]->f32();
   if (w.size() > 1 && w[1]) {
-    TERN_RETURN_IF_ERROR(expect_shape(node, 1, {3 * c.inner()}));
+    TERN_RETURN_IF_ERROR(expect_shape(node, 1, {c.layout().row}));
     c.qkv_bias = w[1]->f32();
   }
   const TensorInfo* conv_w = w.size() > 2 ? w[2] : nullptr;
@@ -92,35 +93,38 @@ void Compressive::compress(const float* g, float* out) const {
   }
 }
 
+HeadLayout Compressive::layout() const { return head_layout(fb::AttentionKind::Compressive, heads, head_dim); }
+
 void ref::compressive_attention(const float* a, int64_t n, CompressiveMemory& memory, const Compressive& c, float* out) {
-  const int64_t d = c.d, inner = c.inner(), dh = c.head_dim;
+  const HeadLayout heads = c.layout();  // of the projected rows qkv
+  const int64_t d = c.d, inner = heads.inner(), width = heads.row, dh = c.head_dim;
   std::vector<float> ctx(memory.cmem);
   ctx.insert(ctx.end(), memory.mem.begin(), memory.mem.end());
   ctx.insert(ctx.end(), a, a + n * d);
   const int64_t rows = int64_t(ctx.size()) / d, P = rows - n;
-  std::vector<double> qkv(size_t(rows * 3 * inner));
+  std::vector<double> qkv(size_t(rows * width));
   for (int64_t j = 0; j < rows; ++j)
-    for (int64_t o = 0; o < 3 * inner; ++o) {
+    for (int64_t o = 0; o < width; ++o) {
       double s = c.qkv_bias ? double(c.qkv_bias[o]) : 0.0;
       for (int64_t x = 0; x < d; ++x) s += double(ctx[size_t(j * d + x)]) * double(c.qkv[o * d + x]);
-      qkv[size_t(j * 3 * inner + o)] = s;
+      qkv[size_t(j * width + o)] = s;
     }
   std::vector<double> p(static_cast<size_t>(rows));
   for (int h = 0; h < c.heads; ++h) {
     for (int64_t i = 0; i < n; ++i) {
-      const double* q = &qkv[size_t((P + i) * 3 * inner + h * dh)];
+      const double* q = &qkv[size_t((P + i) * width + heads.q_column(h))];
       double mx = -INFINITY, sum = 0;
       for (int64_t j = 0; j <= P + i; ++j) {
         double s = 0;
-        for (int64_t x = 0; x < dh; ++x) s += q[x] * qkv[size_t(j * 3 * inner + inner + h * dh + x)];
+        for (int64_t x = 0; x < dh; ++x) s += q[x] * qkv[size_t(j * width + heads.k_column(h) + x)];
         p[size_t(j)] = s * double(c.scale);
         mx = std::max(mx, p[size_t(j)]);
       }
       for (int64_t j = 0; j <= P + i; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
       for (int64_t x = 0; x < dh; ++x) {
         double acc = 0;
-        for (int64_t j = 0; j <= P + i; ++j) acc += p[size_t(j)] * qkv[size_t(j * 3 * inner + 2 * inner + h * dh + x)];
-        out[i * inner + h * dh + x] = float(acc / sum);
+        for (int64_t j = 0; j <= P + i; ++j) acc += p[size_t(j)] * qkv[size_t(j * width + heads.v_column(h) + x)];
+        out[i * inner + heads.out_column(h) + x] = float(acc / sum);
       }
     }
   }

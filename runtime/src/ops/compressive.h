@@ -21,6 +21,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 
 namespace tern {
 
@@ -41,6 +42,9 @@ struct Compressive {
   static Result<Compressive> from(const Node& node);
 
   int64_t inner() const { return int64_t(heads) * head_dim; }
+  // Where the rows the op projects (qkv [3*inner, d] applied to [cmem; mem; a]) hold each head's query, key and
+  // value (the kind table's projection, ops/head_layout.h).
+  HeadLayout layout() const;
   int64_t mem_capacity() const { return mem_len + rate - 1; }
   // Rows mem and cmem hold after t tokens: the CPU kernel's counts, which shaders/common/memory_rows.glsl derives
   // alike on the device (mem fills to M, then keeps M + (t - M) % rate; every other row left in groups of rate).
@@ -50,6 +54,16 @@ struct Compressive {
   int64_t state_rows(int64_t n) const;
   // One group [rate, d] -> out [d].
   void compress(const float* group, float* out) const;
+
+  // The saved state, the bytes every backend saves and loads (so a state saved on one loads on another): int64 mem
+  // rows, int64 cmem rows (mem_rows and cmem_rows of the position), the memory [M + rate - 1, d], then the
+  // compressed memory [C, d], float32, each whole.
+  static constexpr uint64_t kSavedCountBytes = 2 * sizeof(int64_t);
+  uint64_t mem_bytes() const { return uint64_t(mem_capacity()) * uint64_t(d) * sizeof(float); }
+  uint64_t cmem_bytes() const { return uint64_t(cmem_len) * uint64_t(d) * sizeof(float); }
+  uint64_t saved_mem_at() const { return kSavedCountBytes; }
+  uint64_t saved_cmem_at() const { return kSavedCountBytes + mem_bytes(); }
+  uint64_t saved_bytes() const { return saved_cmem_at() + cmem_bytes(); }
 };
 
 // The memories between calls, for the reference kernel.

@@ -17,6 +17,9 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
 // W (LINEAR) or the table (EMBEDDING); the bias stays F32.
 bool compressible(fb::AttentionKind /*kind*/, int slot) { return slot == 0; }
 
+// The table's rows.
+int64_t token_ids(const Node& node) { return node.weights[0]->shape[0]; }
+
 }  // namespace
 
 void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n, float* out) {
@@ -27,6 +30,6 @@ void ref::embedding(const float* table, int64_t d, const int32_t* ids, int64_t n
 
 extern const OpDef kEmbeddingOp = {fb::OpCode::EMBEDDING, "EMBEDDING", 1, 1, 1, fb::OpParams::EmbeddingParams,
                                    validate, nullptr, nullptr, streams<Streaming::kRowWise>, nullptr, nullptr, nullptr,
-                                   compressible};
+                                   compressible, token_ids};
 
 }  // namespace tern

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <string>
 
+#include "ops/attention_kinds.h"
 #include "ops/op.h"
 
 namespace tern {
@@ -128,8 +129,8 @@ namespace {
 float attend_row(const LshAttention& a, const float* qkv, int64_t stride, int h, int64_t i,
                  const std::vector<int64_t>& window, const std::vector<float>& keys, int64_t n, double* out) {
   const int dh = a.head_dim;
-  const int64_t inner = int64_t(a.heads) * dh;
-  const float* q = qkv + i * stride + int64_t(h) * dh;
+  const HeadLayout heads = a.layout();
+  const float* q = qkv + i * stride + heads.q_column(h);
   std::vector<double> s;
   std::vector<int64_t> pos;
   for (int64_t j : window) {
@@ -152,7 +153,7 @@ float attend_row(const LshAttention& a, const float* qkv, int64_t stride, int h,
   std::fill(out, out + dh, 0.0);
   for (size_t t = 0; t < s.size(); ++t) {
     const double p = std::exp(s[t] - double(lse));
-    const float* v = qkv + pos[t] * stride + inner + int64_t(h) * dh;
+    const float* v = qkv + pos[t] * stride + heads.v_column(h);
     for (int c = 0; c < dh; ++c) out[c] += p * double(v[c]);
   }
   return lse;
@@ -162,13 +163,14 @@ float attend_row(const LshAttention& a, const float* qkv, int64_t stride, int h,
 
 void ref::lsh_attention(const float* qkv, int64_t n, const LshAttention& a, float* out) {
   const int dh = a.head_dim;
-  const int64_t inner = int64_t(a.heads) * dh, stride = 2 * inner;
+  const HeadLayout heads = a.layout();  // qk | v
+  const int64_t inner = heads.inner(), stride = heads.row;
   const int64_t n_pad = a.padded_length(n), nh = a.hashes;
   std::vector<float> keys(size_t(n * dh)), rotated(size_t(a.rot_half));
   std::vector<double> row(static_cast<size_t>(dh));
   for (int h = 0; h < a.heads; ++h) {
     for (int64_t j = 0; j < n; ++j) {
-      const float* x = qkv + j * stride + int64_t(h) * dh;
+      const float* x = qkv + j * stride + heads.k_column(h);
       double ms = 0;
       for (int c = 0; c < dh; ++c) ms += double(x[c]) * double(x[c]);
       const double r = 1.0 / std::sqrt(ms / dh + double(a.key_norm_eps));
@@ -179,7 +181,7 @@ void ref::lsh_attention(const float* qkv, int64_t n, const LshAttention& a, floa
       std::iota(all.begin(), all.end(), 0);
       for (int64_t i = 0; i < n; ++i) {
         attend_row(a, qkv, stride, h, i, all, keys, n, row.data());
-        for (int c = 0; c < dh; ++c) out[i * inner + int64_t(h) * dh + c] = float(row[size_t(c)]);
+        for (int c = 0; c < dh; ++c) out[i * inner + heads.out_column(h) + c] = float(row[size_t(c)]);
       }
       continue;
     }
@@ -187,7 +189,7 @@ void ref::lsh_attention(const float* qkv, int64_t n, const LshAttention& a, floa
     std::vector<std::pair<int64_t, int64_t>> order;  // (round-offset bucket, position)
     for (int64_t r = 0; r < nh; ++r) {
       for (int64_t j = 0; j < n_pad; ++j) {
-        const int64_t b = j < n ? a.bucket(h, r, qkv + j * stride + int64_t(h) * dh, rotated.data()) : a.buckets;
+        const int64_t b = j < n ? a.bucket(h, r, qkv + j * stride + heads.k_column(h), rotated.data()) : a.buckets;
         order.push_back({r * (a.buckets + 1) + b, j});
       }
     }
@@ -207,7 +209,7 @@ void ref::lsh_attention(const float* qkv, int64_t n, const LshAttention& a, floa
       lses[size_t(r * n + i)] = attend_row(a, qkv, stride, h, i, window, keys, n, outs.data() + (r * n + i) * dh);
     }
     for (int64_t i = 0; i < n; ++i) {
-      float* o = out + i * inner + int64_t(h) * dh;
+      float* o = out + i * inner + heads.out_column(h);
       if (nh == 1) {
         for (int c = 0; c < dh; ++c) o[c] = float(outs[size_t(i * dh + c)]);
         continue;
@@ -226,6 +228,8 @@ void ref::lsh_attention(const float* qkv, int64_t n, const LshAttention& a, floa
     }
   }
 }
+
+HeadLayout LshAttention::layout() const { return head_layout(fb::AttentionKind::Lsh, heads, head_dim); }
 
 Status LshAttention::check_saved_cache(int64_t capacity, int64_t position, const uint8_t* in,
                                        const std::string& label) const {
@@ -249,9 +253,10 @@ Status LshAttention::check_saved_cache(int64_t capacity, int64_t position, const
     return Status::Ok();
   }
   if (position == 0) return InvalidArgument(label + ": saved LSH state has buckets but no positions");
-  const uint8_t* b = in + 8;
+  const LshSavedCache saved = saved_cache(position);
   for (int h = 0; h < heads; ++h) {
-    for (int64_t r = 0; r < hashes; ++r, b += position * 4) {
+    for (int64_t r = 0; r < hashes; ++r) {
+      const uint8_t* b = in + saved.buckets_at(h, r);
       for (int64_t j = 0; j < position; ++j) {
         int32_t v;
         std::memcpy(&v, b + j * 4, 4);

@@ -52,8 +52,25 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 
 namespace tern {
+
+// The saved cache of an LSH op after `position` positions, the bytes every backend saves and loads (so a state saved
+// on one loads on another): int32 hashed (0 or 1), int32 0; int32 buckets [heads, hashes, position] (each round's
+// bucket of every position, 0 while not hashed); float rows [heads, position, 2*head_dim] (each position's qk | v).
+struct LshSavedCache {
+  int64_t heads = 1, hashes = 1, head_dim = 1, position = 0;
+
+  static constexpr uint64_t kHeaderBytes = 8;
+  uint64_t round_bytes() const { return uint64_t(position) * 4; }  // one round's buckets of one head
+  uint64_t head_rows_bytes() const { return uint64_t(position) * uint64_t(2 * head_dim) * 4; }
+  // Where head h's round r of buckets, and head h's rows, start.
+  uint64_t buckets_at(int64_t h, int64_t r) const { return kHeaderBytes + uint64_t(h * hashes + r) * round_bytes(); }
+  uint64_t rows_at(int64_t h) const { return buckets_at(heads, 0) + uint64_t(h) * head_rows_bytes(); }
+  uint64_t count_bytes() const { return rows_at(0); }  // the header and the buckets
+  uint64_t bytes() const { return rows_at(heads); }
+};
 
 struct LshAttention {
   int heads = 1;
@@ -72,6 +89,8 @@ struct LshAttention {
 
   // Reads and checks the params and weight of an ATTENTION op of kind Lsh.
   static Result<LshAttention> from(const Node& node);
+  // Where qk | v rows hold each head's query-key and value (the kind table's projection, ops/head_layout.h).
+  HeadLayout layout() const;
 
   // Length the sequence is treated as (HF's right-padding).
   int64_t padded_length(int64_t n) const {
@@ -86,8 +105,9 @@ struct LshAttention {
   // Round r's cached bucket values lie in [r * buckets, bucket_limit(r)] (offsets r * (buckets + 1) after a padded
   // first call).
   int64_t bucket_limit(int64_t r) const { return r * (buckets + 1) + buckets - 1; }
-  // The saved cache of a sequence of `position` positions, in the layout every backend saves (int32 hashed, int32 0,
-  // int32 buckets [heads, hashes, position], then the float rows): TERN_INVALID_ARGUMENT unless its counts could be
+  // The saved cache of a sequence of `position` positions (LshSavedCache).
+  LshSavedCache saved_cache(int64_t position) const { return {heads, hashes, head_dim, position}; }
+  // Checks a saved cache (LshSavedCache) of `position` positions: TERN_INVALID_ARGUMENT unless its counts could be
   // a cache of `capacity` positions after them (checked before any state is loaded; a forged blob can match the
   // checksum). `label` names the op.
   Status check_saved_cache(int64_t capacity, int64_t position, const uint8_t* in, const std::string& label) const;

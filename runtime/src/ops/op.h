@@ -59,6 +59,12 @@ struct OpDef {
   // reads it so; `kind` is the attention kind of an ATTENTION op, NONE for the others (the converter asks before
   // there is a Node). Null: every weight is F32.
   bool (*compressible)(fb::AttentionKind kind, int slot) = nullptr;
+  // For an op that reads the token ids (the graph's input): the ids it can look up are [0, token_ids(node)). Null
+  // for the ops that read no ids.
+  int64_t (*token_ids)(const Node& node) = nullptr;
+  // True when element i of the output depends on element i of the inputs only (ADD, ACTIVATION): the output may
+  // take the rows of an input the op reads for the last time (cpu/row_chains.cpp places them in place).
+  bool elementwise = false;
 };
 
 // max_sequence of a node that runs sequences of any length in bounded state.

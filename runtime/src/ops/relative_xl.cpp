@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/attention_kinds.h"
 #include "ops/op.h"
 #include "ops/reference.h"
 
@@ -42,7 +43,7 @@ Result<RelativeXL> RelativeXL::from(const Node& node) {
   }
   x.d = w[0]->shape[1];
   const int64_t inner = x.inner();
-  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {3 * inner, x.d}));
+  TERN_RETURN_IF_ERROR(expect_shape(node, 0, {x.layout().row, x.d}));  // a row of qkv per projected column
   if (double(x.mem_len) * double(x.d) > double(int64_t(1) << 36)) {
     return InvalidModel(where + ": a memory of " + std::to_string(x.mem_len) + " x " + std::to_string(x.d) + " floats is too large");
   }
@@ -107,20 +108,23 @@ void RelativeXL::position_encodings(int64_t first, int64_t rows, float* out) con
   for (int64_t i = 0; i < rows; ++i) encode(freq.data(), half, first + i, out + i * d);
 }
 
+HeadLayout RelativeXL::layout() const { return head_layout(fb::AttentionKind::RelativeXL, heads, head_dim); }
+
 void ref::relative_xl_attention(const float* h, int64_t n, float* memory, const RelativeXL& x, float* out) {
-  const int64_t M = x.mem_len, d = x.d, inner = x.inner(), rows = M + n;
+  const HeadLayout heads = x.layout();  // of the projected rows qkv
+  const int64_t M = x.mem_len, d = x.d, inner = heads.inner(), width = heads.row, rows = M + n;
   const int H = x.heads, dh = x.head_dim;
   // x' = [memory; h], normalised for pre-LN.
   std::vector<float> cat(size_t(rows * d));
   std::copy(memory, memory + M * d, cat.begin());
   std::copy(h, h + n * d, cat.begin() + M * d);
   if (x.pre_norm()) ref::layer_norm(cat.data(), rows, d, x.norm_weight, x.norm_bias, x.eps, cat.data());
-  std::vector<double> qkv(size_t(rows * 3 * inner));  // [rows, 3*inner]; q only used for the last n rows
+  std::vector<double> qkv(size_t(rows * width));  // [rows, width]; q only used for the last n rows
   for (int64_t j = 0; j < rows; ++j)
-    for (int64_t o = 0; o < 3 * inner; ++o) {
+    for (int64_t o = 0; o < width; ++o) {
       double s = 0;
       for (int64_t c = 0; c < d; ++c) s += double(cat[size_t(j * d + c)]) * double(x.qkv[o * d + c]);
-      qkv[size_t(j * 3 * inner + o)] = s;
+      qkv[size_t(j * width + o)] = s;
     }
   const int64_t positions = x.position_rows(n);
   std::vector<double> r(size_t(positions * inner));  // [positions, inner]
@@ -136,11 +140,11 @@ void ref::relative_xl_attention(const float* h, int64_t n, float* memory, const 
   std::vector<double> score(static_cast<size_t>(rows));
   for (int hd = 0; hd < H; ++hd) {
     for (int64_t i = 0; i < n; ++i) {
-      const double* q = &qkv[size_t((M + i) * 3 * inner + hd * dh)];
+      const double* q = &qkv[size_t((M + i) * width + heads.q_column(hd))];
       const int64_t lo = x.first_key(i), hi = M + i;  // visible keys [lo, hi]
       double mx = -INFINITY;
       for (int64_t j = lo; j <= hi; ++j) {
-        const double* k = &qkv[size_t(j * 3 * inner + inner + hd * dh)];
+        const double* k = &qkv[size_t(j * width + heads.k_column(hd))];
         const double* rp = &r[size_t(x.position(M + i - j) * inner + hd * dh)];
         double s = 0;
         for (int c = 0; c < dh; ++c) {
@@ -153,8 +157,8 @@ void ref::relative_xl_attention(const float* h, int64_t n, float* memory, const 
       for (int64_t j = lo; j <= hi; ++j) sum += (score[size_t(j)] = std::exp(score[size_t(j)] - mx));
       for (int c = 0; c < dh; ++c) {
         double acc = 0;
-        for (int64_t j = lo; j <= hi; ++j) acc += score[size_t(j)] * qkv[size_t(j * 3 * inner + 2 * inner + hd * dh + c)];
-        out[i * inner + hd * dh + c] = float(acc / sum);
+        for (int64_t j = lo; j <= hi; ++j) acc += score[size_t(j)] * qkv[size_t(j * width + heads.v_column(hd) + c)];
+        out[i * inner + heads.out_column(hd) + c] = float(acc / sum);
       }
     }
   }

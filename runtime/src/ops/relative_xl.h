@@ -23,6 +23,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 
 namespace tern {
 
@@ -47,6 +48,9 @@ struct RelativeXL {
   static Result<RelativeXL> from(const Node& node);
 
   int64_t inner() const { return int64_t(heads) * head_dim; }
+  // Where the rows the op projects (qkv [3*inner, d] applied to [memory; h]) hold each head's query, key and value
+  // (the kind table's projection, ops/head_layout.h).
+  HeadLayout layout() const;
   bool pre_norm() const { return norm_weight != nullptr; }
   // Largest distance a query of a call of up to n tokens reads.
   int64_t max_distance(int64_t n) const { return same_length ? mem_len - 1 : mem_len + n - 1; }

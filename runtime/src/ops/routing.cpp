@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "ops/attention_kinds.h"
 #include "ops/op.h"
 
 namespace tern {
@@ -58,6 +59,8 @@ Result<RoutingAttention> RoutingAttention::from(const Node& node) {
   return a;
 }
 
+HeadLayout RoutingAttention::layout() const { return head_layout(fb::AttentionKind::Routing, heads, head_dim); }
+
 uint64_t RoutingAttention::cache_bytes(int64_t max_tokens) const {
   // Ring [local_heads, R, 2*dh]; per routing head and cluster, W slots of key position, key score, normalised key
   // [dh], value [dh] and query score.
@@ -99,10 +102,11 @@ void routing_top(const float* scores, int64_t n, int64_t count, int32_t* order, 
 
 void ref::routing_attention(const float* qkv, int64_t n, const RoutingAttention& a, float* out) {
   const int dh = a.head_dim;
-  const int64_t inner = int64_t(a.heads) * dh, stride = 3 * inner;
-  auto q = [&](int h, int64_t i) { return qkv + i * stride + int64_t(h) * dh; };
-  auto k = [&](int h, int64_t j) { return qkv + j * stride + inner + int64_t(h) * dh; };
-  auto v = [&](int h, int64_t j) { return qkv + j * stride + 2 * inner + int64_t(h) * dh; };
+  const HeadLayout heads = a.layout();
+  const int64_t inner = heads.inner(), stride = heads.row;
+  auto q = [&](int h, int64_t i) { return qkv + i * stride + heads.q_column(h); };
+  auto k = [&](int h, int64_t j) { return qkv + j * stride + heads.k_column(h); };
+  auto v = [&](int h, int64_t j) { return qkv + j * stride + heads.v_column(h); };
   // Softmax of query qi over keys `keys` (positions), accumulated in double into acc [dh]; false if none is visible.
   auto attend = [&](const float* qi, int64_t i, int h, const std::vector<int64_t>& keys, const float* kbase,
                     int64_t kstride, std::vector<double>& acc) {
@@ -134,7 +138,7 @@ void ref::routing_attention(const float* qkv, int64_t n, const RoutingAttention&
       std::vector<int64_t> keys;
       for (int64_t j = lo; j <= i; ++j) keys.push_back(j);
       attend(q(h, i), i, h, keys, k(h, lo), stride, acc);
-      for (int c = 0; c < dh; ++c) out[i * inner + int64_t(h) * dh + c] = float(acc[size_t(c)]);
+      for (int c = 0; c < dh; ++c) out[i * inner + heads.out_column(h) + c] = float(acc[size_t(c)]);
     }
   }
   // Routing heads.
@@ -165,7 +169,7 @@ void ref::routing_attention(const float* qkv, int64_t n, const RoutingAttention&
     }
     for (int64_t i = 0; i < n; ++i) {
       for (int d = 0; d < dh; ++d) {
-        out[i * inner + int64_t(h) * dh + d] = float(total[size_t(i * dh + d)] / (count[size_t(i)] + a.count_eps));
+        out[i * inner + heads.out_column(h) + d] = float(total[size_t(i * dh + d)] / (count[size_t(i)] + a.count_eps));
       }
     }
   }

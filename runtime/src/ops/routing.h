@@ -39,6 +39,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/head_layout.h"
 
 namespace tern {
 
@@ -57,6 +58,8 @@ struct RoutingAttention {
   // Reads and checks the params and weight of an ATTENTION op of kind Routing.
   static Result<RoutingAttention> from(const Node& node);
 
+  // Where qkv rows hold each head's query, key and value (the kind table's projection, ops/head_layout.h).
+  HeadLayout layout() const;
   int routing_heads() const { return heads - local_heads; }
   int64_t members(int64_t n) const { return window < n ? window : n; }
   // Continuing a sequence of at most max_tokens positions: the ring of each local head and the slots of each

@@ -63,9 +63,6 @@ class VulkanBackend : public Backend {
   vk::Slice ids_;     // host: [max_batch] int32
   vk::Slice output_;  // host: [max_batch, vocab] float
   int64_t vocab_ = 0;
-  // The first routing attention op, or -1: continuing a sequence through it (each cluster's best keys) runs on the
-  // CPU only.
-  int cpu_continuation_node_ = -1;
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
   std::vector<uint64_t> op_ns_;  // per node: device time of the last call, when profiling
@@ -107,6 +104,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   } const config{options.device, backend_config.named || options.device > 0, backend_config.max_tokens,
                  backend_config.max_batch, options.weight_storage == TERN_WEIGHT_STORAGE_F16};
   const Model& model = model_;
+  // A session that may continue a sequence needs every op to continue one here: refused now, never during a run.
+  if (!options.forward_only) {
+    for (const Node& node : model.nodes()) {
+      const vk::VulkanOp* op = vk::find_vulkan_op(node.code);
+      if (op->continues) TERN_RETURN_IF_ERROR(op->continues(node));
+    }
+  }
   // float16 LINEAR weights / EMBEDDING tables in the file are read as they are where the device has 16-bit storage
   // (linear_f16, embedding_f16), and widened to float32 while staging where it does not.
   bool f16_in_file = false;
@@ -153,16 +157,8 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   }
   id_limit_ = INT64_MAX;
   for (const Node& node : nodes) {
-    if (cpu_continuation_node_ < 0 && node.code == fb::OpCode::ATTENTION &&
-        node.fb_op->params_as_AttentionParams()->kind_type() == fb::AttentionKind::Routing) {
-      cpu_continuation_node_ = node.index;
-    }
-    if (node.code == fb::OpCode::EMBEDDING) id_limit_ = std::min(id_limit_, node.weights[0]->shape[0]);
-    if (node.code == fb::OpCode::ADAPTIVE_EMBEDDING) {  // the vocabulary: the clusters' tables' rows together
-      int64_t rows = 0;
-      for (size_t w = 0; w < node.weights.size(); w += 2) rows += node.weights[w] ? node.weights[w]->shape[0] : 0;
-      id_limit_ = std::min(id_limit_, rows);
-    }
+    const OpDef* def = find_op(node.code);
+    if (def->token_ids) id_limit_ = std::min(id_limit_, def->token_ids(node));
     TERN_RETURN_IF_ERROR(vk::find_vulkan_op(node.code)->lower(node, low));
   }
   TERN_RETURN_IF_ERROR(low.upload());
@@ -177,11 +173,6 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
 }
 
 Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {
-  if (pos0 > 0 && cpu_continuation_node_ >= 0) {
-    return Unsupported(model_.nodes()[size_t(cpu_continuation_node_)].label() +
-                       ": continuing a sequence through routing attention runs on the CPU backend only; on Vulkan, "
-                       "run the whole sequence in one forward call, or use --backend cpu");
-  }
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= id_limit_) {
       return InvalidArgument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(pos0 + i) +

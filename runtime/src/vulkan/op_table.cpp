@@ -24,19 +24,23 @@ struct KindLowering {
   fb::AttentionKind kind;
   Status (*supports)(const Node& node, const Model& model);
   Status (*lower)(const Node& node, Lowering& low);
+  // True when a later call (position > 0) continues what the lowering keeps; false where the shaders run whole
+  // sequences only (a session that may continue one is refused at creation: VulkanOp::continues). Routing: each
+  // cluster's best keys are kept on the CPU only.
+  bool continues;
 };
 
 constexpr KindLowering kAttentionLowerings[] = {
-    {fb::AttentionKind::Dense, supports_any, lower_windowed_attention},          // ops_attention.cpp
-    {fb::AttentionKind::SlidingWindow, supports_any, lower_windowed_attention},
-    {fb::AttentionKind::ChunkedLocal, supports_any, lower_windowed_attention},
-    {fb::AttentionKind::Strided, supports_any, lower_windowed_attention},
-    {fb::AttentionKind::Fixed, supports_any, lower_windowed_attention},
-    {fb::AttentionKind::AdaptiveSpan, supports_host_f32, lower_adaptive_span},   // ops_adaptive_span.cpp
-    {fb::AttentionKind::RelativeXL, supports_floats, lower_relative_xl},         // ops_memory.cpp
-    {fb::AttentionKind::Lsh, supports_any, lower_lsh_attention},                 // ops_lsh.cpp
-    {fb::AttentionKind::Compressive, supports_floats, lower_compressive},        // ops_memory.cpp
-    {fb::AttentionKind::Routing, supports_any, lower_routing},                   // ops_routing.cpp
+    {fb::AttentionKind::Dense, supports_any, lower_windowed_attention, true},          // ops_attention.cpp
+    {fb::AttentionKind::SlidingWindow, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::ChunkedLocal, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::Strided, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::Fixed, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::AdaptiveSpan, supports_host_f32, lower_adaptive_span, true},   // ops_adaptive_span.cpp
+    {fb::AttentionKind::RelativeXL, supports_floats, lower_relative_xl, true},         // ops_memory.cpp
+    {fb::AttentionKind::Lsh, supports_any, lower_lsh_attention, true},                 // ops_lsh.cpp
+    {fb::AttentionKind::Compressive, supports_floats, lower_compressive, true},        // ops_memory.cpp
+    {fb::AttentionKind::Routing, supports_any, lower_routing, false},                  // ops_routing.cpp
 };
 static_assert(covers_every_attention_kind(kAttentionLowerings), "a Vulkan lowering for every attention kind, in schema order");
 
@@ -46,6 +50,12 @@ const KindLowering& kind_lowering(const Node& node) {
 
 Status supports_attention(const Node& node, const Model& model) { return kind_lowering(node).supports(node, model); }
 Status lower_attention(const Node& node, Lowering& low) { return kind_lowering(node).lower(node, low); }
+Status attention_continues(const Node& node) {
+  if (kind_lowering(node).continues) return Status::Ok();
+  return Unsupported(node.label() + ": continuing a sequence through " + attention_kind(node).name +
+                     " attention runs on the CPU backend only; on Vulkan, create the session forward_only (each call "
+                     "a whole sequence), or use --backend cpu");
+}
 
 constexpr VulkanOp kOps[] = {
     {fb::OpCode::EMBEDDING, supports_floats, lower_embedding},
@@ -54,7 +64,7 @@ constexpr VulkanOp kOps[] = {
     {fb::OpCode::LINEAR, supports_floats, lower_linear},
     {fb::OpCode::ACTIVATION, supports_floats, lower_activation},
     {fb::OpCode::ADD, supports_floats, lower_add},
-    {fb::OpCode::ATTENTION, supports_attention, lower_attention},
+    {fb::OpCode::ATTENTION, supports_attention, lower_attention, attention_continues},
     {fb::OpCode::LOG_SOFTMAX, supports_floats, lower_log_softmax},
     {fb::OpCode::ADAPTIVE_EMBEDDING, supports_floats, lower_adaptive_embedding},  // widened on the host
     {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_floats, lower_adaptive_log_softmax},

@@ -10,13 +10,15 @@
 #include <vector>
 
 #include "format/model.h"
+#include "ops/head_layout.h"
 #include "vulkan/program.h"
 #include "vulkan/push_constants.h"
 
 namespace tern::vk {
 
-// A stateful op's device state as the bytes its CPU kernel saves (CpuKernel::save_state): the session's state blob
-// then reads the same on both backends, and a state moves between them. copies tile the saved bytes after the first
+// A stateful op's device state as the bytes every backend saves (the layout in ops/: ops/kv_state.h for the KV
+// stores; the CPU kernel's CpuKernel::save_state for the others): the session's state blob then reads the same on
+// both backends, and a state moves between them. copies tile the saved bytes after the first
 // host_bytes, in increasing order of `saved`; the host bytes (Compressive's row counts, which the device derives
 // from the position) are written by `host` on save and must equal them on load.
 struct StateCopy {
@@ -128,6 +130,9 @@ struct VulkanOp {
   // TERN_UNSUPPORTED naming the op (and kind) when this node needs something without a shader yet.
   Status (*supports)(const Node& node, const Model& model);
   Status (*lower)(const Node& node, Lowering& low);
+  // TERN_UNSUPPORTED naming the op when a later call (position > 0) cannot continue what its lowering keeps: asked
+  // at session creation unless the session is forward_only. Null: the op continues any sequence.
+  Status (*continues)(const Node& node) = nullptr;
 };
 
 const VulkanOp* find_vulkan_op(fb::OpCode code);
@@ -171,6 +176,9 @@ Status lower_activation(const Node& node, Lowering& low);
 Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
+// shaders/attention.comp's push constants with the head layout's fields set (heads, row, q/k/v columns, kv_heads);
+// the lowering sets the pattern's.
+AttentionPush attention_push(const HeadLayout& heads);
 // ATTENTION by kind (the kind table is in op_table.cpp).
 Status lower_windowed_attention(const Node& node, Lowering& low);  // Dense, SlidingWindow, ChunkedLocal, Strided, Fixed
 Status lower_relative_xl(const Node& node, Lowering& low);

@@ -30,19 +30,21 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   }
   // tables: [heads, 4] (reach, mask offset, ring offset, cap) as int bits, m_h(1..reach[h]) head after head, then
   // pe [max_span, dh] by distance: row d-1 is key_pe[:, max_span - d].
-  int64_t mask_total = 0, slots = 0;
+  // The state as ops/adaptive_span.h lays it out (SpanStateLayout), which the CPU kernel keeps and saves too.
+  const SpanStateLayout layout(a, low.max_tokens);
+  const int64_t slots = layout.slots;
+  int64_t mask_total = 0;
   for (int64_t r : a.reach) mask_total += r;
   std::vector<float> tables;
   tables.reserve(size_t(4 * heads + mask_total + L * dh));
   for (int h = 0; h < heads; ++h) {
-    const int64_t reach = a.reach[size_t(h)], cap = std::min(reach, low.max_tokens);
+    const int64_t reach = a.reach[size_t(h)], cap = layout.cap[size_t(h)], ring_offset = layout.offset[size_t(h)];
     int64_t mask_offset = 0;
     for (int g = 0; g < h; ++g) mask_offset += a.reach[size_t(g)];
-    if (reach > INT32_MAX || mask_offset > INT32_MAX || slots > INT32_MAX) {
+    if (reach > INT32_MAX || mask_offset > INT32_MAX || ring_offset > INT32_MAX) {
       return Unsupported(node.label() + ": adaptive span too large for the Vulkan shader's 32-bit indices");
     }
-    tables.insert(tables.end(), {int_bits(reach), int_bits(mask_offset), int_bits(slots), int_bits(cap)});
-    slots += cap;
+    tables.insert(tables.end(), {int_bits(reach), int_bits(mask_offset), int_bits(ring_offset), int_bits(cap)});
   }
   for (int h = 0; h < heads; ++h)
     for (int64_t d = 1; d <= a.reach[size_t(h)]; ++d) tables.push_back(a.mask(h, d));
@@ -54,10 +56,9 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   }
   TERN_ASSIGN_OR_RETURN(auto table, low.constant(std::move(tables), "adaptive span tables"));
   // [2, sum(cap), dh]: keys, then values. At least one float so that the binding is never empty.
-  TERN_ASSIGN_OR_RETURN(auto state, low.state(std::max<uint64_t>(1, uint64_t(slots) * 2 * uint64_t(dh)) * sizeof(float),
-                                              "attention state"));
+  TERN_ASSIGN_OR_RETURN(auto state, low.state(std::max<uint64_t>(sizeof(float), layout.bytes()), "attention state"));
   if (slots == 0) low.state_bytes -= sizeof(float);  // the placeholder float is not state the CPU path counts
-  low.save_whole(node, state, uint64_t(slots) * 2 * uint64_t(dh) * sizeof(float));  // SpanStore::save
+  low.save_whole(node, state, layout.bytes());
 
   const Binding qkv = low.values[node.inputs[0]];  // [n, 3*inner]
   const Binding tab{table, 0, 0, "adaptive span tables"};
@@ -69,6 +70,11 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   attend.mask_at = uint32_t(4 * heads);  // after the per-head numbers
   attend.pe_at = uint32_t(pe_at);
   attend.total_slots = uint32_t(slots);
+  const HeadLayout heads_layout = a.layout();
+  attend.row = uint32_t(heads_layout.row);
+  attend.q_col = uint32_t(heads_layout.q);
+  attend.k_col = uint32_t(heads_layout.k);
+  attend.v_col = uint32_t(heads_layout.v);
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
       node, "adaptive_span", {uint32_t(dh)}, 64, attend,
       [heads](int64_t n) { return Groups{uint32_t((n + 63) / 64), uint32_t(heads), 1}; },
@@ -76,6 +82,9 @@ Status lower_adaptive_span(const Node& node, Lowering& low) {
   SpanAppendPush append;
   append.heads = uint32_t(heads);
   append.total_slots = uint32_t(slots);
+  append.row = attend.row;
+  append.k_col = attend.k_col;
+  append.v_col = attend.v_col;
   return low.program.add(make_dispatch(node, "span_append", {uint32_t(dh)}, 256, append,
                                        [inner](int64_t n) { return stride_groups(n * inner, 256); }, {qkv, st, tab}));
 }

@@ -60,6 +60,10 @@ LshPush lsh_push(const LshAttention& a) {
   push.key_norm_eps = a.key_norm_eps;
   push.scale = a.scale;
   push.self_mask_value = a.self_mask_value;
+  const HeadLayout heads = a.layout();  // qk | v: the queries are the keys
+  push.row = uint32_t(heads.row);
+  push.k_col = uint32_t(heads.k);
+  push.v_col = uint32_t(heads.v);
   return push;
 }
 
@@ -142,16 +146,17 @@ Status lower_lsh_cache(const Node& node, const LshAttention& a, Lowering& low, c
   saved.node = node.index;
   saved.where = node.label();
   saved.slice = state;
-  saved.bytes = [a](int64_t position) { return a.cache_bytes(position) + 8; };
-  saved.copies = [H, nh, dh, cap, bucket_words](int64_t position, std::vector<StateCopy>* copies) {
-    copies->push_back({0, 0, 8});  // hashed, 0
-    uint64_t at = 8;
-    for (int64_t hr = 0; hr < H * nh; ++hr, at += uint64_t(position) * 4) {
-      copies->push_back({at, uint64_t(2 + hr * cap) * 4, uint64_t(position) * 4});
-    }
-    const uint64_t row_bytes = uint64_t(2 * dh) * 4;
-    for (int64_t h = 0; h < H; ++h, at += uint64_t(position) * row_bytes) {
-      copies->push_back({at, uint64_t(2 + bucket_words + h * cap * 2 * dh) * 4, uint64_t(position) * row_bytes});
+  saved.bytes = [a](int64_t position) { return a.saved_cache(position).bytes(); };
+  // The device cache: words hashed, 0, buckets [H, hashes, cap], rows [H, cap, 2 * dh].
+  saved.copies = [a, H, nh, dh, cap, bucket_words](int64_t position, std::vector<StateCopy>* copies) {
+    const LshSavedCache layout = a.saved_cache(position);
+    copies->push_back({0, 0, LshSavedCache::kHeaderBytes});  // hashed, 0
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < nh; ++r) {
+        copies->push_back({layout.buckets_at(h, r), uint64_t(2 + (h * nh + r) * cap) * 4, layout.round_bytes()});
+      }
+    for (int64_t h = 0; h < H; ++h) {
+      copies->push_back({layout.rows_at(h), uint64_t(2 + bucket_words + h * cap * 2 * dh) * 4, layout.head_rows_bytes()});
     }
   };
   saved.check = [a, cap, label = node.label()](int64_t position, const uint8_t* in) {

@@ -24,6 +24,7 @@ constexpr uint32_t kQueries = 64;  // local_size_x of memory_attention.comp
 
 struct MemoryOp {
   int64_t d = 0, inner = 0, prefix_max = 0, state_rows = 0;
+  HeadLayout layout;  // of the projected rows qkv (memory_project writes them, memory_attention reads q | k | v)
   int heads = 1, head_dim = 1;
   int32_t family = 0, mem_len = 0, cmem_len = 0, rate = 1;
   Slice state, ctx, qkv;
@@ -35,6 +36,7 @@ MemoryOp memory_op(const Attention& a, int32_t family) {
   MemoryOp m;
   m.d = a.d;
   m.inner = a.inner();
+  m.layout = a.layout();
   m.heads = a.heads;
   m.head_dim = a.head_dim;
   m.family = family;
@@ -51,7 +53,10 @@ MemoryPush memory_push(const MemoryOp& m) {
   push.cmem_len = uint32_t(m.cmem_len);
   push.rate = uint32_t(m.rate);
   push.d = uint32_t(m.d);
-  push.qkv_width = uint32_t(3 * m.inner);
+  push.qkv_width = uint32_t(m.layout.row);
+  push.q_col = uint32_t(m.layout.q);
+  push.k_col = uint32_t(m.layout.k);
+  push.v_col = uint32_t(m.layout.v);
   push.heads = uint32_t(m.heads);
   return push;
 }
@@ -69,14 +74,14 @@ Status too_large(const Node& node, int64_t rows, int64_t width) {
 // State and scratch, then memory_concat.
 Status begin(const Node& node, Lowering& low, MemoryOp& m) {
   const int64_t rows = m.prefix_max + low.max_batch;
-  TERN_RETURN_IF_ERROR(too_large(node, rows, std::max(m.d, 3 * m.inner)));
+  TERN_RETURN_IF_ERROR(too_large(node, rows, std::max(m.d, m.layout.row)));
   TERN_ASSIGN_OR_RETURN(
       auto state,
       low.state(uint64_t(std::max<int64_t>(m.state_rows, 1)) * uint64_t(m.d) * sizeof(float), "attention memory"));
   if (m.state_rows == 0) low.state_bytes -= uint64_t(m.d) * sizeof(float);  // a placeholder, not state: mem_len 0
   TERN_ASSIGN_OR_RETURN(auto ctx, low.memory.allocate(uint64_t(rows) * uint64_t(m.d) * sizeof(float),
                                                       MemoryKind::kDevice, "attention memory rows"));
-  TERN_ASSIGN_OR_RETURN(auto qkv, low.memory.allocate(uint64_t(rows) * uint64_t(3 * m.inner) * sizeof(float),
+  TERN_ASSIGN_OR_RETURN(auto qkv, low.memory.allocate(uint64_t(rows) * uint64_t(m.layout.row) * sizeof(float),
                                                       MemoryKind::kDevice, "attention memory projections"));
   m.state = state;
   m.ctx = ctx;
@@ -173,7 +178,7 @@ Status lower_relative_xl(const Node& node, Lowering& low) {
   TERN_ASSIGN_OR_RETURN(auto biases, low.constant(std::move(uv), "r_w_bias and r_r_bias"));
   TERN_RETURN_IF_ERROR(attend(node, low, m, true, biases, r_table, x.scale, x.clamp_len, x.same_length));
   if (x.mem_len == 0) return Status::Ok();
-  low.save_whole(node, m.state, uint64_t(x.mem_len) * uint64_t(x.d) * sizeof(float));  // [M, d] as the CPU kernel
+  low.save_whole(node, m.state, x.state_bytes());  // [M, d] (ops/relative_xl.h)
   return update(node, low, m, 0, m.ctx, m.ctx, false);
 }
 
@@ -202,20 +207,18 @@ Status lower_compressive(const Node& node, Lowering& low) {
   } else {
     mode = c.compression == fb::Compression::MEAN_POOL ? 2 : 3;
   }
-  // Saved as the CPU kernel: i64 |mem|, i64 |cmem| (functions of the position here), mem [M + rate - 1, d], then
-  // cmem [C, d]; the state holds cmem first.
+  // Saved as ops/compressive.h lays it out: the row counts (functions of the position here), mem, then cmem; the
+  // device state holds cmem [C, d] first, then mem [M + rate - 1, d].
   SavedState saved;
   saved.node = node.index;
   saved.where = node.label();
   saved.slice = m.state;
-  const uint64_t mem_bytes = uint64_t(c.mem_capacity()) * uint64_t(c.d) * sizeof(float);
-  const uint64_t cmem_bytes = uint64_t(c.cmem_len) * uint64_t(c.d) * sizeof(float);
-  saved.bytes = [mem_bytes, cmem_bytes](int64_t) { return 2 * sizeof(int64_t) + mem_bytes + cmem_bytes; };
-  saved.copies = [mem_bytes, cmem_bytes](int64_t, std::vector<StateCopy>* copies) {
-    copies->push_back({2 * sizeof(int64_t), cmem_bytes, mem_bytes});
-    if (cmem_bytes > 0) copies->push_back({2 * sizeof(int64_t) + mem_bytes, 0, cmem_bytes});
+  saved.bytes = [c](int64_t) { return c.saved_bytes(); };
+  saved.copies = [c](int64_t, std::vector<StateCopy>* copies) {
+    copies->push_back({c.saved_mem_at(), c.cmem_bytes(), c.mem_bytes()});
+    if (c.cmem_bytes() > 0) copies->push_back({c.saved_cmem_at(), 0, c.cmem_bytes()});
   };
-  saved.host_bytes = 2 * sizeof(int64_t);
+  saved.host_bytes = Compressive::kSavedCountBytes;
   saved.host = [c](int64_t position, uint8_t* out) {
     const int64_t rows[2] = {c.mem_rows(position), c.cmem_rows(position)};
     std::memcpy(out, rows, sizeof rows);

@@ -9,6 +9,7 @@
 // the model); nothing is n x n. Every binding is checked against maxStorageBufferRange at session creation.
 #include <algorithm>
 
+#include "ops/attention_kinds.h"
 #include "ops/routing.h"
 #include "vulkan/ops.h"
 
@@ -44,8 +45,7 @@ Status lower_routing(const Node& node, Lowering& low) {
     const uint32_t tile = key_tile_for(low, dh, 0);
     TERN_ASSIGN_OR_RETURN(auto unused, low.scratch(sizeof(float), "routing local heads (no state)"));
     // Chunks of local_chunk with one chunk before; ring 1 is never read (every key is in this call).
-    AttentionPush attention;
-    attention.heads = heads;
+    AttentionPush attention = attention_push(head_layout(node));
     attention.window = 0;
     attention.chunk = int32_t(clamp32(a.local_chunk));
     attention.chunks_before = 1;
@@ -90,6 +90,11 @@ Status lower_routing(const Node& node, Lowering& low) {
   push.scale = a.scale;
   push.norm_eps = a.norm_eps;
   push.count_eps = a.count_eps;
+  const HeadLayout heads_layout = a.layout();
+  push.row = uint32_t(heads_layout.row);
+  push.q_col = uint32_t(heads_layout.q);
+  push.k_col = uint32_t(heads_layout.k);
+  push.v_col = uint32_t(heads_layout.v);
 
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
       node, "routing_prep", {uint32_t(dh)}, 64, push,

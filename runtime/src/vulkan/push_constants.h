@@ -16,6 +16,17 @@ namespace tern::vk {
 // The field's offset in its struct, as std430 places it in the GLSL block of the same name.
 #define TERN_PUSH_FIELD(Push, field, byte) \
   static_assert(offsetof(Push, field) == (byte), #Push "::" #field " is at byte " #byte " of its GLSL block")
+// The head layout's fields (ops/head_layout.h) from `byte` on: row (the columns of a qkv row), then where the queries
+// (QKV only), the keys and the values start in it.
+#define TERN_PUSH_QKV_COLUMNS(Push, byte)                                          \
+  TERN_PUSH_FIELD(Push, row, (byte));                                              \
+  TERN_PUSH_FIELD(Push, q_col, (byte) + 4);                                        \
+  TERN_PUSH_FIELD(Push, k_col, (byte) + 8);                                        \
+  TERN_PUSH_FIELD(Push, v_col, (byte) + 12)
+#define TERN_PUSH_KV_COLUMNS(Push, byte)                                           \
+  TERN_PUSH_FIELD(Push, row, (byte));                                              \
+  TERN_PUSH_FIELD(Push, k_col, (byte) + 4);                                        \
+  TERN_PUSH_FIELD(Push, v_col, (byte) + 8)
 // The struct's size: its fields and nothing else (no padding, no field missing from the asserts).
 #define TERN_PUSH_SIZE(Push, fields) \
   static_assert(sizeof(Push) == sizeof(BindingOffsets) + 4 * (fields), #Push " is off[8] and " #fields " 4-byte fields")
@@ -104,6 +115,12 @@ struct AttentionPush {
   int32_t block = 0;
   int32_t summary = 0;
   uint32_t split = 0;
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start, and key/value heads.
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
+  int32_t kv_heads = 0;
 };
 TERN_PUSH_FIELD(AttentionPush, heads, 32);
 TERN_PUSH_FIELD(AttentionPush, window, 36);
@@ -115,21 +132,28 @@ TERN_PUSH_FIELD(AttentionPush, stride, 56);
 TERN_PUSH_FIELD(AttentionPush, block, 60);
 TERN_PUSH_FIELD(AttentionPush, summary, 64);
 TERN_PUSH_FIELD(AttentionPush, split, 68);
-TERN_PUSH_SIZE(AttentionPush, 10);
+TERN_PUSH_QKV_COLUMNS(AttentionPush, 72);
+TERN_PUSH_FIELD(AttentionPush, kv_heads, 88);
+TERN_PUSH_SIZE(AttentionPush, 15);
 
-// shaders/kv_append.comp: inner = heads * head_dim; block 0 unless the kind is fixed.
+// shaders/kv_append.comp: kv_inner = kv_heads * head_dim; block 0 unless the kind is fixed; row, k_col and v_col
+// from the head layout (ops/head_layout.h).
 struct KvAppendPush {
   BindingOffsets off{};
-  uint32_t inner = 0;
+  uint32_t kv_inner = 0;
   uint32_t ring = 0;
   int32_t block = 0;
   int32_t summary = 0;
+  uint32_t row = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
-TERN_PUSH_FIELD(KvAppendPush, inner, 32);
+TERN_PUSH_FIELD(KvAppendPush, kv_inner, 32);
 TERN_PUSH_FIELD(KvAppendPush, ring, 36);
 TERN_PUSH_FIELD(KvAppendPush, block, 40);
 TERN_PUSH_FIELD(KvAppendPush, summary, 44);
-TERN_PUSH_SIZE(KvAppendPush, 4);
+TERN_PUSH_KV_COLUMNS(KvAppendPush, 48);
+TERN_PUSH_SIZE(KvAppendPush, 7);
 
 // shaders/adaptive_span.comp: eps 0 when unmasked; mask_at and pe_at index the tables; total_slots = sum(cap).
 struct AdaptiveSpanPush {
@@ -140,6 +164,11 @@ struct AdaptiveSpanPush {
   uint32_t mask_at = 0;
   uint32_t pe_at = 0;
   uint32_t total_slots = 0;
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(AdaptiveSpanPush, heads, 32);
 TERN_PUSH_FIELD(AdaptiveSpanPush, scale, 36);
@@ -147,17 +176,22 @@ TERN_PUSH_FIELD(AdaptiveSpanPush, eps, 40);
 TERN_PUSH_FIELD(AdaptiveSpanPush, mask_at, 44);
 TERN_PUSH_FIELD(AdaptiveSpanPush, pe_at, 48);
 TERN_PUSH_FIELD(AdaptiveSpanPush, total_slots, 52);
-TERN_PUSH_SIZE(AdaptiveSpanPush, 6);
+TERN_PUSH_QKV_COLUMNS(AdaptiveSpanPush, 56);
+TERN_PUSH_SIZE(AdaptiveSpanPush, 10);
 
 // shaders/span_append.comp.
 struct SpanAppendPush {
   BindingOffsets off{};
   uint32_t heads = 0;
   uint32_t total_slots = 0;
+  uint32_t row = 0;  // the head layout: columns of a qkv row, where k and v start
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(SpanAppendPush, heads, 32);
 TERN_PUSH_FIELD(SpanAppendPush, total_slots, 36);
-TERN_PUSH_SIZE(SpanAppendPush, 2);
+TERN_PUSH_KV_COLUMNS(SpanAppendPush, 40);
+TERN_PUSH_SIZE(SpanAppendPush, 5);
 
 // shaders/common/routing.glsl: every routing_*.comp (each reads the fields it needs). Heads [0, local_heads) are
 // local, the routing_heads after them routed; window and max_w = min(window, max_batch) count cluster members.
@@ -173,6 +207,11 @@ struct RoutingPush {
   float scale = 0.0f;
   float norm_eps = 0.0f;
   float count_eps = 0.0f;
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(RoutingPush, heads, 32);
 TERN_PUSH_FIELD(RoutingPush, local_heads, 36);
@@ -184,7 +223,8 @@ TERN_PUSH_FIELD(RoutingPush, max_w, 56);
 TERN_PUSH_FIELD(RoutingPush, scale, 60);
 TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
 TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
-TERN_PUSH_SIZE(RoutingPush, 10);
+TERN_PUSH_QKV_COLUMNS(RoutingPush, 72);
+TERN_PUSH_SIZE(RoutingPush, 14);
 
 // shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
 struct LshPush {
@@ -204,6 +244,10 @@ struct LshPush {
   float self_mask_value = 0.0f;
   uint32_t capacity = 0;    // lsh_store and the later call's shaders: positions the cache holds (max_tokens)
   uint32_t step_first = 0;  // lsh_step: the call position of its workgroup row 0
+  // The head layout (ops/head_layout.h): columns of a qk | v row, where the shared query-key and v start.
+  uint32_t row = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(LshPush, heads, 32);
 TERN_PUSH_FIELD(LshPush, hashes, 36);
@@ -220,11 +264,12 @@ TERN_PUSH_FIELD(LshPush, scale, 76);
 TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
 TERN_PUSH_FIELD(LshPush, capacity, 84);
 TERN_PUSH_FIELD(LshPush, step_first, 88);
-TERN_PUSH_SIZE(LshPush, 15);
+TERN_PUSH_KV_COLUMNS(LshPush, 92);
+TERN_PUSH_SIZE(LshPush, 18);
 
 // shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
-// 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width, qkv_width
-// 3 * heads * head_dim; clamp_len 0: none.
+// 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width; qkv_width and
+// q_col, k_col, v_col the head layout of the projected rows (ops/head_layout.h); clamp_len 0: none.
 struct MemoryPush {
   BindingOffsets off{};
   uint32_t family = 0;
@@ -238,6 +283,9 @@ struct MemoryPush {
   float scale = 0.0f;
   uint32_t clamp_len = 0;
   uint32_t same_length = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
 };
 TERN_PUSH_FIELD(MemoryPush, family, 32);
 TERN_PUSH_FIELD(MemoryPush, mem_len, 36);
@@ -250,7 +298,10 @@ TERN_PUSH_FIELD(MemoryPush, norm_eps, 60);
 TERN_PUSH_FIELD(MemoryPush, scale, 64);
 TERN_PUSH_FIELD(MemoryPush, clamp_len, 68);
 TERN_PUSH_FIELD(MemoryPush, same_length, 72);
-TERN_PUSH_SIZE(MemoryPush, 11);
+TERN_PUSH_FIELD(MemoryPush, q_col, 76);
+TERN_PUSH_FIELD(MemoryPush, k_col, 80);
+TERN_PUSH_FIELD(MemoryPush, v_col, 84);
+TERN_PUSH_SIZE(MemoryPush, 14);
 
 // shaders/adaptive_embedding.comp: y [n, d], clusters K.
 struct AdaptiveEmbeddingPush {
