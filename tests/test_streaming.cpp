@@ -56,12 +56,9 @@ TEST_CASE("streaming 100,000 tokens through sliding-window attention keeps state
   REQUIRE(g.graph.add_op(fb::OpCode::POSITION, "pos", {g.x}, {pos}, {-1},
                          fb::PositionParamsT{{}, fb::PositionKind::SINUSOIDAL, 0}).ok());
   int32_t y = g.graph.add_value("y", fb::DType::F32, inner).value();
-  fb::AttentionParamsT p;
-  p.heads = heads;
-  p.head_dim = dh;
-  p.scale = 0.25f;
-  p.kind.Set(fb::SlidingWindowT{{}, window});
-  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {pos}, {y}, {}, p).ok());
+  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {pos}, {y}, {},
+                         convert::attention_params(heads, dh, 0.25f, fb::SlidingWindowT{{}, window}))
+              .ok());
   tern_model* model = test::finish_and_load(g, y, "streaming", 1024);
 
   tern_session_options so;
