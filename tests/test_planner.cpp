@@ -80,6 +80,7 @@ TEST_CASE("planner: chains of 10k to 150k ops", "[.][bench]") {
 }
 
 TEST_CASE("planner: session creation for models of 10k to 150k chained ops", "[.][bench]") {
+  // At max_batch 1 no chain runs in blocks; at 4096 rows every candidate chain is judged (choose_row_chains).
   for (int n : {10'000, 50'000, 100'000, 150'000}) {
     // ids -> EMBEDDING x -> ADD(x, x) -> ADD(previous, x) -> ... : x lives through the whole chain.
     tern::test::OpGraph g = tern::test::start_graph(16, 8, 3);
@@ -90,12 +91,17 @@ TEST_CASE("planner: session creation for models of 10k to 150k chained ops", "[.
                              tern::fb::AddParamsT{}).ok());
       previous = sum;
     }
-    tern_model* model = tern::test::finish_and_load(g, previous, "chain_" + std::to_string(n), 64);
-    const auto start = std::chrono::steady_clock::now();
-    tern_session* s = tern::test::make_session(model, 1);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("session creation: %6d ops in %.3f s\n", n, seconds);
-    tern_session_free(s);
+    tern_model* model = tern::test::finish_and_load(g, previous, "chain_" + std::to_string(n), 4096);
+    for (int64_t batch : {int64_t(1), int64_t(4096)}) {
+      const auto start = std::chrono::steady_clock::now();
+      tern_session* s = tern::test::make_session(model, 1, 4096, batch);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      tern_memory_plan p{};
+      REQUIRE(tern_session_memory(s, &p) == TERN_OK);
+      std::printf("session creation: %6d ops, max_batch %4lld in %.3f s (%lld row chains)\n", n,
+                  static_cast<long long>(batch), seconds, static_cast<long long>(p.row_chains));
+      tern_session_free(s);
+    }
     tern_model_free(model);
   }
 }

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <random>
 
+#include <filesystem>
+
+#include "cpu/arena.h"
+#include "format/model.h"
 #include "op_graph.h"
 #include "test_support.h"
 
@@ -184,4 +188,76 @@ TEST_CASE("row blocks: a model whose attention runs in appends is one chain, and
   CHECK(p64.state_bytes == 16 * p4.state_bytes);
   tern_session_free(s);
   tern_model_free(model);
+}
+
+namespace {
+
+// choose_row_chains as first written: for every op of a chain, the bytes of every value of the model alive there,
+// in one pass and in blocks (quadratic in a long chain; the library's sweeps the lifetimes once).
+std::vector<RowChain> choose_row_chains_per_op(const Model& model, const std::vector<bool>& run_op, int64_t rows,
+                                               const std::vector<RowChain>& candidates) {
+  const auto& values = model.values();
+  std::vector<int> first, last;
+  value_lifetimes(model, run_op, &first, &last);
+  auto bytes = [&](size_t v, int64_t r) { return uint64_t(r) * uint64_t(values[v].width) * dtype_size(values[v].dtype); };
+  std::vector<RowChain> chosen;
+  for (const RowChain& chain : candidates) {
+    if (rows <= chain.block_rows) continue;
+    std::vector<int8_t> role(values.size(), 0);
+    for (int v : chain.blocked) role[size_t(v)] = 1;
+    for (int v : chain.full) role[size_t(v)] = 2;
+    for (auto [x, y] : chain.in_place) role[size_t(y)] = 3;
+    uint64_t whole = 0, blocked = 0;
+    for (int k = chain.first_op; k <= chain.last_op; ++k) {
+      if (!run_op[size_t(k)]) continue;
+      uint64_t w = 0, b = 0;
+      for (size_t v = 0; v < values.size(); ++v) {
+        if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0) continue;
+        const bool live = first[v] <= k && k <= std::max(last[v], first[v]);
+        if (live) w += bytes(v, rows);
+        if (role[v] == 2) b += bytes(v, rows);
+        else if (role[v] == 1 && live) b += bytes(v, std::min(rows, chain.block_rows));
+        else if (role[v] == 0 && live) b += bytes(v, rows);
+      }
+      whole = std::max(whole, w);
+      blocked = std::max(blocked, b);
+    }
+    if (blocked < whole) chosen.push_back(chain);
+  }
+  return chosen;
+}
+
+}  // namespace
+
+TEST_CASE("row blocks: the chains kept are those a per-op count over every value keeps", "[planner][rowblock]") {
+  namespace fs = std::filesystem;
+  std::vector<std::string> models;
+  for (const auto& dir : fs::directory_iterator(test::source_path("tests/goldens"))) {
+    if (!fs::exists(dir.path() / "config.json")) continue;
+    const std::string name = dir.path().filename().string();
+    models.push_back(test::convert_golden(name, "row_chains_" + name));
+  }
+  int compared = 0, kept = 0;
+  for (const std::string& path : models) {
+    INFO(path);
+    REQUIRE(!path.empty());
+    auto loaded = Model::load_file(path);
+    REQUIRE(loaded.ok());
+    const Model& model = *loaded.value();
+    const std::vector<bool> run_op(model.nodes().size(), true);
+    for (int64_t block_rows : {int64_t(0), int64_t(64), int64_t(256)}) {
+      const std::vector<RowChain> candidates = find_row_chains(model, run_op, block_rows);
+      for (int64_t rows : {int64_t(65), int64_t(300), int64_t(1025), int64_t(4096), int64_t(65536)}) {
+        const auto expected = choose_row_chains_per_op(model, run_op, rows, candidates);
+        const auto got = choose_row_chains(model, run_op, rows, candidates);
+        REQUIRE(got.size() == expected.size());
+        for (size_t c = 0; c < got.size(); ++c) CHECK(got[c].first_op == expected[c].first_op);
+        ++compared;
+        kept += int(got.size());
+      }
+    }
+  }
+  INFO(compared << " comparisons, " << kept << " chains kept");
+  CHECK(compared >= 400);
+  CHECK(kept > 0);  // some chains pay at these sizes, so the comparison covers both answers
 }
