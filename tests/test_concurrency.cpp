@@ -3,6 +3,7 @@
 // between sessions shows up as a differing bit (and, under ThreadSanitizer, as a report).
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
@@ -136,5 +137,56 @@ TEST_CASE("concurrency: 4 threads x 2 sessions on one model match single-threade
     CHECK(failures[size_t(t)] == 0);
     CHECK(mismatches[size_t(t)] == 0);
   }
+  tern_model_free(model);
+}
+
+TEST_CASE("concurrency: two threads calling one session at once are told so, and the session stays sound", "[concurrency]") {
+  // An app bug (tern.h: one thread at a time per session): each call either runs whole or returns
+  // TERN_INVALID_ARGUMENT at once, with the message in the calling thread's slot; nothing races in the kernels.
+  tern_model* model = load_shared_model();
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = 1;
+  tern_session* s = nullptr;
+  REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+  const int64_t vocab = tern_session_vocab_size(s);
+  const std::vector<int32_t> ids = tern::test::random_ids(64, vocab, 5);
+  std::vector<float> alone(size_t(64 * vocab));
+  REQUIRE(tern_session_forward(s, ids.data(), 64, alone.data()) == TERN_OK);
+
+  std::atomic<int> refused{0}, ran{0}, other{0};
+  std::atomic<bool> stop{false};
+  std::string messages[2];  // each thread's first refusal
+  auto caller = [&](int thread) {
+    std::vector<float> logits(size_t(64 * vocab));
+    for (int i = 0; i < 400 && !stop; ++i) {
+      const tern_status st = tern_session_forward(s, ids.data(), 64, logits.data());
+      if (st == TERN_OK) {
+        ++ran;
+        if (std::memcmp(logits.data(), alone.data(), alone.size() * sizeof(float)) != 0) ++other;
+      } else if (st == TERN_INVALID_ARGUMENT) {
+        if (messages[thread].empty()) messages[thread] = tern_last_error();
+        if (++refused > 20) stop = true;
+      } else {
+        ++other;
+      }
+    }
+  };
+  std::thread a(caller, 0), b(caller, 1);
+  a.join();
+  b.join();
+  INFO(ran << " calls ran, " << refused << " refused");
+  CHECK(other == 0);  // every call that ran gave the logits of the call made alone
+  CHECK(ran > 0);
+  CHECK(refused > 0);  // 400 calls each way overlap
+  for (const std::string& m : messages) {
+    if (m.empty()) continue;  // that thread was never refused
+    CHECK(m == "tern_session_forward: the session is in a call on another thread; a session takes one call at a time");
+  }
+  // The session is free again and sound.
+  std::vector<float> after(alone.size());
+  REQUIRE(tern_session_forward(s, ids.data(), 64, after.data()) == TERN_OK);
+  CHECK(std::memcmp(after.data(), alone.data(), alone.size() * sizeof(float)) == 0);
+  tern_session_free(s);
   tern_model_free(model);
 }

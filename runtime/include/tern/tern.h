@@ -6,8 +6,11 @@
  *   keeps a pointer to caller memory after a call returns, except where a comment says so (tern_model_load_buffer).
  *   Strings the library returns are owned by it and live as long as the object they came from.
  * - Threads: a tern_model is read-only after load and may be shared by sessions on any threads. A tern_session is
- *   used by one thread at a time (calls on different sessions may run concurrently). Functions without a handle
- *   (tern_version, tern_status_string, tern_last_error, ...) may be called from any thread.
+ *   used by one thread at a time (calls on different sessions may run concurrently); a forward, append, reset,
+ *   save/load state or generator call that enters while another thread's call holds the session returns
+ *   TERN_INVALID_ARGUMENT at once, its message in tern_last_error (the session's slot belongs to the running call).
+ *   Functions without a handle (tern_version, tern_status_string, tern_last_error, ...) may be called from any
+ *   thread.
  * - Errors: a call returns TERN_OK or a status saying why not, with a message: calls on a session set the
  *   session's (tern_session_last_error), the others the calling thread's (tern_last_error). A NULL pointer where
  *   one is required gives TERN_INVALID_ARGUMENT. A failed call changes nothing the caller can observe unless its

@@ -181,6 +181,8 @@ tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t
 
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
   if (!session) return fail(tern::InvalidArgument("tern_session_forward: null session"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_forward");
   if (!logits) return record(session, tern::InvalidArgument("tern_session_forward: logits is null"));
   return guarded("in tern_session_forward", [&] { return record(session, session->session->forward(ids, n, logits)); },
                  [&](const tern::Status& st) { return record(session, st); });
@@ -188,18 +190,24 @@ tern_status tern_session_forward(tern_session* session, const int32_t* ids, int6
 
 tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
   if (!session) return fail(tern::InvalidArgument("tern_session_append: null session"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_append");
   return guarded("in tern_session_append", [&] { return record(session, session->session->append(ids, n, logits)); },
                  [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_reset(tern_session* session) {
   if (!session) return fail(tern::InvalidArgument("tern_session_reset: null session"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_reset");
   session->session->reset();
   return TERN_OK;
 }
 
 tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size) {
   if (!session || !size) return fail(tern::InvalidArgument("tern_session_save_state: null argument"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_save_state");
   tern_session* slot = const_cast<tern_session*>(session);  // the session's message slot
   return guarded(
       "while saving the session state",
@@ -214,6 +222,8 @@ tern_status tern_session_save_state(const tern_session* session, void* buf, size
 
 tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size) {
   if (!session) return fail(tern::InvalidArgument("tern_session_load_state: null session"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_load_state");
   return guarded("while loading the session state", [&] { return record(session, session->session->load_state(buf, size)); },
                  [&](const tern::Status& st) { return record(session, st); });
 }

@@ -98,18 +98,24 @@ void tern_generator_free(tern_generator* generator) { delete generator; }
 
 tern_status tern_generator_prompt(tern_generator* generator, const int32_t* ids, int64_t n, int64_t* kept) {
   if (!generator) return fail(tern::InvalidArgument("tern_generator_prompt: null generator"));
+  const tern::capi::SessionCall call(generator->generator.session());
+  if (!call.held()) return call.busy("tern_generator_prompt");
   return guarded("for the prompt", [&] { return record(generator, generator->generator.prompt(ids, n, kept)); },
                  recorder(generator));
 }
 
 tern_status tern_generator_append(tern_generator* generator, const int32_t* ids, int64_t n) {
   if (!generator) return fail(tern::InvalidArgument("tern_generator_append: null generator"));
+  const tern::capi::SessionCall call(generator->generator.session());
+  if (!call.held()) return call.busy("tern_generator_append");
   return guarded("for the history", [&] { return record(generator, generator->generator.append(ids, n)); },
                  recorder(generator));
 }
 
 tern_status tern_generator_next(tern_generator* generator, tern_sampler* sampler, int32_t* token) {
   if (!generator) return fail(tern::InvalidArgument("tern_generator_next: null generator"));
+  const tern::capi::SessionCall call(generator->generator.session());
+  if (!call.held()) return call.busy("tern_generator_next");
   if (!sampler || !token) {
     if (token) *token = -1;
     return record(generator, tern::InvalidArgument("tern_generator_next: null sampler or token"));

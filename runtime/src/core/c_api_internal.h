@@ -51,6 +51,29 @@ tern_status guarded(const char* what, Body&& body, Report&& report) noexcept {
   }
 }
 
+// Holds a session for one call of an entry point. A thread entering while another thread's call holds the session
+// gets TERN_INVALID_ARGUMENT from busy(), its message in the calling thread's slot (tern_last_error): the session's
+// own slot belongs to the call that is running.
+class SessionCall {
+ public:
+  explicit SessionCall(const Session& session) : session_(session), held_(session.try_enter()) {}
+  ~SessionCall() {
+    if (held_) session_.leave();
+  }
+  SessionCall(const SessionCall&) = delete;
+  SessionCall& operator=(const SessionCall&) = delete;
+  bool held() const { return held_; }
+  // "tern_session_forward: the session is in a call on another thread; ..." as the thread's message.
+  static tern_status busy(const char* entry_point) {
+    return fail(InvalidArgument(std::string(entry_point) +
+                                ": the session is in a call on another thread; a session takes one call at a time"));
+  }
+
+ private:
+  const Session& session_;
+  bool held_;
+};
+
 template <typename Body>
 tern_status guarded(const char* what, Body&& body) noexcept {
   return guarded(what, std::forward<Body>(body), [](const Status& st) { return fail(st); });

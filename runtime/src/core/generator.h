@@ -28,6 +28,7 @@ class TokenGenerator {
   int64_t vocab() const { return int64_t(logits_.size()); }
   const std::vector<int32_t>& history() const { return history_; }
   int64_t slides() const { return slides_; }
+  const Session& session() const { return *session_; }
 
  private:
   TokenGenerator(Session& session, const tern_generator_options& options);

@@ -2,6 +2,7 @@
 // same on every backend: the options, the position, the whole-sequence rule, the state blob and plan reporting.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ class Session {
   // it changes anything.
   Result<size_t> save_state(void* buf, size_t size) const;
   Status load_state(const void* buf, size_t size);
+
+  // One call at a time (tern.h, "Thread safety"): an entry point of the C API takes the session for its call with
+  // try_enter and gives it back with leave; try_enter is false while another thread's call holds it, which is an
+  // app's bug reported as such instead of two calls racing inside the kernels.
+  bool try_enter() const { return !in_call_.exchange(true, std::memory_order_acquire); }
+  void leave() const { in_call_.store(false, std::memory_order_release); }
 
   void set_profiling(bool enabled);
   // Per op: {calls, total ns} since profiling was last enabled.
@@ -54,6 +61,7 @@ class Session {
   const DeviceInfo& device() const { return backend_->device(); }
 
  private:
+  mutable std::atomic<bool> in_call_{false};
   explicit Session(const Model& model) : model_(model) {}
   Status build(const tern_session_options& options);
   // Every node supported, then the backend created; under backend auto a refusal goes on to the next candidate.
