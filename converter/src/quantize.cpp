@@ -53,8 +53,6 @@ int nibble_of(float x, float inv) {
   return int(r > 7 ? 7 : (r < -8 ? -8 : r));
 }
 
-bool half_is_finite(uint16_t bits) { return (bits & 0x7C00) != 0x7C00; }
-
 // Squared error of the group x [g] at a float16 scale, rounding each value to its nearest level.
 double group_error(const float* x, int64_t g, uint16_t scale_bits) {
   const float d = half_to_float(scale_bits), inv = d != 0 ? 1.0f / d : 0.0f;

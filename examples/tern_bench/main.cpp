@@ -112,11 +112,12 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
     return true;
   }
   // The test's own buffers (its ids and one call's logits), checked before the session or they are allocated.
-  const double harness_bytes = double(total) * 4.0 + double(std::max(t->prefill, int64_t(1))) * double(vocab) * 4.0;
+  const int64_t logit_rows = std::max(t->prefill, int64_t(1));
+  const double harness_bytes = double(total) * 4.0 + double(logit_rows) * double(vocab) * 4.0;
   std::string memory_name;
   const uint64_t memory = tern::cli::usable_memory(&memory_name);
   if (harness_bytes > double(memory)) {
-    *error = "its " + std::to_string(total) + " ids and " + std::to_string(std::max(t->prefill, int64_t(1))) + " x " +
+    *error = "its " + std::to_string(total) + " ids and " + std::to_string(logit_rows) + " x " +
              std::to_string(vocab) + " float32 logits need " + tern::cli::format_bytes(uint64_t(harness_bytes)) +
              ", more than " + memory_name + " (" + tern::cli::format_bytes(memory) + "); ask for fewer tokens";
     return false;
@@ -148,7 +149,7 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
   std::mt19937 rng(42);
   std::vector<int32_t> ids(static_cast<size_t>(total));
   for (auto& id : ids) id = int32_t(rng() % uint64_t(vocab));
-  std::vector<float> logits(size_t(std::max(t->prefill, int64_t(1)) * vocab));
+  std::vector<float> logits(size_t(logit_rows * vocab));
   bool profiling = false;
   ProfileTotals setup;  // what the untimed depth calls added to the profile, taken out of it at the end
   auto once = [&]() -> bool {

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/session.h"
+#include "format/half.h"
 
 namespace tern {
 namespace {
@@ -138,7 +139,7 @@ Status check_saved_halves(const std::string& where, const uint8_t* halves, uint6
   for (uint64_t i = 0; i + sizeof(uint16_t) <= bytes; i += sizeof(uint16_t)) {
     uint16_t h;
     std::memcpy(&h, halves + i, sizeof h);
-    if ((h & 0x7c00u) == 0x7c00u) {  // exponent all ones: an infinity or a NaN
+    if (!half_is_finite(h)) {
       return InvalidArgument(where + ": the saved state holds " + ((h & 0x03ffu) ? "NaN" : "an infinity") +
                              " at byte " + std::to_string(i) + " of its float16 rows; a state Tern saves is finite " +
                              "unless a key or value passed 65504");

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "format/half.h"
 #include "ops/op.h"
 
 namespace tern {
@@ -243,7 +244,7 @@ Status Model::check_scales() {
     for (int64_t e = 0; e < scales.numel(); ++e) {
       const bool finite = want == fb::DType::F32
                               ? std::isfinite(scales.f32()[e])
-                              : (reinterpret_cast<const uint16_t*>(scales.data)[e] & 0x7C00) != 0x7C00;
+                              : half_is_finite(reinterpret_cast<const uint16_t*>(scales.data)[e]);
       if (!finite) {
         const int64_t per_row = g ? in / g : 1;
         return InvalidModel(where + ": its scales '" + scales.name + "' hold a NaN or infinite value at [" +
