@@ -119,7 +119,7 @@ CASES = [
                   rope_theta=1000.0)),
     dict(name="gemma2", mt="gemma2", prompt=16, steps=10,
          cfg=dict(vocab_size=320, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=20, sliding_window=6,
+                  num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=36, sliding_window=6,
                   attn_logit_softcapping=6.0, final_logit_softcapping=5.0, max_position_embeddings=512)),
     dict(name="gemma3_text", mt="gemma3_text", prompt=18, steps=10,
          cfg=dict(vocab_size=320, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
