@@ -232,40 +232,43 @@ TEST_CASE("hf importers: each family's tiny checkpoint becomes its decoder graph
     if (std::string(type) == "gpt2") {
       CHECK(g->metadata().eos_id == 50256);
       CHECK(g->metadata().max_context == 64);
-      const auto* attn = op_named(*g, "transformer.h.0.attn");
+      const auto* attn = op_named(g.value(), "transformer.h.0.attn");
       REQUIRE(attn);
       CHECK(attn->params.AsAttentionParams()->heads == 4);
-      CHECK(g->tensors()[size_t(op_named(*g, "transformer.h.0.attn.c_attn")->weights[0])].shape ==
+      CHECK(g->tensors()[size_t(op_named(g.value(), "transformer.h.0.attn.c_attn")->weights[0])].shape ==
             std::vector<int64_t>{96, 32});  // Conv1D [in, out] stored as [out, in]
       continue;
     }
     const std::string t = type;
     const bool gemma = t == "gemma2" || t == "gemma3_text";
-    const auto* attn = op_named(*g, "model.layers.0.self_attn");
+    const auto* attn = op_named(g.value(), "model.layers.0.self_attn");
     REQUIRE(attn);
     const auto* p = attn->params.AsAttentionParams();
     CHECK(p->kv_heads == 2);
     CHECK(attn->version == 2);  // kv_heads != heads
     CHECK(p->scale == Approx(gemma ? 1.0 / 16.0 : 1.0 / std::sqrt(8.0)));  // query_pre_attn_scalar 256
     CHECK(p->logit_softcap == (t == "gemma2" ? 50.0f : 0.0f));
-    const auto* rot = op_named(*g, "model.layers.0.self_attn.rotary");
+    const auto* rot = op_named(g.value(), "model.layers.0.self_attn.rotary");
     REQUIRE(rot);
     CHECK(rot->params.AsRotaryParams()->heads == 6);
     CHECK(rot->params.AsRotaryParams()->rotary_dim == 8);
-    const auto* embed = op_named(*g, "model.embed_tokens");
+    const auto* embed = op_named(g.value(), "model.embed_tokens");
     CHECK(embed->params.AsEmbeddingParams()->scale == (gemma ? float(std::sqrt(32.0)) : 1.0f));
     CHECK(embed->version == (gemma ? 2 : 1));
-    CHECK(op_named(*g, "model.layers.0.input_layernorm")->params.AsRmsNormParams()->weight_offset ==
+    CHECK(op_named(g.value(), "model.layers.0.input_layernorm")->params.AsRmsNormParams()->weight_offset ==
           (gemma ? 1.0f : 0.0f));
-    CHECK((op_named(*g, "model.layers.0.post_attention_layernorm") != nullptr) == gemma);
-    CHECK((op_named(*g, "model.layers.0.self_attn.qk_norm") != nullptr) == (t == "qwen3" || t == "gemma3_text"));
-    CHECK(op_named(*g, "model.layers.0.mlp.act")->code == fb::OpCode::GATED_ACTIVATION);
-    CHECK((op_named(*g, "logits")->code == fb::OpCode::ACTIVATION) == (t == "gemma2"));
+    CHECK((op_named(g.value(), "model.layers.0.post_attention_layernorm") != nullptr) == gemma);
+    CHECK((op_named(g.value(), "model.layers.0.self_attn.qk_norm") != nullptr) == (t == "qwen3" || t == "gemma3_text"));
+    CHECK(op_named(g.value(), "model.layers.0.mlp.act")->code == fb::OpCode::GATED_ACTIVATION);
+    CHECK((op_named(g.value(), "logits")->code == fb::OpCode::ACTIVATION) == (t == "gemma2"));
     // Windows: Mistral's default 4096 on every layer; Gemma 2's even layers, Gemma 3's all but every 6th (both
     // layers here slide); Qwen's only with use_sliding_window; Llama and Phi-3 (sliding_window absent) none.
-    const auto* kind1 = op_named(*g, "model.layers.1.self_attn")->params.AsAttentionParams();
+    const auto* kind1 = op_named(g.value(), "model.layers.1.self_attn")->params.AsAttentionParams();
     if (t == "mistral") CHECK(p->kind.AsSlidingWindow()->window == 4096);
-    if (t == "gemma2") CHECK(p->kind.AsSlidingWindow()->window == 4096), CHECK(kind1->kind.AsDense());
+    if (t == "gemma2") {
+      CHECK(p->kind.AsSlidingWindow()->window == 4096);
+      CHECK(kind1->kind.AsDense());
+    }
     if (t == "gemma3_text") CHECK(kind1->kind.AsSlidingWindow()->window == 16);
     if (t == "llama" || t == "phi3" || t == "qwen2" || t == "qwen3") CHECK(p->kind.AsDense());
   }
