@@ -87,7 +87,7 @@ struct ModelMetadata {
   std::shared_ptr<const SentencePieceFile> sentencepiece;
   std::shared_ptr<const SymbolsFile> symbols;  // SYMBOLS
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // special token ids; -1: none
-  std::vector<int32_t> extra_eos_ids;  // further ids that end generation (generation_config.json's eos list)
+  std::vector<int32_t> extra_eos_ids;  // ids besides eos_id that end generation
   int64_t max_context = 0;  // 0 = unbounded
   int64_t segment_length = 0;  // tokens per call of the model's evaluation; 0 = none recorded
 };
