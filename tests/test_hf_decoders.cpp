@@ -140,7 +140,7 @@ Tiny tiny(const std::string& type) {
               {"rms_norm_eps", 1e-6},      {"tie_word_embeddings", false}};
   if (type == "gpt2") {
     t.config = {{"model_type", "gpt2"}, {"vocab_size", V}, {"n_positions", 64}, {"n_embd", d}, {"n_layer", L},
-                {"n_head", H}, {"n_inner", nullptr}};
+                {"n_head", H}, {"n_inner", nullptr}, {"eos_token_id", 7}};
     auto& s = t.shapes;
     s["transformer.wte.weight"] = {V, d};
     s["transformer.wpe.weight"] = {64, d};
@@ -230,7 +230,8 @@ TEST_CASE("hf importers: each family's tiny checkpoint becomes its decoder graph
     CHECK(g->metadata().vocab_kind == fb::VocabKind::EXTERNAL);
     CHECK(g->values()[size_t(g->outputs().at(0))].name == "logits");
     if (std::string(type) == "gpt2") {
-      CHECK(g->metadata().eos_id == 50256);
+      CHECK(g->metadata().eos_id == 7);
+      CHECK(g->metadata().bos_id == -1);  // GPT2Config's 50256, past this vocabulary: no special token
       CHECK(g->metadata().max_context == 64);
       const auto* attn = op_named(g.value(), "transformer.h.0.attn");
       REQUIRE(attn);

@@ -125,12 +125,13 @@ Status import_gemma(const Checkpoint& checkpoint, GraphBuilder& g, const GemmaFa
   for (int64_t i = 0; i < m.layers; ++i) m.window[size_t(i)] = sliding[size_t(i)] ? window : 0;
   TERN_RETURN_IF_ERROR(hf_check_shapes(c, m));
 
-  // One RoPE for Gemma 2; Gemma 3 one per layer type (each stored only when some layer uses it).
+  // One RoPE for Gemma 2; Gemma 3 one per layer type (both checked, as transformers builds both; each stored only
+  // when some layer uses it).
   m.rope_of_layer.assign(size_t(m.layers), 0);
   for (bool type : {false, true}) {
     if (!f.gemma3 && type) break;
-    if (f.gemma3 && std::find(sliding.begin(), sliding.end(), type) == sliding.end()) continue;
     TERN_ASSIGN_OR_RETURN(RopeTables t, layer_rope(c, f, m, type));
+    if (f.gemma3 && std::find(sliding.begin(), sliding.end(), type) == sliding.end()) continue;
     const size_t index = m.ropes.size();
     m.ropes.push_back(std::move(t));
     m.rope_names.push_back(!f.gemma3 ? "rope" : type ? "rope.sliding" : "rope.full");

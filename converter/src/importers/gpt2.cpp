@@ -105,6 +105,7 @@ Status import_gpt2(const Checkpoint& checkpoint, GraphBuilder& g) {
   TERN_RETURN_IF_ERROR(b.head("logits", x, head).status());
 
   HfDecoder ids_only;
+  ids_only.vocab = r.vocab;
   TERN_RETURN_IF_ERROR(hf_special_ids(checkpoint, c, 50256, 50256, &ids_only));
   ModelMetadata& m = g.metadata();
   m.architecture = "gpt2";

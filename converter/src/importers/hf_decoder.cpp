@@ -72,6 +72,8 @@ Status read_ids(const Config& c, const std::string& key, int32_t* first, std::ve
 
 }  // namespace
 
+Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out);
+
 Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::optional<int32_t> bos,
                       std::optional<int32_t> eos, HfDecoder* out) {
   out->bos_id = bos.value_or(-1);
@@ -79,6 +81,18 @@ Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::option
   out->extra_eos_ids.clear();
   TERN_RETURN_IF_ERROR(read_ids(c, "bos_token_id", &out->bos_id, nullptr));
   TERN_RETURN_IF_ERROR(read_ids(c, "eos_token_id", &out->eos_id, &out->extra_eos_ids));
+  TERN_RETURN_IF_ERROR(read_generation_config(checkpoint, out));
+  // An id the logits cannot reach (a default such as GPT-2's 50256 on a smaller vocabulary) is no special token.
+  if (out->bos_id >= out->vocab) out->bos_id = -1;
+  if (out->eos_id >= out->vocab) out->eos_id = -1;
+  std::vector<int32_t> extra;
+  for (int32_t id : out->extra_eos_ids)
+    if (id < out->vocab) extra.push_back(id);
+  out->extra_eos_ids = std::move(extra);
+  return Status::Ok();
+}
+
+Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
   const std::string path = (std::filesystem::path(checkpoint.dir()) / "generation_config.json").string();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::Ok();

@@ -61,7 +61,8 @@ Result<fb::ActivationKind> hf_activation(const Config& c, const std::string& key
 Result<std::vector<bool>> hf_layer_types(const Config& c, int64_t layers, const std::function<bool(int64_t)>& fallback);
 
 // bos_token_id and eos_token_id (an int or a list: the first is eos, the rest extra ids) from config.json, then
-// generation_config.json beside it, which wins where it sets them. Defaults: the family's.
+// generation_config.json beside it, which wins where it sets them. Defaults: the family's. `out->vocab` must be
+// set: an id at or past it is dropped (-1), as no logit can name it.
 Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::optional<int32_t> bos,
                       std::optional<int32_t> eos, HfDecoder* out);
 
