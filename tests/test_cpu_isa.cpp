@@ -168,7 +168,7 @@ TEST_CASE("CPU kernels: one query row against keys in place agrees across varian
     out[dh] = -INFINITY;
     out[dh + 1] = 0.0f;
     for (const int64_t count : {int64_t(17), int64_t(39), B}) {
-      k.attend_keys(q.data(), keys.data(), values.data(), count, dh, s.data(), out + dh, out + dh + 1, out);
+      k.attend_keys(q.data(), keys.data(), values.data(), count, dh, s.data(), out + dh, out + dh + 1, out, 0.0f);
     }
   });
 }
@@ -203,14 +203,14 @@ TEST_CASE("CPU kernels: attention's inner loops agree across variants", "[isa][a
     float* l = m + tile_rows;
     for (int c = 0; c < tile_rows * dh; ++c) acc[c] = 0.0f;
     for (int64_t r = 0; r < tile_rows; ++r) m[r] = -INFINITY, l[r] = 0.0f;
-    k.attend_tile(tq.data(), tile_rows, kt.data(), values.data(), whole_lo, whole_hi, dh, m, l, acc);
-    k.attend_tile(tq.data(), tile_rows, kt.data() + 1, values.data(), lo, hi, dh, m, l, acc);
+    k.attend_tile(tq.data(), tile_rows, kt.data(), values.data(), whole_lo, whole_hi, dh, m, l, acc, 0.0f);
+    k.attend_tile(tq.data(), tile_rows, kt.data() + 1, values.data(), lo, hi, dh, m, l, acc, 0.0f);
   });
   against_narrowest(row, 1e-6, [&](const IsaKernels& k, float* out) {
     std::vector<float> s(static_cast<size_t>(B));
     start(out);
-    k.attend_keys(q.data(), keys.data(), values.data(), 17, dh, s.data(), out + dh, out + dh + 1, out);
-    k.attend_keys(q.data(), keys.data() + 20, values.data() + 20, 44, dh, s.data(), out + dh, out + dh + 1, out);
+    k.attend_keys(q.data(), keys.data(), values.data(), 17, dh, s.data(), out + dh, out + dh + 1, out, 0.0f);
+    k.attend_keys(q.data(), keys.data() + 20, values.data() + 20, 44, dh, s.data(), out + dh, out + dh + 1, out, 0.0f);
   });
 
   // LSH: a window of 100 keys at scattered positions, the query at position 50.

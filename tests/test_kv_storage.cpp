@@ -163,10 +163,10 @@ TEST_CASE("float16 KV: each kernel variant's float16 loops match its float32 loo
       // One row (generation): two updates of 17 and 44 keys; [acc | m | l].
       std::vector<float> of(size_t(dh) + 2, 0.0f), oh(size_t(dh) + 2, 0.0f), s(static_cast<size_t>(B));
       of[size_t(dh)] = oh[size_t(dh)] = -INFINITY;
-      k.attend_keys(q.data(), keys_f.data(), values_f.data(), 17, dh, s.data(), &of[size_t(dh)], &of[size_t(dh) + 1], of.data());
-      k.attend_keys(q.data(), keys_f.data() + 20, values_f.data() + 20, 44, dh, s.data(), &of[size_t(dh)], &of[size_t(dh) + 1], of.data());
-      k.attend_keys_f16(q.data(), keys_h.data(), values_h.data(), 17, dh, s.data(), &oh[size_t(dh)], &oh[size_t(dh) + 1], oh.data());
-      k.attend_keys_f16(q.data(), keys_h.data() + 20, values_h.data() + 20, 44, dh, s.data(), &oh[size_t(dh)], &oh[size_t(dh) + 1], oh.data());
+      k.attend_keys(q.data(), keys_f.data(), values_f.data(), 17, dh, s.data(), &of[size_t(dh)], &of[size_t(dh) + 1], of.data(), 0.0f);
+      k.attend_keys(q.data(), keys_f.data() + 20, values_f.data() + 20, 44, dh, s.data(), &of[size_t(dh)], &of[size_t(dh) + 1], of.data(), 0.0f);
+      k.attend_keys_f16(q.data(), keys_h.data(), values_h.data(), 17, dh, s.data(), &oh[size_t(dh)], &oh[size_t(dh) + 1], oh.data(), 0.0f);
+      k.attend_keys_f16(q.data(), keys_h.data() + 20, values_h.data() + 20, 44, dh, s.data(), &oh[size_t(dh)], &oh[size_t(dh) + 1], oh.data(), 0.0f);
       CHECK(relative_error(oh.data(), of.data(), of.size()) <= kSameSumsTolerance);
       // A tile of 7 rows with their own key ranges (one seeing none), keys transposed as float32 (widened).
       std::vector<float> kt(size_t(dh * B));
@@ -174,8 +174,8 @@ TEST_CASE("float16 KV: each kernel variant's float16 loops match its float32 loo
         for (int c = 0; c < dh; ++c) kt[size_t(c * B + t)] = kf[size_t(t * dh + c)];
       const int64_t rows = 7, lo[rows] = {3, 0, 10, 63, 5, 0, 40}, hi[rows] = {50, 64, 10, 64, 6, 1, 64};
       std::vector<float> af(size_t(rows * dh), 0.0f), ah(af), mf(rows, -INFINITY), mh(mf), lf(rows, 0.0f), lh(lf);
-      k.attend_tile(q.data(), rows, kt.data(), values_f.data(), lo, hi, dh, mf.data(), lf.data(), af.data());
-      k.attend_tile_f16(q.data(), rows, kt.data(), values_h.data(), lo, hi, dh, mh.data(), lh.data(), ah.data());
+      k.attend_tile(q.data(), rows, kt.data(), values_f.data(), lo, hi, dh, mf.data(), lf.data(), af.data(), 0.0f);
+      k.attend_tile_f16(q.data(), rows, kt.data(), values_h.data(), lo, hi, dh, mh.data(), lh.data(), ah.data(), 0.0f);
       CHECK(relative_error(ah.data(), af.data(), af.size()) <= kSameSumsTolerance);
       CHECK(relative_error(lh.data(), lf.data(), lf.size()) <= kSameSumsTolerance);
       CHECK(mf == mh);

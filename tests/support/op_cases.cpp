@@ -11,6 +11,7 @@ const std::vector<OpCase>& op_cases() {
     add_attention_cases(out);
     add_sequence_cases(out);
     add_memory_cases(out);
+    add_decoder_cases(out);
     return out;
   }();
   return cases;

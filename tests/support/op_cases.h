@@ -102,5 +102,6 @@ void add_basic_cases(std::vector<OpCase>& out);
 void add_attention_cases(std::vector<OpCase>& out);
 void add_sequence_cases(std::vector<OpCase>& out);
 void add_memory_cases(std::vector<OpCase>& out);
+void add_decoder_cases(std::vector<OpCase>& out);
 
 }  // namespace tern::test

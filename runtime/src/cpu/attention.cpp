@@ -48,20 +48,20 @@ struct KeySource {
 
 // The ISA kernels for float32 or float16 key and value rows.
 void attend_tile(const IsaKernels& k, const float* q, int64_t rows, const float* kt, const float* const* values,
-                 const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc) {
-  k.attend_tile(q, rows, kt, values, lo, hi, dh, m, l, acc);
+                 const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc, float softcap) {
+  k.attend_tile(q, rows, kt, values, lo, hi, dh, m, l, acc, softcap);
 }
 void attend_tile(const IsaKernels& k, const float* q, int64_t rows, const float* kt, const uint16_t* const* values,
-                 const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc) {
-  k.attend_tile_f16(q, rows, kt, values, lo, hi, dh, m, l, acc);
+                 const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc, float softcap) {
+  k.attend_tile_f16(q, rows, kt, values, lo, hi, dh, m, l, acc, softcap);
 }
 void attend_keys(const IsaKernels& k, const float* q, const float* const* keys, const float* const* values,
-                 int64_t count, int dh, float* s, float* m, float* l, float* acc) {
-  k.attend_keys(q, keys, values, count, dh, s, m, l, acc);
+                 int64_t count, int dh, float* s, float* m, float* l, float* acc, float softcap) {
+  k.attend_keys(q, keys, values, count, dh, s, m, l, acc, softcap);
 }
 void attend_keys(const IsaKernels& k, const float* q, const uint16_t* const* keys, const uint16_t* const* values,
-                 int64_t count, int dh, float* s, float* m, float* l, float* acc) {
-  k.attend_keys_f16(q, keys, values, count, dh, s, m, l, acc);
+                 int64_t count, int dh, float* s, float* m, float* l, float* acc, float softcap) {
+  k.attend_keys_f16(q, keys, values, count, dh, s, m, l, acc, softcap);
 }
 
 // Key row k [dh] into column w of a transposed key block kt [dh, kKeyBlock]; a float16 row is widened through
@@ -85,7 +85,8 @@ struct AttentionCall {
   int64_t q_stride, n;
   int heads, dh;
   float scale;
-  float* out;  // [n, heads*dh]
+  float softcap;  // AttentionParams.logit_softcap; 0: none
+  float* out;     // [n, heads*dh]
   const IsaKernels* kernels;  // the score and softmax loops (cpu/isa.h)
 };
 
@@ -117,7 +118,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
     int64_t width = 0;
     auto flush = [&] {
       for (int64_t r = 0; r < rows; ++r) lo[r] = 0, hi[r] = width;
-      attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
+      attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc, a.softcap);
       width = 0;
     };
     a.pattern->scattered(h, pos0 + r0, shared_below, [&](int64_t begin, int64_t end) {
@@ -135,7 +136,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
       const int64_t i = pos0 + r0 + r;
       int64_t count = 0;
       auto flush = [&] {
-        attend_keys(*a.kernels, t.q + r * dh, kp, vp, count, dh, t.s, &t.m[r], &t.l[r], t.acc + r * dh);
+        attend_keys(*a.kernels, t.q + r * dh, kp, vp, count, dh, t.s, &t.m[r], &t.l[r], t.acc + r * dh, a.softcap);
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {
@@ -160,7 +161,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
         kp[j - j0] = a.src.key(h, j, dh);
         vp[j - j0] = a.src.value(h, j, dh);
       }
-      attend_keys(*a.kernels, t.q, kp, vp, width, dh, t.s, t.m, t.l, t.acc);
+      attend_keys(*a.kernels, t.q, kp, vp, width, dh, t.s, t.m, t.l, t.acc, a.softcap);
       continue;
     }
     for (int64_t j = j0; j < j1; ++j) {
@@ -175,7 +176,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
       lo[r] = std::max(j0, a.pattern->local_lo(h, i)) - j0;
       hi[r] = std::min(j1, i + 1) - j0;
     }
-    attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc);
+    attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc, a.softcap);
   }
   if (partial) {
     partial[0] = t.m[0];
@@ -252,6 +253,7 @@ class AttentionKernel : public CpuKernel {
       : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
         max_batch_(cfg.max_batch), heads_(head_layout(node)), store_(pattern, heads_, cfg.max_tokens) {
     scale_ = node.fb_op->params_as_AttentionParams()->scale();
+    softcap_ = node.fb_op->params_as_AttentionParams()->logit_softcap();
   }
 
   Status run(const RunContext& ctx) override {
@@ -274,7 +276,7 @@ class AttentionKernel : public CpuKernel {
       src = KeySource<T>{halves, 2 * kv_inner, 0, kv_inner, ctx.pos0, &store_, &heads_};
     }
     AttentionCall<T> call{&pattern_, src, qkv + heads_.q, heads_.row, ctx.n, heads_.heads, heads_.head_dim, scale_,
-                          ctx.out(node_, 0), &isa()};
+                          softcap_, ctx.out(node_, 0), &isa()};
     run_attention(ctx.pool, ctx.threads, call, ctx.scratch);
     store_.append(src.call, src.stride, src.k_offset, src.v_offset, ctx.pos0, ctx.n);
     return Status::Ok();
@@ -302,6 +304,7 @@ class AttentionKernel : public CpuKernel {
   HeadLayout heads_;
   KvStore<T> store_;
   float scale_ = 1.0f;
+  float softcap_ = 0.0f;
 };
 
 }  // namespace
@@ -316,8 +319,8 @@ void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
   const HeadLayout heads = HeadLayout::of(Projection::kQkv, args.heads, args.head_dim);
   KvStore<float> empty(*args.pattern, heads, 0);
   AttentionCall<float> call{args.pattern, KeySource<float>{args.qkv, heads.row, heads.k, heads.v, 0, &empty, &heads},
-                            args.qkv + heads.q, heads.row, args.n, args.heads, args.head_dim, args.scale, args.out,
-                            &isa()};
+                            args.qkv + heads.q, heads.row, args.n, args.heads, args.head_dim, args.scale, 0.0f,
+                            args.out, &isa()};
   run_attention(pool, threads, call, args.scratch);
 }
 

@@ -197,6 +197,7 @@ Status CpuBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logit
   RunContext ctx;
   ctx.n = n;
   ctx.pos0 = pos0;
+  ctx.call_end = pos0 + n;
   ctx.pool = pool_;
   ctx.threads = threads_;
   ctx.ids = ids;

@@ -16,6 +16,8 @@ namespace tern {
 struct RunContext {
   int64_t n = 0;                   // tokens in this call
   int64_t pos0 = 0;                // absolute position of the first of them
+  int64_t call_end = 0;            // pos0 + n of the whole call, which a block of its rows keeps (ROTARY's
+                                   // per-call frequencies)
   pthreadpool_t pool = nullptr;    // shared by XNNPACK and Tern's kernels
   int threads = 1;
   const int32_t* ids = nullptr;    // [n], the model input

@@ -41,13 +41,20 @@ Result<std::unique_ptr<CpuKernel>> make_adaptive_embedding(const Node& node, con
 Result<std::unique_ptr<CpuKernel>> make_adaptive_log_softmax(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_log_softmax(const Node& node, const Model& model, const KernelConfig& cfg);
 Result<std::unique_ptr<CpuKernel>> make_concat(const Node& node, const Model& model, const KernelConfig& cfg);
+// cpu/decoder_ops.cpp
+Result<std::unique_ptr<CpuKernel>> make_rms_norm(const Node& node, const Model& model, const KernelConfig& cfg);
+Result<std::unique_ptr<CpuKernel>> make_rotary(const Node& node, const Model& model, const KernelConfig& cfg);
+Result<std::unique_ptr<CpuKernel>> make_gated_activation(const Node& node, const Model& model, const KernelConfig& cfg);
 // POSITION of kind AXIAL (cpu/position_axial.cpp); make_position hands it such ops.
 Result<std::unique_ptr<CpuKernel>> make_axial_position(const Node& node, const Model& model, const KernelConfig& cfg);
 
 // Direct entry points, for op tests and for kernels that compose them.
 void layer_norm(pthreadpool_t pool, const float* x, int64_t n, int64_t d, const float* gamma, const float* beta, float eps,
                 float* out);
-void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out);
+// cap: SOFTCAP's (ActivationParams.cap)
+void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out, float cap = 0.0f);
+// The same on one thread: out [count] = act(x [count]).
+void activation_row(fb::ActivationKind kind, const float* x, int64_t count, float* out, float cap = 0.0f);
 void add(pthreadpool_t pool, const float* a, const float* b, int64_t count, float* out);
 // x, out [n, d]; row-wise log-softmax
 void log_softmax(pthreadpool_t pool, const float* x, int64_t n, int64_t d, float* out);

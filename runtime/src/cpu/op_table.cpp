@@ -51,6 +51,9 @@ constexpr OpKernel kOpKernels[] = {
     {fb::OpCode::ADAPTIVE_EMBEDDING, make_adaptive_embedding},
     {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, make_adaptive_log_softmax},
     {fb::OpCode::CONCAT, make_concat},
+    {fb::OpCode::RMS_NORM, make_rms_norm},
+    {fb::OpCode::ROTARY, make_rotary},
+    {fb::OpCode::GATED_ACTIVATION, make_gated_activation},
 };
 
 static_assert(covers_every_op_code(kOpKernels), "a CPU kernel for every op code, in schema order");

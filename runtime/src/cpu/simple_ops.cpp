@@ -1,4 +1,5 @@
-// CPU kernels for the row-wise ops: embedding, position, layer norm, activation, add, log-softmax.
+// CPU kernels for the row-wise ops: embedding, position, layer norm, activation, add, log-softmax. (RMS norm,
+// rotary embedding and gated activations: cpu/decoder_ops.cpp.)
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,7 +17,8 @@ constexpr size_t kRowTile = 16;
 
 class EmbeddingKernel : public CpuKernel {
  public:
-  explicit EmbeddingKernel(const Node& node) : node_(node), table_(node.weights[0]) {}
+  explicit EmbeddingKernel(const Node& node)
+      : node_(node), table_(node.weights[0]), scale_(node.fb_op->params_as_EmbeddingParams()->scale()) {}
   Status run(const RunContext& ctx) override {
     const int64_t vocab = table_->shape[0], d = table_->shape[1];
     float* out = ctx.out(node_, 0);
@@ -27,6 +29,8 @@ class EmbeddingKernel : public CpuKernel {
                                " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
       }
       dequantize_rows(*table_, id, 1, out + i * d);  // a copy of a float32 row
+      if (scale_ != 1.0f)
+        for (int64_t j = 0; j < d; ++j) out[i * d + j] *= scale_;
     }
     return Status::Ok();
   }
@@ -34,6 +38,7 @@ class EmbeddingKernel : public CpuKernel {
  private:
   const Node& node_;
   const TensorInfo* table_;  // [V, d]
+  float scale_;              // EmbeddingParams.scale (Gemma: sqrt(d))
 };
 
 class PositionKernel : public CpuKernel {
@@ -102,8 +107,8 @@ class ActivationKernel : public CpuKernel {
  public:
   ActivationKernel(const Node& node, int64_t d) : node_(node), d_(d) {}
   Status run(const RunContext& ctx) override {
-    activation(ctx.pool, node_.fb_op->params_as_ActivationParams()->kind(), ctx.in(node_, 0), ctx.n * d_,
-               ctx.out(node_, 0));
+    const auto* p = node_.fb_op->params_as_ActivationParams();
+    activation(ctx.pool, p->kind(), ctx.in(node_, 0), ctx.n * d_, ctx.out(node_, 0), p->cap());
     return Status::Ok();
   }
 
@@ -150,17 +155,25 @@ void layer_norm(pthreadpool_t pool, const float* x, int64_t n, int64_t d, const 
   });
 }
 
-void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out) {
-  constexpr size_t kTile = 4096;
+void activation_row(fb::ActivationKind kind, const float* x, int64_t count, float* out, float cap) {
   const IsaKernels& k = isa();
-  void (*fn)(const float*, int64_t, float*) = nullptr;
   switch (kind) {
-    case fb::ActivationKind::RELU: fn = k.relu; break;
-    case fb::ActivationKind::GELU_ERF: fn = k.gelu_erf; break;
-    case fb::ActivationKind::GELU_TANH: fn = k.gelu_tanh; break;
+    case fb::ActivationKind::RELU: k.relu(x, count, out); break;
+    case fb::ActivationKind::GELU_ERF: k.gelu_erf(x, count, out); break;
+    case fb::ActivationKind::GELU_TANH: k.gelu_tanh(x, count, out); break;
+    case fb::ActivationKind::SILU:
+      for (int64_t i = 0; i < count; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
+      break;
+    case fb::ActivationKind::SOFTCAP:
+      for (int64_t i = 0; i < count; ++i) out[i] = cap * std::tanh(x[i] / cap);
+      break;
   }
-  if (fn == nullptr) return;  // the loader admits no other kind
-  parallel_for(pool, size_t(count), kTile, [&](size_t b, size_t e) { fn(x + b, int64_t(e - b), out + b); });
+}
+
+void activation(pthreadpool_t pool, fb::ActivationKind kind, const float* x, int64_t count, float* out, float cap) {
+  constexpr size_t kTile = 4096;
+  parallel_for(pool, size_t(count), kTile,
+               [&](size_t b, size_t e) { activation_row(kind, x + b, int64_t(e - b), out + b, cap); });
 }
 
 void add(pthreadpool_t pool, const float* a, const float* b, int64_t count, float* out) {

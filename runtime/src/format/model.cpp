@@ -326,7 +326,8 @@ Status Model::check_ops() {
     node.fb_op = op;
     const OpDef* def = find_op(op->code());
     if (def == nullptr) return Unsupported("op " + std::to_string(i) + " '" + node.name + "': unknown op code " + std::to_string(int(op->code())) + " (newer model format?)");
-    if (op->version() != 1) return Unsupported(node.label() + ": op version " + std::to_string(op->version()) + " is not supported");
+    // Version 2 marks an op that sets a field older runtimes would ignore (schema/README.md); this runtime reads both.
+    if (op->version() < 1 || op->version() > 2) return Unsupported(node.label() + ": op version " + std::to_string(op->version()) + " is not supported");
     if (op->params_type() != def->params) return InvalidModel(node.label() + ": parameters of the wrong type");
     // The verifier accepts a union whose type is set but whose table is absent.
     if (op->params_type() != fb::OpParams::NONE && op->params() == nullptr) return InvalidModel(node.label() + ": parameters are missing");

@@ -1,4 +1,4 @@
-// ATTENTION: qkv [n, 3*H*dh] (q | k | v column blocks) -> [n, H*dh]; causal softmax attention whose visible keys
+// ATTENTION: qkv [n, (H + 2*KV)*dh] (q | k | v column blocks; KV key/value heads, H by default) -> [n, H*dh]; causal softmax attention whose visible keys
 // follow the op's kind (ops/attention_pattern.h; kind AdaptiveSpan: ops/adaptive_span.h). State: the keys and values
 // later queries can still reach. Weights: kind AdaptiveSpan has key_pe [dh, max_span] and span [H] or -1.
 // Kind RelativeXL (ops/relative_xl.h) reads the layer input h [n, d] instead, and keeps a memory of layer inputs.
@@ -30,6 +30,20 @@ Status validate(const Node& node, const std::vector<ValueInfo>& values) {
   if (!p->causal()) return Unsupported(node.label() + ": non-causal attention is not supported by a streaming decoder");
   const AttentionKindDef* kind = find_attention_kind(p->kind_type());
   if (!kind) return Unsupported(node.label() + ": attention kind " + std::to_string(int(p->kind_type())) + " is not supported");
+  if (p->kv_heads() != 0 && (p->kv_heads() < 1 || p->kv_heads() > p->heads() || p->heads() % p->kv_heads() != 0)) {
+    return InvalidModel(node.label() + ": kv_heads " + std::to_string(p->kv_heads()) + " must divide heads " +
+                        std::to_string(p->heads()));
+  }
+  if (p->kv_heads() != 0 && p->kv_heads() != p->heads() && !kind->grouped_kv) {
+    return Unsupported(node.label() + ": " + kind->name + " attention takes one key/value head per query head (kv_heads " +
+                       std::to_string(p->kv_heads()) + " of " + std::to_string(p->heads()) + ")");
+  }
+  if (!(std::isfinite(p->logit_softcap()) && p->logit_softcap() >= 0.0f)) {
+    return InvalidModel(node.label() + ": logit_softcap must be finite and non-negative");
+  }
+  if (p->logit_softcap() > 0.0f && !kind->soft_caps) {
+    return Unsupported(node.label() + ": " + kind->name + " attention does not soft-cap its scores");
+  }
   return kind->validate(node, values);
 }
 
@@ -55,19 +69,22 @@ bool compressible(fb::AttentionKind kind, int slot) {
 }  // namespace
 
 void ref::attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
-                    int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out) {
+                    int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out,
+                    int kv_heads, float softcap) {
   std::vector<double> p(size_t(pos0 + n));
+  const int group = heads / (kv_heads > 0 ? kv_heads : heads);  // query heads per key/value head
   for (int h = 0; h < heads; ++h) {
+    const int64_t kv_col = int64_t(h / group) * head_dim;
     for (int64_t r = 0; r < n; ++r) {
       const int64_t i = pos0 + r;
       const float* qi = q + r * q_stride + int64_t(h) * head_dim;
       double mx = -INFINITY;
       for (int64_t j = 0; j <= i; ++j) {
         if (!pattern.visible(h, i, j)) continue;
-        const float* kj = k + j * kv_stride + int64_t(h) * head_dim;
+        const float* kj = k + j * kv_stride + kv_col;
         double s = 0;
         for (int c = 0; c < head_dim; ++c) s += double(qi[c]) * double(kj[c]);
-        p[j] = s * scale;
+        p[j] = softcap > 0 ? softcap * std::tanh(s * scale / softcap) : s * scale;
         mx = std::max(mx, p[j]);
       }
       double sum = 0;
@@ -77,7 +94,7 @@ void ref::attention(const float* q, int64_t q_stride, const float* k, const floa
       for (int c = 0; c < head_dim; ++c) {
         double acc = 0;
         for (int64_t j = 0; j <= i; ++j) {
-          if (pattern.visible(h, i, j)) acc += p[j] * double(v[j * kv_stride + int64_t(h) * head_dim + c]);
+          if (pattern.visible(h, i, j)) acc += p[j] * double(v[j * kv_stride + kv_col + c]);
         }
         out[r * int64_t(heads) * head_dim + int64_t(h) * head_dim + c] = float(acc / sum);
       }

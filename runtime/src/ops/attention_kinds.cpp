@@ -203,27 +203,28 @@ constexpr uint32_t slots(std::initializer_list<int> weights) {
 }
 constexpr AttentionKindDef kKinds[] = {
     // kind, name, projection, validate, state_bytes, dense_bytes, streaming, max_sequence,
-    // setup_bytes, flops, compressible weight slots, state serves later calls only
+    // setup_bytes, flops, compressible weight slots, state serves later calls only, grouped key/value heads,
+    // soft-capped scores
     {AttentionKind::Dense, "Dense", kQkv, validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false},
+     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false, true, true},
     {AttentionKind::SlidingWindow, "SlidingWindow", kQkv, validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false},
+     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false, true, true},
     {AttentionKind::ChunkedLocal, "ChunkedLocal", kQkv, validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false},
+     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false, true, true},
     {AttentionKind::Strided, "Strided", kQkv, validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false},
+     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false, true, true},
     {AttentionKind::Fixed, "Fixed", kQkv, validate_windowed, windowed_state_bytes, call_scores_bytes,
-     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false},
+     Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false, true, true},
     {AttentionKind::AdaptiveSpan, "AdaptiveSpan", kQkv, validate_adaptive_span, adaptive_span_state_bytes,
-     call_scores_bytes, Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr, kNoCompressedWeights, false},
+     call_scores_bytes, Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr, kNoCompressedWeights, false, false, false},
     {AttentionKind::RelativeXL, "RelativeXL", kQkv, validate_relative_xl, relative_xl_state_bytes,
-     relative_xl_dense_bytes, Streaming::kWholeCall, unlimited, relative_xl_setup_bytes, nullptr, slots({0, 1}), false},
+     relative_xl_dense_bytes, Streaming::kWholeCall, unlimited, relative_xl_setup_bytes, nullptr, slots({0, 1}), false, false, false},
     {AttentionKind::Lsh, "Lsh", kSharedQk, validate_lsh, lsh_state_bytes, call_scores_bytes, Streaming::kWholeCall,
-     call_limited, nullptr, nullptr, kNoCompressedWeights, true},
+     call_limited, nullptr, nullptr, kNoCompressedWeights, true, false, false},
     {AttentionKind::Compressive, "Compressive", kQkv, validate_compressive, compressive_state_bytes,
-     compressive_dense_bytes, Streaming::kWholeCall, unlimited, nullptr, nullptr, slots({0, 2}), false},
+     compressive_dense_bytes, Streaming::kWholeCall, unlimited, nullptr, nullptr, slots({0, 2}), false, false, false},
     {AttentionKind::Routing, "Routing", kQkv, validate_routing, routing_state_bytes, call_scores_bytes,
-     Streaming::kWholeCall, call_limited, nullptr, nullptr, kNoCompressedWeights, true},
+     Streaming::kWholeCall, call_limited, nullptr, nullptr, kNoCompressedWeights, true, false, false},
 };
 static_assert(covers_every_attention_kind(kKinds), "one row per attention kind of the schema, in schema order");
 
@@ -240,11 +241,11 @@ bool state_serves_later_calls_only(const Node& node) {
 
 HeadLayout head_layout(const Node& node) {
   const auto* p = node.fb_op->params_as_AttentionParams();
-  return head_layout(p->kind_type(), p->heads(), p->head_dim());
+  return head_layout(p->kind_type(), p->heads(), p->head_dim(), p->kv_heads() > 0 ? p->kv_heads() : p->heads());
 }
 
-HeadLayout head_layout(fb::AttentionKind kind, int heads, int head_dim) {
-  return HeadLayout::of(find_attention_kind(kind)->projection, heads, head_dim);
+HeadLayout head_layout(fb::AttentionKind kind, int heads, int head_dim, int kv_heads) {
+  return HeadLayout::of(find_attention_kind(kind)->projection, heads, head_dim, kv_heads > 0 ? kv_heads : heads);
 }
 
 const AttentionKindDef& attention_kind(const Node& node) {

@@ -49,6 +49,11 @@ struct AttentionKindDef {
   // True when the state only a later call reads (an LSH or routing layer's generation cache), which a forward_only
   // session does not keep; false where a call itself uses it (a KV cache that row blocks of one call read).
   bool state_serves_later_calls_only;
+  // True when query heads may share key/value heads (AttentionParams.kv_heads below heads): the kinds whose kernels
+  // read every key and value through the head layout.
+  bool grouped_kv;
+  // True when the kind soft-caps its scores (AttentionParams.logit_softcap).
+  bool soft_caps;
 };
 
 // state_serves_later_calls_only of an ATTENTION node's kind; false for every other op.
@@ -57,7 +62,7 @@ bool state_serves_later_calls_only(const Node& node);
 // Where a validated ATTENTION node's projected rows hold each head's query, key and value; by kind for the kinds'
 // own parameter structs (RoutingAttention::layout and the like), which tests also build without a node.
 HeadLayout head_layout(const Node& node);
-HeadLayout head_layout(fb::AttentionKind kind, int heads, int head_dim);
+HeadLayout head_layout(fb::AttentionKind kind, int heads, int head_dim, int kv_heads = 0);
 
 // The kind of a validated ATTENTION node.
 const AttentionKindDef& attention_kind(const Node& node);

@@ -2,12 +2,12 @@
 // kernels, the CPU kernels and the Vulkan lowerings (through their shaders' push constants) read, instead of each
 // writing 3*heads*head_dim offsets by hand.
 //
-//   q | k | v   (every kind but LSH): row [3*inner]: q at column 0, k at inner, v at 2*inner
+//   q | k | v   (every kind but LSH): row [inner + 2*kv_inner]: q at column 0, k at inner, v at inner + kv_inner
 //   qk | v      (Reformer LSH, shared query-key): row [2*inner]: q and k both at column 0, v at inner
 //
 // Head h's query starts at q + h*head_dim; its key and value at k + kv_head(h)*head_dim and v + kv_head(h)*head_dim.
-// Key/value heads equal query heads in every kind today; grouped-query attention will let several query heads share
-// one key/value head (query head h reads key/value head h / (heads / kv_heads)).
+// Grouped-query attention lets several query heads share one key/value head: query head h reads key/value head
+// h / (heads / kv_heads) (AttentionParams.kv_heads; the kinds that allow it: ops/attention_kinds.h).
 #pragma once
 
 #include <cstdint>
@@ -27,16 +27,17 @@ struct HeadLayout {
   int64_t row = 0;             // columns of one projected row
   int64_t q = 0, k = 0, v = 0;  // the first column of each block in a row
 
-  static HeadLayout of(Projection projection, int heads, int head_dim) {
+  // kv_heads 0: one per query head. A shared query-key row has as many keys as queries.
+  static HeadLayout of(Projection projection, int heads, int head_dim, int kv_heads = 0) {
     HeadLayout l;
     l.heads = heads;
-    l.kv_heads = heads;
+    l.kv_heads = kv_heads > 0 && projection == Projection::kQkv ? kv_heads : heads;
     l.head_dim = head_dim;
-    const int64_t inner = l.inner();
+    const int64_t inner = l.inner(), kv_inner = l.kv_inner();
     if (projection == Projection::kSharedQk) {
       l.row = 2 * inner, l.q = 0, l.k = 0, l.v = inner;
     } else {
-      l.row = 3 * inner, l.q = 0, l.k = inner, l.v = 2 * inner;
+      l.row = inner + 2 * kv_inner, l.q = 0, l.k = inner, l.v = inner + kv_inner;
     }
     return l;
   }

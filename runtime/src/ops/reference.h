@@ -10,24 +10,36 @@
 #include "ops/attention_pattern.h"
 #include "ops/compressive.h"
 #include "ops/relative_xl.h"
+#include "ops/rotary.h"
 #include "tern_generated.h"
 
 namespace tern::ref {
 
-// out[i] = table[ids[i]]; table [V, d], out [n, d]
-void embedding(const float* table, int64_t d, const int32_t* ids, int64_t n, float* out);
+// out[i] = table[ids[i]] * scale; table [V, d], out [n, d]
+void embedding(const float* table, int64_t d, const int32_t* ids, int64_t n, float* out, float scale = 1.0f);
 // out[i] = x[i] + pe[pos0 + i]; table [P, d] for LEARNED, ignored for SINUSOIDAL
 void position(fb::PositionKind kind, const float* table, int64_t d, int64_t pos0, int64_t n, const float* x, float* out);
 // gamma [d], beta [d] or null
 void layer_norm(const float* x, int64_t n, int64_t d, const float* gamma, const float* beta, float eps, float* out);
 // out = x W^T + b; x [n, in], W [out, in], b [out] or null
 void linear(const float* x, int64_t n, int64_t in, const float* w, const float* b, int64_t out_dim, float* out);
-void activation(fb::ActivationKind kind, const float* x, int64_t count, float* out);
+// cap: SOFTCAP's (ActivationParams.cap), unused by the other kinds
+void activation(fb::ActivationKind kind, const float* x, int64_t count, float* out, float cap = 0.0f);
+// out [n, F] = act(gate) * up of x [n, 2F] = gate | up
+void gated_activation(fb::ActivationKind kind, const float* x, int64_t n, int64_t f, float* out);
+// RMS_NORM (schema/tern.fbs): gain [c]; group 0 means c; columns c..width-1 copied
+void rms_norm(const float* x, int64_t n, int64_t width, const float* gain, int64_t c, int64_t group,
+              float weight_offset, float eps, float* out);
+// ROTARY (ops/rotary.h) on rows [n, width] at positions pos0..; call_end: the call's last position + 1
+void rotary(const Rotary& r, const float* x, int64_t width, int64_t n, int64_t pos0, int64_t call_end, float* out);
 void add(const float* a, const float* b, int64_t count, float* out);
 // Softmax attention of n queries at positions pos0.. over keys at positions 0..T-1, each query seeing the keys
-// pattern.visible() allows. q [n, q_stride] (head h at columns h*dh), k, v [T, kv_stride], out [n, heads*dh].
+// pattern.visible() allows. q [n, q_stride] (head h at columns h*dh), k, v [T, kv_stride] (key/value head g at
+// columns g*dh; query head h reads g = h / (heads / kv_heads); kv_heads 0 means heads), out [n, heads*dh].
+// softcap > 0: each scaled score becomes softcap * tanh(score / softcap).
 void attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride, int64_t n,
-               int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out);
+               int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out,
+               int kv_heads = 0, float softcap = 0.0f);
 // Adaptive span attention (ops/adaptive_span.h) of n queries at positions pos0.. over keys at positions 0..pos0+n-1;
 // keys before position 0 are zero. q [n, q_stride] (head h at columns h*dh), k, v [pos0+n, kv_stride], out [n, heads*dh].
 void adaptive_span_attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride,

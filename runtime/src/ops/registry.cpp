@@ -16,12 +16,16 @@ extern const OpDef kLogSoftmaxOp;
 extern const OpDef kAdaptiveEmbeddingOp;
 extern const OpDef kAdaptiveLogSoftmaxOp;
 extern const OpDef kConcatOp;
+extern const OpDef kRmsNormOp;
+extern const OpDef kRotaryOp;
+extern const OpDef kGatedActivationOp;
 
 // The one list of ops this runtime knows, in op code order (every code of the schema).
 const OpDef* find_op(fb::OpCode code) {
   static const OpDef* const kOps[] = {&kEmbeddingOp, &kPositionOp, &kLayerNormOp, &kLinearOp,
                                       &kActivationOp, &kAddOp, &kAttentionOp, &kLogSoftmaxOp,
-                                      &kAdaptiveEmbeddingOp, &kAdaptiveLogSoftmaxOp, &kConcatOp};
+                                      &kAdaptiveEmbeddingOp, &kAdaptiveLogSoftmaxOp, &kConcatOp,
+                                      &kRmsNormOp, &kRotaryOp, &kGatedActivationOp};
   static_assert(std::size(kOps) == size_t(fb::OpCode::MAX) + 1, "one entry per op code of the schema");
   const auto i = size_t(code);
   if (i >= std::size(kOps) || kOps[i]->code != code) return nullptr;

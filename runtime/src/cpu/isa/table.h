@@ -43,20 +43,23 @@ struct IsaKernels {
   // `rows` query rows q [rows, dh] (scaled) against one transposed key block kt [dh, kAttentionKeyBlock]: row r
   // sees the block's keys [lo[r], hi[r]) (none when lo[r] >= hi[r]); values[k] is key k's value row, read for the
   // keys some row sees. m, l [rows], acc [rows, dh].
+  // softcap > 0 (Gemma 2's attention-logit soft-capping): every score becomes softcap * tanh(score / softcap)
+  // before the softmax; 0 leaves the scores as they are.
   void (*attend_tile)(const float* q, int64_t rows, const float* kt, const float* const* values, const int64_t* lo,
-                      const int64_t* hi, int dh, float* m, float* l, float* acc);
+                      const int64_t* hi, int dh, float* m, float* l, float* acc, float softcap);
   // One query row q [dh] against `count` keys given by their rows (count <= kAttentionKeyBlock), read in place;
   // s [kAttentionKeyBlock] is scratch.
   void (*attend_keys)(const float* q, const float* const* keys, const float* const* values, int64_t count, int dh,
-                      float* s, float* m, float* l, float* acc);
+                      float* s, float* m, float* l, float* acc, float softcap);
   // The same two over float16 key and value rows (IEEE half bits; tern_kv_storage F16), widened in registers: the
   // same sums in the same order as attend_tile / attend_keys given the widened rows (equal to a float32 ulp or so:
   // the compiler may fuse a multiply-add in one and not in the other). kt stays float32 (the
   // caller widens keys as it transposes them, once per block of query rows).
   void (*attend_tile_f16)(const float* q, int64_t rows, const float* kt, const uint16_t* const* values,
-                          const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc);
+                          const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc,
+                          float softcap);
   void (*attend_keys_f16)(const float* q, const uint16_t* const* keys, const uint16_t* const* values, int64_t count,
-                          int dh, float* s, float* m, float* l, float* acc);
+                          int dh, float* s, float* m, float* l, float* acc, float softcap);
 
   // LSH attention (cpu/attention_lsh.cpp). Query position i against the first `count` columns of a window of keys
   // kt [dh, W] at positions wpos[]: masked scores (later positions never seen, itself scored self_mask) left in
