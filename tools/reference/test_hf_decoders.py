@@ -206,7 +206,8 @@ def test_config_rules(root):
     check(res(model_type="gemma2", num_hidden_layers=4)["layer_types"] == [hd.SLIDING, hd.FULL] * 2,
           "gemma2: even layers (0, 2, ...) slide")
     g3 = res(model_type="gemma3_text", num_hidden_layers=7)
-    check(g3["layer_types"] == [hd.SLIDING] * 5 + [hd.FULL, hd.SLIDING], "gemma3: default pattern 6 (5 local, 1 global)")
+    check(g3["layer_types"] == [hd.SLIDING] * 5 + [hd.FULL, hd.SLIDING],
+          "gemma3: default pattern 6 (5 local, 1 global)")
     check(g3["rope"][hd.SLIDING]["rope_theta"] == 1e4 and g3["rope"][hd.FULL]["rope_theta"] == 1e6,
           "gemma3: local theta 10000, global 1e6 by default")
     nested = res(model_type="gemma3_text", num_hidden_layers=3, layer_types=[hd.SLIDING, hd.SLIDING, hd.FULL],
