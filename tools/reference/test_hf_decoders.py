@@ -193,6 +193,11 @@ def test_config_rules(root):
     c = m.cfg
     check(c["hidden_act"] == "gelu_new" and c["layer_norm_epsilon"] == 1e-5 and c["intermediate_size"] == 4 * 48
           and c["tie_word_embeddings"] and c["scale_attn_weights"], "hf_gpt2: left-out keys take GPT2Config's defaults")
+    bare = {k[len("transformer."):]: v.numpy() for k, v in m.w.items()}  # older GPT-2 files: no prefix, mask buffers
+    bare["h.0.attn.bias"] = np.tril(np.ones((1, 1, 64, 64), np.float32))
+    ids = list(range(5, 25))
+    check(rel(hd.HFDecoder(m.raw, bare).logits(ids), m.logits(ids)) == 0.0,
+          "gpt2: names without `transformer.` (and attn.bias buffers) load the same model")
     check(res(model_type="gpt2", hidden_size=32, num_attention_heads=2)["hidden_size"] == 32,
           "GPT-2 accepts hidden_size / num_attention_heads as aliases of n_embd / n_head")
 
