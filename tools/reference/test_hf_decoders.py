@@ -193,6 +193,11 @@ def test_config_rules(root):
     c = m.cfg
     check(c["hidden_act"] == "gelu_new" and c["layer_norm_epsilon"] == 1e-5 and c["intermediate_size"] == 4 * 48
           and c["tie_word_embeddings"] and c["scale_attn_weights"], "hf_gpt2: left-out keys take GPT2Config's defaults")
+    bare = {k[len("transformer."):]: v.numpy() for k, v in m.w.items()}  # older GPT-2 files: no prefix, mask buffers
+    bare["h.0.attn.bias"] = np.tril(np.ones((1, 1, 64, 64), np.float32))
+    ids = list(range(5, 25))
+    check(rel(hd.HFDecoder(m.raw, bare).logits(ids), m.logits(ids)) == 0.0,
+          "gpt2: names without `transformer.` (and attn.bias buffers) load the same model")
     check(res(model_type="gpt2", hidden_size=32, num_attention_heads=2)["hidden_size"] == 32,
           "GPT-2 accepts hidden_size / num_attention_heads as aliases of n_embd / n_head")
 
@@ -206,7 +211,8 @@ def test_config_rules(root):
     check(res(model_type="gemma2", num_hidden_layers=4)["layer_types"] == [hd.SLIDING, hd.FULL] * 2,
           "gemma2: even layers (0, 2, ...) slide")
     g3 = res(model_type="gemma3_text", num_hidden_layers=7)
-    check(g3["layer_types"] == [hd.SLIDING] * 5 + [hd.FULL, hd.SLIDING], "gemma3: default pattern 6 (5 local, 1 global)")
+    check(g3["layer_types"] == [hd.SLIDING] * 5 + [hd.FULL, hd.SLIDING],
+          "gemma3: default pattern 6 (5 local, 1 global)")
     check(g3["rope"][hd.SLIDING]["rope_theta"] == 1e4 and g3["rope"][hd.FULL]["rope_theta"] == 1e6,
           "gemma3: local theta 10000, global 1e6 by default")
     nested = res(model_type="gemma3_text", num_hidden_layers=3, layer_types=[hd.SLIDING, hd.SLIDING, hd.FULL],
