@@ -73,6 +73,7 @@ Status read_ids(const Config& c, const std::string& key, int32_t* first, std::ve
 }  // namespace
 
 Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out);
+Status read_add_bos(const Checkpoint& checkpoint, bool family_default, HfDecoder* out);
 
 Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::optional<int32_t> bos,
                       std::optional<int32_t> eos, HfDecoder* out) {
@@ -82,6 +83,9 @@ Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::option
   TERN_RETURN_IF_ERROR(read_ids(c, "bos_token_id", &out->bos_id, nullptr));
   TERN_RETURN_IF_ERROR(read_ids(c, "eos_token_id", &out->eos_id, &out->extra_eos_ids));
   TERN_RETURN_IF_ERROR(read_generation_config(checkpoint, out));
+  const std::string& t = out->model_type;
+  const bool bos_first = t == "llama" || t == "mistral" || t == "phi3" || t == "gemma2" || t == "gemma3_text";
+  TERN_RETURN_IF_ERROR(read_add_bos(checkpoint, bos_first, out));
   // An id the logits cannot reach (a default such as GPT-2's 50256 on a smaller vocabulary) is no special token.
   if (out->bos_id >= out->vocab) out->bos_id = -1;
   if (out->eos_id >= out->vocab) out->eos_id = -1;
@@ -107,6 +111,22 @@ Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
     out->extra_eos_ids.clear();
     TERN_RETURN_IF_ERROR(read_ids(g, "eos_token_id", &out->eos_id, &out->extra_eos_ids));
   }
+  return Status::Ok();
+}
+
+// tokenizer_config.json's add_bos_token when the file says it; `family_default` otherwise.
+Status read_add_bos(const Checkpoint& checkpoint, bool family_default, HfDecoder* out) {
+  out->add_bos = family_default;
+  const std::string path = (std::filesystem::path(checkpoint.dir()) / "tokenizer_config.json").string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::Ok();
+  TERN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  TERN_ASSIGN_OR_RETURN(const std::string text, file.read_all(kMaxConfigBytes, "a tokenizer config"));
+  auto parsed = parse_json(text);
+  if (!parsed.ok()) return InvalidModel("tokenizer_config.json: " + parsed.status().message());
+  const nlohmann::json json = std::move(parsed).value();
+  const Config t(json, "tokenizer_config.json");
+  TERN_ASSIGN_OR_RETURN(out->add_bos, t.boolean("add_bos_token", family_default));
   return Status::Ok();
 }
 
@@ -262,6 +282,7 @@ Status build_hf_decoder(const Checkpoint& checkpoint, GraphBuilder& g, const HfD
   meta.bos_id = m.bos_id;
   meta.eos_id = m.eos_id;
   meta.extra_eos_ids = m.extra_eos_ids;
+  meta.add_bos = m.add_bos;
   meta.max_context = m.max_positions;
   return Status::Ok();
 }

@@ -47,6 +47,9 @@ struct HfDecoder {
   std::vector<std::string> rope_names; // per RoPE: its tensors' name prefix ("rope", "rope.sliding", ...)
   int32_t bos_id = -1, eos_id = -1;
   std::vector<int32_t> extra_eos_ids;
+  // The tokenizer starts every text with bos_id: tokenizer_config.json's add_bos_token, else the family's
+  // tokenizer class default (Llama's and Gemma's true; Qwen's and GPT-2's false).
+  bool add_bos = false;
   std::string summary;  // the description's tail, e.g. "GQA 8/2, sliding window 4096 on every layer"
 };
 
