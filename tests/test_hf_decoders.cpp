@@ -20,6 +20,7 @@
 #include "graph_builder.h"
 #include "importers/importers.h"
 #include "importers/rope_tables.h"
+#include "run_tool.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -369,3 +370,48 @@ TEST_CASE("checkpoint: a sharded checkpoint's index must list every tensor where
 }
 
 }  // namespace
+
+// tern-run --plan on converted checkpoints: a Mistral model (every layer a sliding window of 256) keeps the same
+// state at 2,048 and at 65,536 tokens, a ring of its window per layer; a Llama model with 2 key/value heads of 4
+// plans half the state of the same model with 4.
+TEST_CASE("hf importers: tern-run --plan shows sliding rings constant and grouped-query state at kv_heads/heads",
+          "[converter][hf][planner]") {
+  const std::string root = test::scratch_dir("hf_plan");
+  const std::string run = std::string(TERN_BINARY_DIR) + "/examples/tern-run";
+  auto state_at = [&](const std::string& name, Tiny t) {
+    const std::string dir = root + "/" + name, out = root + "/" + name + ".tern";
+    t.config["max_position_embeddings"] = 131072;
+    write_tiny(dir, t);
+    const Status st = convert::convert_checkpoint(dir, out, convert::ConvertOptions{true});
+    INFO(name << ": " << st.message());
+    REQUIRE(st.ok());
+    const test::ToolRun r =
+        test::run_tool(run, {out, "--plan", "2048,65536", "--json"}, test::scratch_dir("hf_plan_run_" + name));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json plan = json::parse(r.out).at("plan");
+    REQUIRE(plan.size() == 2);
+    return std::pair<uint64_t, uint64_t>{plan[0].at("state_bytes").get<uint64_t>(),
+                                         plan[1].at("state_bytes").get<uint64_t>()};
+  };
+  Tiny mistral = tiny("mistral");
+  mistral.config["sliding_window"] = 256;
+  const auto [m2k, m64k] = state_at("mistral", mistral);
+  // 2 layers x k and v x 2 kv heads x head_dim 8 x float32 x the ring (the window less the query's own key).
+  CHECK(m2k == 2ull * 2 * 2 * 8 * 4 * 255);
+  CHECK(m64k == m2k);
+
+  Tiny grouped = tiny("llama");
+  Tiny full = tiny("llama");
+  full.config["num_key_value_heads"] = 4;
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".self_attn.";
+    full.shapes[p + "k_proj.weight"] = full.shapes[p + "v_proj.weight"] = {4 * 8, 32};
+  }
+  const auto [g2k, g64k] = state_at("llama_gqa", grouped);
+  const auto [f2k, f64k] = state_at("llama_mha", full);
+  CHECK(g2k * 2 == f2k);
+  CHECK(g64k * 2 == f64k);
+  CHECK(g64k == 32 * g2k);  // a full-context layer's cache grows with the sequence
+}
+

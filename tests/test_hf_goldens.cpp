@@ -177,3 +177,44 @@ TEST_CASE("hf goldens: f16, int8 and int4 weights stay within their measured bou
     }
   }
 }
+
+// Generation as an app runs it, through tern_generator: the prompt, then each golden token appended. Every model's
+// rows match transformers' generate, LongRoPE's included: the generator feeds the sequence again whole at the step
+// that first passes original_max_position_embeddings, as generate drops its cache there.
+TEST_CASE("hf goldens: tern_generator's logits at every step match transformers' generate", "[model][hf]") {
+  const std::vector<std::string> goldens = hf_goldens();
+  if (goldens.empty()) {
+    test::note_skipped();
+    return;
+  }
+  for (const std::string& name : goldens) {
+    const std::string dir = test::source_path("tests/goldens/" + name);
+    if (!fs::exists(dir + "/generation.json")) continue;
+    const test::Generation gen = test::load_generation(dir);
+    const int64_t vocab = gen.logits.shape[1], n = int64_t(gen.ids.size());
+    tern_model* model = convert_and_load(dir, name + "_generator", convert::ConvertOptions{true});
+    tern_session* s = test::make_session_on(TERN_BACKEND_CPU, model, 1, n);
+    tern_generator_options go;
+    tern_generator_options_init(&go);
+    tern_generator* g = nullptr;
+    REQUIRE(tern_generator_create(s, &go, &g) == TERN_OK);
+    INFO(name << ": " << tern_generator_last_error(g));
+    REQUIRE(tern_generator_prompt(g, gen.ids.data(), gen.prompt, nullptr) == TERN_OK);
+    double worst = 0;
+    for (int64_t step = 0; gen.prompt + step <= n; ++step) {
+      if (step > 0) REQUIRE(tern_generator_append(g, gen.ids.data() + gen.prompt + step - 1, 1) == TERN_OK);
+      int64_t width = 0;
+      const float* logits = tern_generator_logits(g, &width);
+      REQUIRE(logits != nullptr);
+      REQUIRE(width == vocab);
+      const double err = test::relative_error(logits, gen.logits.data.data() + step * vocab, size_t(vocab));
+      worst = std::max(worst, err);
+      INFO(name << ", step " << step << ": relative error " << err);
+      CHECK(err <= kModelTolerance);
+    }
+    std::printf("hf golden %-28s generator worst step %.3g\n", name.c_str(), worst);
+    tern_generator_free(g);
+    tern_session_free(s);
+    tern_model_free(model);
+  }
+}
