@@ -245,6 +245,16 @@ Result<Slice> Lowering::scratch(uint64_t bytes, const char* what) {
   return slice;
 }
 
+Result<Slice> Lowering::call_table(uint64_t floats, const char* what,
+                                   std::function<void(int64_t n, int64_t pos0, float* table)> write) {
+  const uint64_t bytes = std::max<uint64_t>(floats, 1) * sizeof(float);
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kHost, what));
+  scratch_bytes += bytes;
+  float* table = reinterpret_cast<float*>(slice.mapped);
+  program.add_call_write([table, write = std::move(write)](int64_t n, int64_t pos0) { write(n, pos0, table); });
+  return slice;
+}
+
 Status Lowering::upload() {
   uint64_t total = 0;
   for (const Pending& p : pending_) total += (p.bytes + 3) / 4 * 4;

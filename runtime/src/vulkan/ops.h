@@ -101,6 +101,12 @@ class Lowering {
   Result<Slice> state(uint64_t bytes, const char* what);
   // Device scratch of an op, valid within one call, counted in scratch_bytes (reported with the arena).
   Result<Slice> scratch(uint64_t bytes, const char* what);
+  // A table the host writes for each call before its dispatches run (ROTARY's cos | sin of the call's positions):
+  // `floats` floats of host-visible memory allocated now, counted in scratch_bytes; `write` fills them for the
+  // call's n tokens at positions pos0.. (Program::add_call_write).
+  Result<Slice> call_table(uint64_t floats, const char* what,
+                           std::function<void(int64_t n, int64_t pos0, float* table)> write);
+
 
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
