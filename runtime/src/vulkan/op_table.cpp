@@ -19,23 +19,7 @@ Status supports_floats(const Node& node, const Model&) { return float_weights_on
 // tabled at session creation): a compressed one there needs widening in ops/ first.
 Status supports_host_f32(const Node& node, const Model&) { return host_f32_weights_only(node); }
 Status supports_any(const Node&, const Model&) { return Status::Ok(); }
-// The parts of the Llama-family ops without a shader yet: refused by name at session creation.
-Status supports_embedding(const Node& node, const Model& model) {
-  if (node.fb_op->params_as_EmbeddingParams()->scale() != 1.0f)
-    return Unsupported(node.label() + ": a scaled EMBEDDING runs on the CPU backend only so far");
-  return supports_floats(node, model);
-}
-Status supports_activation(const Node& node, const Model& model) {
-  const auto kind = node.fb_op->params_as_ActivationParams()->kind();
-  if (kind != fb::ActivationKind::RELU && kind != fb::ActivationKind::GELU_ERF && kind != fb::ActivationKind::GELU_TANH)
-    return Unsupported(node.label() + ": this ACTIVATION kind runs on the CPU backend only so far");
-  return supports_floats(node, model);
-}
-Status supports_windowed(const Node& node, const Model&) {
-  if (node.fb_op->params_as_AttentionParams()->logit_softcap() > 0.0f)
-    return Unsupported(node.label() + ": soft-capped attention runs on the CPU backend only so far");
-  return Status::Ok();
-}
+// The Llama-family ops without a shader yet: refused by name at session creation.
 Status cpu_only_so_far(const Node& node, const Model&) {
   return Unsupported(node.label() + ": this op runs on the CPU backend only so far");
 }
@@ -52,11 +36,11 @@ struct KindLowering {
 };
 
 constexpr KindLowering kAttentionLowerings[] = {
-    {fb::AttentionKind::Dense, supports_windowed, lower_windowed_attention, true},          // ops_attention.cpp
-    {fb::AttentionKind::SlidingWindow, supports_windowed, lower_windowed_attention, true},
-    {fb::AttentionKind::ChunkedLocal, supports_windowed, lower_windowed_attention, true},
-    {fb::AttentionKind::Strided, supports_windowed, lower_windowed_attention, true},
-    {fb::AttentionKind::Fixed, supports_windowed, lower_windowed_attention, true},
+    {fb::AttentionKind::Dense, supports_any, lower_windowed_attention, true},          // ops_attention.cpp
+    {fb::AttentionKind::SlidingWindow, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::ChunkedLocal, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::Strided, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::Fixed, supports_any, lower_windowed_attention, true},
     {fb::AttentionKind::AdaptiveSpan, supports_host_f32, lower_adaptive_span, true},   // ops_adaptive_span.cpp
     {fb::AttentionKind::RelativeXL, supports_floats, lower_relative_xl, true},         // ops_memory.cpp
     {fb::AttentionKind::Lsh, supports_any, lower_lsh_attention, true},                 // ops_lsh.cpp
@@ -79,11 +63,11 @@ Status attention_continues(const Node& node) {
 }
 
 constexpr VulkanOp kOps[] = {
-    {fb::OpCode::EMBEDDING, supports_embedding, lower_embedding},
+    {fb::OpCode::EMBEDDING, supports_floats, lower_embedding},
     {fb::OpCode::POSITION, supports_position, lower_position},
     {fb::OpCode::LAYER_NORM, supports_floats, lower_layer_norm},
     {fb::OpCode::LINEAR, supports_floats, lower_linear},
-    {fb::OpCode::ACTIVATION, supports_activation, lower_activation},
+    {fb::OpCode::ACTIVATION, supports_floats, lower_activation},
     {fb::OpCode::ADD, supports_floats, lower_add},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention, attention_continues},
     {fb::OpCode::LOG_SOFTMAX, supports_floats, lower_log_softmax},
@@ -92,7 +76,7 @@ constexpr VulkanOp kOps[] = {
     {fb::OpCode::CONCAT, supports_floats, lower_concat},
     {fb::OpCode::RMS_NORM, cpu_only_so_far, not_lowered},
     {fb::OpCode::ROTARY, cpu_only_so_far, not_lowered},
-    {fb::OpCode::GATED_ACTIVATION, cpu_only_so_far, not_lowered},
+    {fb::OpCode::GATED_ACTIVATION, supports_floats, lower_gated_activation},  // ops_decoder.cpp
 };
 
 static_assert(covers_every_op_code(kOps), "a Vulkan lowering for every op code, in schema order");

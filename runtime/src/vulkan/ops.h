@@ -107,7 +107,6 @@ class Lowering {
   Result<Slice> call_table(uint64_t floats, const char* what,
                            std::function<void(int64_t n, int64_t pos0, float* table)> write);
 
-
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
   uint64_t weight_bytes = 0, state_bytes = 0;
@@ -166,6 +165,17 @@ DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uin
   d.bindings = std::move(bindings);
   return d;
 }
+// A grid-stride dispatch (GRID_STRIDE, local size kElementwiseGroup) over the n * d elements of the op's output;
+// spec constants and bindings are set on the result.
+constexpr uint32_t kElementwiseGroup = 256;
+template <typename PushT>
+DispatchSpec elementwise(const Node& node, const char* shader, int64_t d, const PushT& push) {
+  return make_dispatch(node, shader, {}, kElementwiseGroup, push,
+                       [d](int64_t n) { return stride_groups(n * d, kElementwiseGroup); }, {});
+}
+// A row-reduction workgroup (shaders/common/reduce.glsl) for rows of d: a power of two, no wider than the row needs
+// or the device allows.
+uint32_t row_group(const Lowering& low, int64_t d);
 // TERN_UNSUPPORTED where the op's weights are read on the host as float32 views (adaptive span tables key_pe and
 // its spans at session creation) and one is not F32. Every other op reads its weights through Lowering (weight()
 // widens a compressed one) or widens them itself (the adaptive ops' packed block), so a compressed weight the
@@ -182,6 +192,7 @@ Status lower_activation(const Node& node, Lowering& low);
 Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
+Status lower_gated_activation(const Node& node, Lowering& low);  // ops_decoder.cpp
 // shaders/attention.comp's push constants with the head layout's fields set (heads, row, q/k/v columns, kv_heads);
 // the lowering sets the pattern's.
 AttentionPush attention_push(const HeadLayout& heads);

@@ -31,7 +31,7 @@ namespace tern::vk {
 #define TERN_PUSH_SIZE(Push, fields) \
   static_assert(sizeof(Push) == sizeof(BindingOffsets) + 4 * (fields), #Push " is off[8] and " #fields " 4-byte fields")
 
-// shaders/common/row_push.glsl: activation, add, log_softmax, position (rows of width d).
+// shaders/common/row_push.glsl: add, log_softmax, gated_activation (d = F), position (rows of width d).
 struct RowPush {
   BindingOffsets off{};
   uint32_t d = 0;
@@ -46,12 +46,24 @@ struct EmbeddingPush {
   int32_t first_row = 0;
   int32_t rows = 0;
   uint32_t group = 0;  // embedding_i8 / _i4: columns per scale
+  float scale = 1.0f;  // EmbeddingParams.scale: multiplies every row
 };
 TERN_PUSH_FIELD(EmbeddingPush, d, 32);
 TERN_PUSH_FIELD(EmbeddingPush, first_row, 36);
 TERN_PUSH_FIELD(EmbeddingPush, rows, 40);
 TERN_PUSH_FIELD(EmbeddingPush, group, 44);
-TERN_PUSH_SIZE(EmbeddingPush, 4);
+TERN_PUSH_FIELD(EmbeddingPush, scale, 48);
+TERN_PUSH_SIZE(EmbeddingPush, 5);
+
+// shaders/activation.comp: x, y [n, d]; cap of SOFTCAP.
+struct ActivationPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+  float cap = 0.0f;
+};
+TERN_PUSH_FIELD(ActivationPush, d, 32);
+TERN_PUSH_FIELD(ActivationPush, cap, 36);
+TERN_PUSH_SIZE(ActivationPush, 2);
 
 // shaders/concat.comp: y [n, da + db] = [a | b].
 struct ConcatPush {

@@ -35,6 +35,7 @@ struct AttentionPush {
   uint32_t k_col = 0;
   uint32_t v_col = 0;
   int32_t kv_heads = 0;
+  float softcap = 0.0f;  // AttentionParams.logit_softcap: scores cap * tanh(score / cap); 0: none
 };
 TERN_PUSH_FIELD(AttentionPush, heads, 32);
 TERN_PUSH_FIELD(AttentionPush, window, 36);
@@ -48,7 +49,8 @@ TERN_PUSH_FIELD(AttentionPush, summary, 64);
 TERN_PUSH_FIELD(AttentionPush, split, 68);
 TERN_PUSH_QKV_COLUMNS(AttentionPush, 72);
 TERN_PUSH_FIELD(AttentionPush, kv_heads, 88);
-TERN_PUSH_SIZE(AttentionPush, 15);
+TERN_PUSH_FIELD(AttentionPush, softcap, 92);
+TERN_PUSH_SIZE(AttentionPush, 16);
 
 // shaders/kv_append.comp: kv_inner = kv_heads * head_dim; block 0 unless the kind is fixed; row, k_col and v_col
 // from the head layout (ops/head_layout.h).
