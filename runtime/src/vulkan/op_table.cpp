@@ -15,15 +15,10 @@ namespace {
 // Ops whose weights go through Lowering: F32 or compressed (a compressed one in a slot the loader allowed is
 // widened by Lowering::weight where the op has no shader for it).
 Status supports_floats(const Node& node, const Model&) { return float_weights_only(node); }
-// Ops whose weights are read on the host as float32 views (adaptive span's key_pe and spans,
-// tabled at session creation): a compressed one there needs widening in ops/ first.
+// Ops whose weights are read on the host as float32 views (adaptive span's key_pe and spans, tabled at session
+// creation; ROTARY's frequencies, each call): a compressed one there needs widening in ops/ first.
 Status supports_host_f32(const Node& node, const Model&) { return host_f32_weights_only(node); }
 Status supports_any(const Node&, const Model&) { return Status::Ok(); }
-// The Llama-family ops without a shader yet: refused by name at session creation.
-Status cpu_only_so_far(const Node& node, const Model&) {
-  return Unsupported(node.label() + ": this op runs on the CPU backend only so far");
-}
-Status not_lowered(const Node& node, Lowering&) { return Unsupported(node.label() + ": no Vulkan shader"); }
 
 struct KindLowering {
   fb::AttentionKind kind;
@@ -74,9 +69,9 @@ constexpr VulkanOp kOps[] = {
     {fb::OpCode::ADAPTIVE_EMBEDDING, supports_floats, lower_adaptive_embedding},  // widened on the host
     {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_floats, lower_adaptive_log_softmax},
     {fb::OpCode::CONCAT, supports_floats, lower_concat},
-    {fb::OpCode::RMS_NORM, cpu_only_so_far, not_lowered},
-    {fb::OpCode::ROTARY, cpu_only_so_far, not_lowered},
-    {fb::OpCode::GATED_ACTIVATION, supports_floats, lower_gated_activation},  // ops_decoder.cpp
+    {fb::OpCode::RMS_NORM, supports_floats, lower_rms_norm},          // ops_decoder.cpp
+    {fb::OpCode::ROTARY, supports_host_f32, lower_rotary},            // frequencies read on the host per call
+    {fb::OpCode::GATED_ACTIVATION, supports_floats, lower_gated_activation},
 };
 
 static_assert(covers_every_op_code(kOps), "a Vulkan lowering for every op code, in schema order");

@@ -192,7 +192,9 @@ Status lower_activation(const Node& node, Lowering& low);
 Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
-Status lower_gated_activation(const Node& node, Lowering& low);  // ops_decoder.cpp
+Status lower_rms_norm(const Node& node, Lowering& low);          // ops_decoder.cpp
+Status lower_rotary(const Node& node, Lowering& low);
+Status lower_gated_activation(const Node& node, Lowering& low);
 // shaders/attention.comp's push constants with the head layout's fields set (heads, row, q/k/v columns, kv_heads);
 // the lowering sets the pattern's.
 AttentionPush attention_push(const HeadLayout& heads);

@@ -99,6 +99,38 @@ TERN_PUSH_FIELD(LayerNormPush, eps, 36);
 TERN_PUSH_FIELD(LayerNormPush, has_beta, 40);
 TERN_PUSH_SIZE(LayerNormPush, 3);
 
+// shaders/rms_norm.comp: x, y [n, width]; groups of `group` columns among the first `columns` (the gain's length).
+struct RmsNormPush {
+  BindingOffsets off{};
+  uint32_t width = 0;
+  uint32_t columns = 0;
+  uint32_t group = 0;
+  float eps = 0.0f;
+  float weight_offset = 0.0f;
+};
+TERN_PUSH_FIELD(RmsNormPush, width, 32);
+TERN_PUSH_FIELD(RmsNormPush, columns, 36);
+TERN_PUSH_FIELD(RmsNormPush, group, 40);
+TERN_PUSH_FIELD(RmsNormPush, eps, 44);
+TERN_PUSH_FIELD(RmsNormPush, weight_offset, 48);
+TERN_PUSH_SIZE(RmsNormPush, 5);
+
+// shaders/rotary.comp: x, y [n, width]; the first `heads` blocks of head_dim columns rotate `pairs` pairs each.
+struct RotaryPush {
+  BindingOffsets off{};
+  uint32_t width = 0;
+  uint32_t heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t pairs = 0;
+  uint32_t interleaved = 0;  // 1: pairs (2k, 2k + 1); 0: (k, k + pairs)
+};
+TERN_PUSH_FIELD(RotaryPush, width, 32);
+TERN_PUSH_FIELD(RotaryPush, heads, 36);
+TERN_PUSH_FIELD(RotaryPush, head_dim, 40);
+TERN_PUSH_FIELD(RotaryPush, pairs, 44);
+TERN_PUSH_FIELD(RotaryPush, interleaved, 48);
+TERN_PUSH_SIZE(RotaryPush, 5);
+
 // shaders/linear.comp: W [out_dim, in_dim] (a part's rows when split), y's rows y_stride apart.
 struct LinearPush {
   BindingOffsets off{};
