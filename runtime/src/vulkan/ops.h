@@ -177,9 +177,9 @@ DispatchSpec elementwise(const Node& node, const char* shader, int64_t d, const 
 // or the device allows.
 uint32_t row_group(const Lowering& low, int64_t d);
 // TERN_UNSUPPORTED where the op's weights are read on the host as float32 views (adaptive span tables key_pe and
-// its spans at session creation) and one is not F32. Every other op reads its weights through Lowering (weight()
-// widens a compressed one) or widens them itself (the adaptive ops' packed block), so a compressed weight the
-// loader allowed runs.
+// its spans at session creation; ROTARY reads its frequencies each call) and one is not F32. Every other op reads
+// its weights through Lowering (weight() widens a compressed one) or widens them itself (the adaptive ops' packed
+// block), so a compressed weight the loader allowed runs.
 Status host_f32_weights_only(const Node& node);
 // TERN_UNSUPPORTED where a weight is neither F32 nor compressed (F16, I8, I4): nothing to read it as floats.
 Status float_weights_only(const Node& node);
