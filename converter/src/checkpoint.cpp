@@ -53,7 +53,44 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir, boo
     ckpt->files_.push_back(std::move(file));
   }
   ckpt->file_names_ = std::move(names);
+  TERN_RETURN_IF_ERROR(ckpt->check_index());
   return Result<std::unique_ptr<Checkpoint>>(std::move(ckpt));
+}
+
+Status Checkpoint::check_index() {
+  const std::string name = "model.safetensors.index.json";
+  const std::string path = (fs::path(dir_) / name).string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Status::Ok();
+  TERN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  inputs_.push_back({file.device(), file.inode(), path});
+  TERN_ASSIGN_OR_RETURN(const std::string text, file.read_all(kMaxConfigBytes, "an index"));
+  auto parsed = parse_json(text);
+  if (!parsed.ok()) return InvalidModel(name + ": " + parsed.status().message());
+  const nlohmann::json index = std::move(parsed).value();
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    return InvalidModel(name + ": must hold an object \"weight_map\" of tensor name -> file");
+  const nlohmann::json& map = index["weight_map"];
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (!it.value().is_string())
+      return InvalidModel(name + ": weight_map['" + clip(it.key()) + "'] must be a file name, got " +
+                          json_snippet(it.value()));
+    const std::string shard = it.value().get<std::string>();
+    if (std::find(file_names_.begin(), file_names_.end(), shard) == file_names_.end())
+      return InvalidModel(name + ": weight_map puts '" + clip(it.key()) + "' in '" + clip(shard) +
+                          "', which is not a .safetensors file of " + dir_);
+    auto found = index_.find(it.key());
+    if (found == index_.end())
+      return InvalidModel(name + ": weight_map lists tensor '" + clip(it.key()) + "' in '" + clip(shard) +
+                          "', which has no such tensor");
+    if (found->second->file != shard)
+      return InvalidModel(name + ": weight_map puts '" + clip(it.key()) + "' in '" + clip(shard) + "', but it is in '" +
+                          found->second->file + "'");
+  }
+  for (const auto& [tensor, view] : index_)
+    if (!map.contains(tensor))
+      return InvalidModel(name + ": weight_map does not list tensor '" + clip(tensor) + "' of '" + view->file + "'");
+  return Status::Ok();
 }
 
 const TensorView* Checkpoint::find(const std::string& name) const {

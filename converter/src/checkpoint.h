@@ -1,4 +1,6 @@
-// A checkpoint directory: config.json plus every *.safetensors file in it, each opened read-only (regular files only,
+// A checkpoint directory: config.json plus every *.safetensors file in it (a sharded one's
+// model.safetensors.index.json, when present, must list every tensor in the file that holds it and name only files
+// that are there), each opened read-only (regular files only,
 // never blocking) and kept open while the Checkpoint lives.
 #pragma once
 
@@ -48,6 +50,9 @@ class Checkpoint {
   const std::vector<InputId>& inputs() const { return inputs_; }
 
  private:
+  // Checks model.safetensors.index.json against the files read, when the directory has one.
+  Status check_index();
+
   std::string dir_;
   nlohmann::json config_;
   std::vector<std::string> file_names_;

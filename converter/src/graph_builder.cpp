@@ -47,7 +47,8 @@ void GraphBuilder::store_tensor_as(int32_t index, fb::DType dtype, uint64_t size
 }
 
 Result<int32_t> GraphBuilder::add_op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
-                                     std::vector<int32_t> outputs, std::vector<int32_t> weights, OpParams params) {
+                                     std::vector<int32_t> outputs, std::vector<int32_t> weights, OpParams params,
+                                     int32_t version) {
   const std::string where = "op '" + name + "': ";
   if (name.empty()) return InvalidArgument("op name is empty");
   if (op_index_.count(name)) return InvalidArgument("op '" + name + "' is defined twice");
@@ -62,6 +63,7 @@ Result<int32_t> GraphBuilder::add_op(fb::OpCode code, const std::string& name, s
     return InvalidArgument(where + "takes " + std::to_string(def->min_weights) + ".." + std::to_string(def->max_weights) +
                            " weights, got " + std::to_string(weights.size()));
   if (params.type != def->params) return InvalidArgument(where + "parameters do not match the op code");
+  if (version < 1) return InvalidArgument(where + "version " + std::to_string(version) + " is not an op version");
   if (outputs.empty()) return InvalidArgument(where + "has no outputs");
 
   for (int32_t v : inputs) {
@@ -81,7 +83,7 @@ Result<int32_t> GraphBuilder::add_op(fb::OpCode code, const std::string& name, s
 
   for (int32_t v : outputs) written_[size_t(v)] = true;
   const auto index = int32_t(ops_.size());
-  ops_.push_back({code, 1, name, std::move(inputs), std::move(outputs), std::move(weights), std::move(params)});
+  ops_.push_back({code, version, name, std::move(inputs), std::move(outputs), std::move(weights), std::move(params)});
   op_index_[name] = index;
   return index;
 }

@@ -88,6 +88,7 @@ struct ModelMetadata {
   std::shared_ptr<const SymbolsFile> symbols;  // SYMBOLS
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // special token ids; -1: none
   std::vector<int32_t> extra_eos_ids;  // ids besides eos_id that end generation
+  bool add_bos = false;                // the tokenizer starts every text with bos_id
   int64_t max_context = 0;  // 0 = unbounded
   int64_t segment_length = 0;  // tokens per call of the model's evaluation; 0 = none recorded
 };
@@ -102,8 +103,10 @@ class GraphBuilder {
   void store_tensor_as(int32_t index, fb::DType dtype, uint64_t size, TensorFill fill, int32_t scales, int32_t group);
   // Ops run in the order added; an op reads only model inputs and values written by earlier ops,
   // and each value is written once.
+  // `version`: the op's version (schema/README.md: 2 when it sets a field an older runtime would ignore).
   Result<int32_t> add_op(fb::OpCode code, const std::string& name, std::vector<int32_t> inputs,
-                         std::vector<int32_t> outputs, std::vector<int32_t> weights, OpParams params);
+                         std::vector<int32_t> outputs, std::vector<int32_t> weights, OpParams params,
+                         int32_t version = 1);
   Status add_input(int32_t value);
   Status add_output(int32_t value);
   ModelMetadata& metadata() { return metadata_; }

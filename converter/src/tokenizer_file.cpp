@@ -67,8 +67,9 @@ Status attach_tokenizer(const std::string& checkpoint_dir, const TokenizerChoice
   metadata->vocab_kind = fb::VocabKind::SENTENCEPIECE;
   metadata->vocab_note.clear();
   metadata->byte_offset = 0;
-  metadata->bos_id = file.bos_id;
-  metadata->eos_id = file.eos_id;
+  // Ids the importer read from the checkpoint's config (what its generation uses) win over the piece model's.
+  if (metadata->bos_id < 0) metadata->bos_id = file.bos_id;
+  if (metadata->eos_id < 0) metadata->eos_id = file.eos_id;
   metadata->unk_id = file.unk_id;
   metadata->pad_id = file.pad_id;
   metadata->symbols.reset();

@@ -63,7 +63,7 @@ void build_flatbuffer(const GraphBuilder& g, const std::vector<uint64_t>& offset
   auto vocab = fb::CreateVocabularyDirect(fbb, m.vocab_kind, m.vocab_size, m.vocab_note.c_str(), m.byte_offset,
                                           build_sentencepiece(fbb, m.sentencepiece.get()),
                                           build_symbols(fbb, m.symbols.get()), m.bos_id, m.eos_id,
-                                          m.unk_id, m.pad_id, m.extra_eos_ids.empty() ? nullptr : &m.extra_eos_ids);
+                                          m.unk_id, m.pad_id, m.extra_eos_ids.empty() ? nullptr : &m.extra_eos_ids, m.add_bos);
   auto metadata = fb::CreateMetadataDirect(fbb, m.architecture.c_str(), m.description.c_str(), kProducer, vocab,
                                            m.max_context, m.segment_length);
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;

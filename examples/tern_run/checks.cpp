@@ -115,6 +115,10 @@ bool text_inputs(Options& opt, const ModelHandle& model, std::string* error) {
       *error = "--prompt: " + err.message;
       return false;
     }
+    // A tokenizer that starts every text with BOS (Llama's) is given it, as the model was trained.
+    if (tern_model_adds_bos(model.get())) {
+      opt.prompt_ids.insert(opt.prompt_ids.begin(), tern_model_special_token(model.get(), TERN_TOKEN_BOS));
+    }
     if (opt.prompt_ids.empty()) {  // an empty prompt (or one the normalizer empties) starts from a BOS, an EOS or "\n"
       const int32_t start = tern_model_special_token(model.get(), TERN_TOKEN_BOS) >= 0
                                 ? tern_model_special_token(model.get(), TERN_TOKEN_BOS)

@@ -103,7 +103,7 @@ int generate(Run& run) {
   }
   cli::Timer gen_timer;
   int64_t generated = 0;
-  bool full = false;
+  bool full = false, ended = false;
   std::string text;
   std::vector<int32_t> out_ids;
   for (; generated < opt.tokens; ++generated) {
@@ -114,6 +114,11 @@ int generate(Run& run) {
       break;
     }
     out_ids.push_back(next);
+    if (!opt.ignore_eos && tern_model_is_end_token(run.model.get(), next)) {
+      ended = true;  // the end token is in "ids" but adds no text
+      ++generated;
+      break;
+    }
     std::string piece;
     if (auto e = token_to_text(run.model, next, &piece)) return fail(e.message);
     text += piece;
@@ -139,6 +144,7 @@ int generate(Run& run) {
                             {"keep_tokens", slide ? json(keep) : json(nullptr)},
                             {"refills", generator.slides()},
                             {"context_full", full},
+                            {"ended_at_eos", ended},
                             {"prompt_seconds", prompt_s},
                             {"generate_seconds", gen_s}};
   if (opt.json) return 0;
@@ -151,7 +157,7 @@ int generate(Run& run) {
     std::printf(", %lld context refills keeping %lld tokens", static_cast<long long>(generator.slides()),
                 static_cast<long long>(keep));
   }
-  std::printf(")\n");
+  std::printf(ended ? "; ended at the end-of-sequence token)\n" : ")\n");
   return 0;
 }
 

@@ -17,6 +17,7 @@ struct Options {
   std::string model_path, prompt, score_path, ids_path, logits_path, plan;
   bool has_prompt = false;
   bool json = false;        // --json: one JSON object on stdout, nothing else there
+  bool ignore_eos = false;  // --ignore-eos: end-of-sequence tokens do not end a generation
   bool perplexity = false;  // --ids scored through the state
   bool stream = false;      // scoring streams through the state (--segment, or a model without a context limit)
   std::string tokens_flag = "--tokens";  // -n or --tokens, as typed

@@ -38,5 +38,14 @@ Status import_reference(const Checkpoint& checkpoint, GraphBuilder& graph);
 Status import_adaptive_span(const Checkpoint& checkpoint, GraphBuilder& graph);
 Status import_reformer(const Checkpoint& checkpoint, const ImportOptions& options, GraphBuilder& graph);
 Status import_transfo_xl(const Checkpoint& checkpoint, GraphBuilder& graph);
+// Hugging Face decoders (importers/llama_family.cpp, gemma.cpp, gpt2.cpp).
+Status import_llama(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_mistral(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_qwen2(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_qwen3(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_phi3(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_gemma2(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_gemma3_text(const Checkpoint& checkpoint, GraphBuilder& graph);
+Status import_gpt2(const Checkpoint& checkpoint, GraphBuilder& graph);
 
 }  // namespace tern::convert

@@ -1,6 +1,7 @@
 #include "importers/tensor_source.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tern::convert {
 
@@ -105,6 +106,68 @@ Result<int32_t> TensorSource::add_concat_rows(const std::string& name, const std
         }
         return Status::Ok();
       });
+}
+
+Result<int32_t> TensorSource::add_stacked(const std::string& name, const std::vector<Part>& parts) {
+  if (parts.empty()) return InvalidArgument("tensor '" + name + "': nothing to concatenate");
+  std::vector<const TensorView*> views;
+  std::vector<int64_t> shape = parts[0].shape;
+  shape.at(0) = 0;
+  for (const Part& part : parts) {
+    TERN_ASSIGN_OR_RETURN(const TensorView* view, require(part.name, part.shape));
+    if (part.shape.size() != shape.size() || !std::equal(part.shape.begin() + 1, part.shape.end(), shape.begin() + 1))
+      return InvalidArgument("tensor '" + name + "': part '" + part.name + "' has shape " +
+                             shape_string(part.shape) + ", unlike the first part's");
+    views.push_back(view);
+    shape[0] += part.shape[0] * part.repeat;
+  }
+  std::vector<int64_t> repeats;
+  for (const Part& part : parts) repeats.push_back(part.repeat);
+  return graph_.add_tensor(name, fb::DType::F32, shape,
+                           [views, repeats, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
+                             auto* out = reinterpret_cast<float*>(dst);
+                             size_t total = 0;
+                             for (size_t i = 0; i < views.size(); ++i)
+                               total += size_t(views[i]->numel()) * size_t(repeats[i]);
+                             if (size != total * sizeof(float)) return InvalidArgument("destination size mismatch");
+                             for (size_t i = 0; i < views.size(); ++i) {
+                               const size_t n = size_t(views[i]->numel());
+                               TERN_RETURN_IF_ERROR(ck->read_f32(*views[i], out));
+                               for (int64_t r = 1; r < repeats[i]; ++r) std::copy(out, out + n, out + n * size_t(r));
+                               out += n * size_t(repeats[i]);
+                             }
+                             return Status::Ok();
+                           });
+}
+
+Result<int32_t> TensorSource::add_transposed(const std::string& name, int64_t rows, int64_t cols) {
+  TERN_ASSIGN_OR_RETURN(const TensorView* v, require(name, {rows, cols}));
+  return graph_.add_tensor(name, fb::DType::F32, {cols, rows},
+                           [v, rows, cols, ck = &checkpoint_](uint8_t* dst, size_t size) -> Status {
+                             if (size != size_t(rows * cols) * sizeof(float))
+                               return InvalidArgument("destination size mismatch");
+                             std::vector<float> raw(size_t(rows * cols));
+                             TERN_RETURN_IF_ERROR(ck->read_f32(*v, raw.data()));
+                             auto* out = reinterpret_cast<float*>(dst);
+                             for (int64_t r = 0; r < rows; ++r)
+                               for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = raw[size_t(r * cols + c)];
+                             return Status::Ok();
+                           });
+}
+
+Result<int32_t> TensorSource::add_constant(const std::string& name, const std::vector<int64_t>& shape,
+                                           std::vector<float> values) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (numel != int64_t(values.size()))
+    return InvalidArgument("tensor '" + name + "': " + std::to_string(values.size()) + " values for shape " +
+                           shape_string(shape));
+  return graph_.add_tensor(name, fb::DType::F32, shape,
+                           [values = std::move(values)](uint8_t* dst, size_t size) -> Status {
+                             if (size != values.size() * sizeof(float)) return InvalidArgument("destination size mismatch");
+                             std::memcpy(dst, values.data(), size);
+                             return Status::Ok();
+                           });
 }
 
 }  // namespace tern::convert

@@ -38,6 +38,20 @@ class TensorSource {
                              const std::vector<int64_t>& part_shape);
   // The same with rows [row_begin, row_end) of each part only, e.g. the q, k and v rows of one group of heads
   // -> `name` [3 * (row_end - row_begin), d].
+  // Adds the concatenation along the first axis of `parts`, each `repeat` times, as one F32 tensor `name`; parts
+  // may differ in their first dimension only, e.g. q [H*dh, d], k and v [KV*dh, d] -> [(H + 2 KV) dh, d], or a
+  // per-head q norm [dh] repeated H times then the k norm repeated KV times -> [(H + KV) dh].
+  struct Part {
+    std::string name;
+    std::vector<int64_t> shape;
+    int64_t repeat = 1;
+  };
+  Result<int32_t> add_stacked(const std::string& name, const std::vector<Part>& parts);
+  // Adds checkpoint tensor `name` [rows, cols] transposed, as [cols, rows] (GPT-2's Conv1D weights, [in, out]).
+  Result<int32_t> add_transposed(const std::string& name, int64_t rows, int64_t cols);
+  // Adds a tensor the converter computed (RoPE frequency tables), F32 of `shape`.
+  Result<int32_t> add_constant(const std::string& name, const std::vector<int64_t>& shape, std::vector<float> values);
+
   Result<int32_t> add_concat_rows(const std::string& name, const std::vector<std::string>& parts,
                                   const std::vector<int64_t>& part_shape, int64_t row_begin, int64_t row_end);
 

@@ -465,6 +465,12 @@ TERN_API const char* tern_model_tokenizer(const tern_model* model);
 typedef enum { TERN_TOKEN_BOS = 0, TERN_TOKEN_EOS = 1, TERN_TOKEN_UNK = 2, TERN_TOKEN_PAD = 3 } tern_special_token;
 /* The id of a special token, or -1 where the model has none (or carries no tokenizer). */
 TERN_API int32_t tern_model_special_token(const tern_model* model, tern_special_token which);
+/* 1 when id ends a generation: the end-of-sequence id, or one of the further end ids the checkpoint lists
+ * (generation_config.json's eos_token_id list); 0 otherwise (and for a model without a tokenizer). */
+TERN_API int tern_model_is_end_token(const tern_model* model, int32_t id);
+/* 1 when the checkpoint's tokenizer starts every text with the BOS token (Llama's add_bos_token): a caller starting
+ * a sequence from text puts tern_model_special_token(model, TERN_TOKEN_BOS) first; 0 otherwise. */
+TERN_API int tern_model_adds_bos(const tern_model* model);
 
 /* Writes the ids of text [len bytes, any bytes, not NUL-terminated] to ids [capacity] and sets *n to the number of
  * ids the text needs. Size query: ids NULL and capacity 0 set *n and return TERN_OK. capacity below *n:

@@ -68,6 +68,16 @@ int32_t tern_model_special_token(const tern_model* model, tern_special_token whi
   return -1;
 }
 
+int tern_model_is_end_token(const tern_model* model, int32_t id) {
+  const tern::Tokenizer* t = model ? tern::capi::model_of(model).tokenizer() : nullptr;
+  return t != nullptr && t->is_end(id) ? 1 : 0;
+}
+
+int tern_model_adds_bos(const tern_model* model) {
+  const tern::Tokenizer* t = model ? tern::capi::model_of(model).tokenizer() : nullptr;
+  return t != nullptr && t->adds_bos() ? 1 : 0;
+}
+
 tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
                           int64_t* n) {
   return guarded("tokenizing", [&]() -> tern_status {

@@ -10,6 +10,11 @@ TokenGenerator::TokenGenerator(Session& session, const tern_generator_options& o
     : session_(&session), options_(options), limit_(session.sequence_limit()) {
   keep_ = options.keep_tokens > 0 ? options.keep_tokens : std::max<int64_t>(1, limit_ / 2);
   logits_.assign(size_t(session.model().vocab_size()), 0.0f);
+  for (const Node& node : session.model().nodes()) {
+    if (node.code != fb::OpCode::ROTARY) continue;
+    const auto* p = node.fb_op->params_as_RotaryParams();
+    if (p->scaling() == fb::RotaryScaling::LONGROPE) rope_switch_ = p->original_max_positions();
+  }
 }
 
 Result<TokenGenerator> TokenGenerator::create(Session& session, const tern_generator_options& options) {
@@ -90,7 +95,10 @@ Result<int32_t> TokenGenerator::next(LogitSampler& sampler) {
 
 Status TokenGenerator::feed_tail(int64_t n) {
   Status st;
-  if (session_->position() + n <= limit_) {
+  const int64_t at = session_->position();
+  if (rope_switch_ > 0 && at <= rope_switch_ && at + n > rope_switch_ && int64_t(history_.size()) <= limit_) {
+    st = refill(int64_t(history_.size()));  // past LongRoPE's original length: every key again, long frequencies
+  } else if (session_->position() + n <= limit_) {
     st = run(history_.data() + history_.size() - size_t(n), n);
   } else if (options_.context_policy == TERN_CONTEXT_STOP) {
     return Status(TERN_CONTEXT_FULL, "the sequence is full: the session holds " + std::to_string(session_->position()) +

@@ -46,6 +46,10 @@ class TokenGenerator {
   tern_generator_options options_;
   int64_t limit_ = 0;                // the session's sequence limit
   int64_t keep_ = 0;                 // SLIDE: tokens kept
+  // LongRoPE (ROTARY scaling LONGROPE): the original length past which the long frequencies apply; 0 for other
+  // models. A sequence that grows past it is fed again whole, as transformers' generate drops its cache there: the
+  // keys cached with the short frequencies are recomputed with the long ones.
+  int64_t rope_switch_ = 0;
   std::vector<float> logits_;        // [vocab], the logits the next token is sampled from
   std::vector<float> call_logits_;   // [rows, vocab]: a prefill's last call on a model that cannot split calls
   std::vector<int32_t> history_;

@@ -63,6 +63,17 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocabulary(const fb::Vocabula
   TERN_RETURN_IF_ERROR(check_special("eos_id", t->eos_, vocab_size));
   TERN_RETURN_IF_ERROR(check_special("unk_id", t->unk_, vocab_size));
   TERN_RETURN_IF_ERROR(check_special("pad_id", t->pad_, vocab_size));
+  if (const auto* extra = vocab->extra_eos_ids()) {
+    if (extra->size() > 1024) return InvalidModel("vocabulary: more than 1024 extra_eos_ids");
+    for (int32_t id : *extra) {
+      if (id < 0 || id >= vocab_size) {
+        return InvalidModel("vocabulary: extra_eos_ids entry " + std::to_string(id) + " is outside [0, " +
+                            std::to_string(vocab_size) + ")");
+      }
+      t->extra_eos_.push_back(id);
+    }
+  }
+  t->add_bos_ = vocab->add_bos();
   switch (vocab->kind()) {
     case fb::VocabKind::BYTES:
       t->name_ = "bytes";
@@ -135,6 +146,14 @@ std::string Tokenizer::piece_text(int32_t id) const {
   const int64_t b = int64_t(id) - byte_offset_;
   if (b < 0 || b > 255) return std::string();  // special tokens have no text
   return std::string(1, char(static_cast<unsigned char>(b)));
+}
+
+bool Tokenizer::is_end(int32_t id) const {
+  if (id < 0) return false;
+  if (id == eos_) return true;
+  for (int32_t e : extra_eos_)
+    if (e == id) return true;
+  return false;
 }
 
 }  // namespace tern

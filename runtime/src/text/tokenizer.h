@@ -34,6 +34,9 @@ class Tokenizer {
   std::string piece_text(int32_t id) const;
   int32_t bos_id() const { return bos_; }
   int32_t eos_id() const { return eos_; }
+  // True for eos_id and the vocabulary's extra_eos_ids: the ids that end a generation.
+  bool is_end(int32_t id) const;
+  bool adds_bos() const { return add_bos_ && bos_ >= 0; }
   int32_t unk_id() const { return unk_; }
   int32_t pad_id() const { return pad_; }
 
@@ -44,6 +47,8 @@ class Tokenizer {
   int64_t vocab_size_ = 0;
   int32_t byte_offset_ = 0;
   int32_t bos_ = -1, eos_ = -1, unk_ = -1, pad_ = -1;
+  std::vector<int32_t> extra_eos_;
+  bool add_bos_ = false;
   std::unique_ptr<SentencePieceTokenizer> sentencepiece_;
   std::unique_ptr<SymbolVocab> symbols_;
 };
