@@ -8,7 +8,10 @@
 //   kv_head*HEAD_DIM, kv_head = h / (heads / kv_heads)); state [slots, 2*kv_inner] (k | v of past positions, in
 //   slot state_slot(j)), kv_inner = kv_heads * HEAD_DIM; out [n, heads * HEAD_DIM].
 // Keys at positions >= pos0 come from qkv, older ones from the state (kv_append.comp writes it after this).
+// A score is q·k of the scaled query, then soft-capped (softcap > 0: cap * tanh(score / cap)) before the softmax,
+// in the CPU path's order.
 #include "common/interface.glsl"
+#include "common/math.glsl"
 // Push constants: AttentionPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
 layout(push_constant) uniform AttentionPush {
   uint off[8];
@@ -27,6 +30,7 @@ layout(push_constant) uniform AttentionPush {
   uint k_col;
   uint v_col;
   int kv_heads;
+  float softcap;  // AttentionParams.logit_softcap; 0: none
 } pc;
 #include "common/attention_pattern.glsl"
 layout(local_size_x_id = 0) in;
@@ -50,6 +54,8 @@ float key_at(int j, uint c) {
   if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * pc.row + pc.k_col + kv * HEAD_DIM + c];
   return state[pc.off[2] + state_slot(j, ring, block, summary) * 2 * kv_inner + kv * HEAD_DIM + c];
 }
+
+float capped(float score) { return pc.softcap > 0.0 ? pc.softcap * tanh_finite(score / pc.softcap) : score; }
 
 float value_at(int j, uint c) {
   if (j >= pos0) return qkv[pc.off[1] + uint(j - pos0) * pc.row + pc.v_col + kv * HEAD_DIM + c];
@@ -108,6 +114,7 @@ void main() {
           uint t = uint(j - j0);
           float dot_qk = 0.0;
           for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * ks[t * HEAD_DIM + c];
+          dot_qk = capped(dot_qk);
           s[t] = dot_qk;
           block_max = max(block_max, dot_qk);
         }
@@ -146,6 +153,7 @@ void main() {
     while (j >= 0 && j <= run_end && j < my_lo) {
       float dot_qk = 0.0;
       for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * key_at(j, c);
+      dot_qk = capped(dot_qk);
       float m_new = max(m, dot_qk);
       float correction = exp(m - m_new);
       float p = exp(dot_qk - m_new);

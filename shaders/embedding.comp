@@ -1,5 +1,5 @@
 #version 450
-// EMBEDDING: y[i, :] = table[ids[i], :]. ids [n] (checked by the host), table [V, d], y [n, d].
+// EMBEDDING: y[i, :] = table[ids[i], :] * scale. ids [n] (checked by the host), table [V, d], y [n, d].
 // The table bound is rows [first_row, first_row + rows): the whole table, or one part of one over
 // maxStorageBufferRange (ops_rowwise.cpp: one dispatch per part); each writes the rows of y whose ids it holds.
 // Built four times (cmake/EmbedShaders.cmake): "embedding"; "embedding_f16" with WEIGHT_F16, where the table is
@@ -23,6 +23,7 @@ layout(push_constant) uniform EmbeddingPush {
   int first_row;
   int rows;
   uint group;  // WEIGHT_QUANT: columns per scale (d: one scale per row)
+  float scale;  // EmbeddingParams.scale (Gemma: sqrt(d)); 1: the row itself
 } pc;
 layout(local_size_x = 256) in;
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
@@ -47,6 +48,6 @@ void main() {
   GRID_STRIDE(idx, call.n * d, 256) {
     uint i = idx / d, j = idx % d;
     int v = ids[pc.off[1] + i] - first_row;
-    if (v >= 0 && v < rows) y[pc.off[3] + idx] = TABLE_AT(uint(v), j);
+    if (v >= 0 && v < rows) y[pc.off[3] + idx] = TABLE_AT(uint(v), j) * pc.scale;
   }
 }

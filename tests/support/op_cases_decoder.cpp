@@ -276,15 +276,12 @@ void add_grouped_attention(std::vector<OpCase>& out) {
 }  // namespace
 
 void add_decoder_cases(std::vector<OpCase>& out) {
-  const size_t first = out.size();
   add_rms_norms(out);
   add_rotaries(out);
   add_gated_activations(out);
   add_new_activations(out);
   add_scaled_embedding(out);
   add_grouped_attention(out);
-  // Until their shaders land, the Vulkan backend refuses these ops at session creation, by name.
-  for (size_t i = first; i < out.size(); ++i) out[i].may_refuse = {TERN_BACKEND_VULKAN};
 }
 
 }  // namespace tern::test

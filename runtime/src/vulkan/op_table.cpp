@@ -15,31 +15,10 @@ namespace {
 // Ops whose weights go through Lowering: F32 or compressed (a compressed one in a slot the loader allowed is
 // widened by Lowering::weight where the op has no shader for it).
 Status supports_floats(const Node& node, const Model&) { return float_weights_only(node); }
-// Ops whose weights are read on the host as float32 views (adaptive span's key_pe and spans,
-// tabled at session creation): a compressed one there needs widening in ops/ first.
+// Ops whose weights are read on the host as float32 views (adaptive span's key_pe and spans, tabled at session
+// creation; ROTARY's frequencies, each call): a compressed one there needs widening in ops/ first.
 Status supports_host_f32(const Node& node, const Model&) { return host_f32_weights_only(node); }
 Status supports_any(const Node&, const Model&) { return Status::Ok(); }
-// The parts of the Llama-family ops without a shader yet: refused by name at session creation.
-Status supports_embedding(const Node& node, const Model& model) {
-  if (node.fb_op->params_as_EmbeddingParams()->scale() != 1.0f)
-    return Unsupported(node.label() + ": a scaled EMBEDDING runs on the CPU backend only so far");
-  return supports_floats(node, model);
-}
-Status supports_activation(const Node& node, const Model& model) {
-  const auto kind = node.fb_op->params_as_ActivationParams()->kind();
-  if (kind != fb::ActivationKind::RELU && kind != fb::ActivationKind::GELU_ERF && kind != fb::ActivationKind::GELU_TANH)
-    return Unsupported(node.label() + ": this ACTIVATION kind runs on the CPU backend only so far");
-  return supports_floats(node, model);
-}
-Status supports_windowed(const Node& node, const Model&) {
-  if (node.fb_op->params_as_AttentionParams()->logit_softcap() > 0.0f)
-    return Unsupported(node.label() + ": soft-capped attention runs on the CPU backend only so far");
-  return Status::Ok();
-}
-Status cpu_only_so_far(const Node& node, const Model&) {
-  return Unsupported(node.label() + ": this op runs on the CPU backend only so far");
-}
-Status not_lowered(const Node& node, Lowering&) { return Unsupported(node.label() + ": no Vulkan shader"); }
 
 struct KindLowering {
   fb::AttentionKind kind;
@@ -52,11 +31,11 @@ struct KindLowering {
 };
 
 constexpr KindLowering kAttentionLowerings[] = {
-    {fb::AttentionKind::Dense, supports_windowed, lower_windowed_attention, true},          // ops_attention.cpp
-    {fb::AttentionKind::SlidingWindow, supports_windowed, lower_windowed_attention, true},
-    {fb::AttentionKind::ChunkedLocal, supports_windowed, lower_windowed_attention, true},
-    {fb::AttentionKind::Strided, supports_windowed, lower_windowed_attention, true},
-    {fb::AttentionKind::Fixed, supports_windowed, lower_windowed_attention, true},
+    {fb::AttentionKind::Dense, supports_any, lower_windowed_attention, true},          // ops_attention.cpp
+    {fb::AttentionKind::SlidingWindow, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::ChunkedLocal, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::Strided, supports_any, lower_windowed_attention, true},
+    {fb::AttentionKind::Fixed, supports_any, lower_windowed_attention, true},
     {fb::AttentionKind::AdaptiveSpan, supports_host_f32, lower_adaptive_span, true},   // ops_adaptive_span.cpp
     {fb::AttentionKind::RelativeXL, supports_floats, lower_relative_xl, true},         // ops_memory.cpp
     {fb::AttentionKind::Lsh, supports_any, lower_lsh_attention, true},                 // ops_lsh.cpp
@@ -79,20 +58,20 @@ Status attention_continues(const Node& node) {
 }
 
 constexpr VulkanOp kOps[] = {
-    {fb::OpCode::EMBEDDING, supports_embedding, lower_embedding},
+    {fb::OpCode::EMBEDDING, supports_floats, lower_embedding},
     {fb::OpCode::POSITION, supports_position, lower_position},
     {fb::OpCode::LAYER_NORM, supports_floats, lower_layer_norm},
     {fb::OpCode::LINEAR, supports_floats, lower_linear},
-    {fb::OpCode::ACTIVATION, supports_activation, lower_activation},
+    {fb::OpCode::ACTIVATION, supports_floats, lower_activation},
     {fb::OpCode::ADD, supports_floats, lower_add},
     {fb::OpCode::ATTENTION, supports_attention, lower_attention, attention_continues},
     {fb::OpCode::LOG_SOFTMAX, supports_floats, lower_log_softmax},
     {fb::OpCode::ADAPTIVE_EMBEDDING, supports_floats, lower_adaptive_embedding},  // widened on the host
     {fb::OpCode::ADAPTIVE_LOG_SOFTMAX, supports_floats, lower_adaptive_log_softmax},
     {fb::OpCode::CONCAT, supports_floats, lower_concat},
-    {fb::OpCode::RMS_NORM, cpu_only_so_far, not_lowered},
-    {fb::OpCode::ROTARY, cpu_only_so_far, not_lowered},
-    {fb::OpCode::GATED_ACTIVATION, cpu_only_so_far, not_lowered},
+    {fb::OpCode::RMS_NORM, supports_floats, lower_rms_norm},          // ops_decoder.cpp
+    {fb::OpCode::ROTARY, supports_host_f32, lower_rotary},            // frequencies read on the host per call
+    {fb::OpCode::GATED_ACTIVATION, supports_floats, lower_gated_activation},
 };
 
 static_assert(covers_every_op_code(kOps), "a Vulkan lowering for every op code, in schema order");
@@ -242,6 +221,16 @@ void Lowering::save_whole(const Node& node, const Slice& state, uint64_t bytes) 
 Result<Slice> Lowering::scratch(uint64_t bytes, const char* what) {
   TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, what));
   scratch_bytes += bytes;
+  return slice;
+}
+
+Result<Slice> Lowering::call_table(uint64_t floats, const char* what,
+                                   std::function<void(int64_t n, int64_t pos0, float* table)> write) {
+  const uint64_t bytes = std::max<uint64_t>(floats, 1) * sizeof(float);
+  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kHost, what));
+  scratch_bytes += bytes;
+  float* table = reinterpret_cast<float*>(slice.mapped);
+  program.add_call_write([table, write = std::move(write)](int64_t n, int64_t pos0) { write(n, pos0, table); });
   return slice;
 }
 

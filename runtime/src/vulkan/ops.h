@@ -101,6 +101,11 @@ class Lowering {
   Result<Slice> state(uint64_t bytes, const char* what);
   // Device scratch of an op, valid within one call, counted in scratch_bytes (reported with the arena).
   Result<Slice> scratch(uint64_t bytes, const char* what);
+  // A table the host writes for each call before its dispatches run (ROTARY's cos | sin of the call's positions):
+  // `floats` floats of host-visible memory allocated now, counted in scratch_bytes; `write` fills them for the
+  // call's n tokens at positions pos0.. (Program::add_call_write).
+  Result<Slice> call_table(uint64_t floats, const char* what,
+                           std::function<void(int64_t n, int64_t pos0, float* table)> write);
 
   // Copies every weight and constant to the device through one staging buffer, then frees it.
   Status upload();
@@ -160,10 +165,21 @@ DispatchSpec make_dispatch(const Node& node, const char* shader, std::vector<uin
   d.bindings = std::move(bindings);
   return d;
 }
+// A grid-stride dispatch (GRID_STRIDE, local size kElementwiseGroup) over the n * d elements of the op's output;
+// spec constants and bindings are set on the result.
+constexpr uint32_t kElementwiseGroup = 256;
+template <typename PushT>
+DispatchSpec elementwise(const Node& node, const char* shader, int64_t d, const PushT& push) {
+  return make_dispatch(node, shader, {}, kElementwiseGroup, push,
+                       [d](int64_t n) { return stride_groups(n * d, kElementwiseGroup); }, {});
+}
+// A row-reduction workgroup (shaders/common/reduce.glsl) for rows of d: a power of two, no wider than the row needs
+// or the device allows.
+uint32_t row_group(const Lowering& low, int64_t d);
 // TERN_UNSUPPORTED where the op's weights are read on the host as float32 views (adaptive span tables key_pe and
-// its spans at session creation) and one is not F32. Every other op reads its weights through Lowering (weight()
-// widens a compressed one) or widens them itself (the adaptive ops' packed block), so a compressed weight the
-// loader allowed runs.
+// its spans at session creation; ROTARY reads its frequencies each call) and one is not F32. Every other op reads
+// its weights through Lowering (weight() widens a compressed one) or widens them itself (the adaptive ops' packed
+// block), so a compressed weight the loader allowed runs.
 Status host_f32_weights_only(const Node& node);
 // TERN_UNSUPPORTED where a weight is neither F32 nor compressed (F16, I8, I4): nothing to read it as floats.
 Status float_weights_only(const Node& node);
@@ -176,6 +192,9 @@ Status lower_activation(const Node& node, Lowering& low);
 Status lower_add(const Node& node, Lowering& low);
 Status lower_log_softmax(const Node& node, Lowering& low);
 Status lower_linear(const Node& node, Lowering& low);
+Status lower_rms_norm(const Node& node, Lowering& low);          // ops_decoder.cpp
+Status lower_rotary(const Node& node, Lowering& low);
+Status lower_gated_activation(const Node& node, Lowering& low);
 // shaders/attention.comp's push constants with the head layout's fields set (heads, row, q/k/v columns, kv_heads);
 // the lowering sets the pattern's.
 AttentionPush attention_push(const HeadLayout& heads);

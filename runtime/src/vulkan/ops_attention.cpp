@@ -89,6 +89,7 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   attention.block = std::max<int32_t>(1, block);
   attention.summary = summary;
   attention.split = pat.split ? 1 : 0;
+  attention.softcap = p->logit_softcap();  // validated: finite, >= 0 (0: none)
   a.push.set(attention);
   a.groups = [q_heads = heads.heads](int64_t n) {
     return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(q_heads), 1};

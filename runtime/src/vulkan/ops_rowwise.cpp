@@ -1,4 +1,5 @@
 // Lowering of the elementwise and row-wise ops: embedding, position, layer norm, activation, add, concat, log-softmax.
+#include <algorithm>
 #include <cmath>
 
 #include "vulkan/ops.h"
@@ -6,31 +7,12 @@
 namespace tern::vk {
 namespace {
 
-constexpr uint32_t kElementwiseGroup = 256;  // local_size_x of the grid-stride shaders
-
 int64_t width(const Lowering& low, int value) { return low.model.values()[value].width; }
-
-// A grid-stride dispatch over the n * d elements of the op's output; spec constants and bindings are set on it.
-template <typename PushT>
-DispatchSpec elementwise(const Node& node, const char* shader, int64_t d, const PushT& push) {
-  return make_dispatch(node, shader, {}, kElementwiseGroup, push,
-                       [d](int64_t n) { return stride_groups(n * d, kElementwiseGroup); }, {});
-}
 
 RowPush row_push(int64_t d) {
   RowPush push;
   push.d = uint32_t(d);
   return push;
-}
-
-// A row-reduction workgroup: a power of two, no wider than the row needs or the device allows.
-uint32_t row_group(const Lowering& low, int64_t d) {
-  const DeviceLimits& l = low.ctx.limits();
-  const uint32_t cap = std::min<uint32_t>({256u, l.max_compute_work_group_invocations, l.max_compute_work_group_size[0]});
-  uint32_t wg = 32;
-  while (wg < cap && int64_t(wg) < d) wg *= 2;
-  while (wg > cap) wg /= 2;
-  return std::max(wg, 1u);
 }
 
 // One workgroup a row of width d (rows stride by the workgroup count); bindings are set on it.
@@ -52,6 +34,15 @@ float top_bits(double x, int bits) {
 
 }  // namespace
 
+uint32_t row_group(const Lowering& low, int64_t d) {
+  const DeviceLimits& l = low.ctx.limits();
+  const uint32_t cap = std::min<uint32_t>({256u, l.max_compute_work_group_invocations, l.max_compute_work_group_size[0]});
+  uint32_t wg = 32;
+  while (wg < cap && int64_t(wg) < d) wg *= 2;
+  while (wg > cap) wg /= 2;
+  return std::max(wg, 1u);
+}
+
 Status lower_embedding(const Node& node, Lowering& low) {
   const int64_t d = width(low, node.outputs[0]);
   const int64_t V = node.weights[0]->shape[0];
@@ -69,6 +60,7 @@ Status lower_embedding(const Node& node, Lowering& low) {
     push.first_row = int32_t(part.begin);
     push.rows = int32_t(part.count);
     push.group = table.group;
+    push.scale = node.fb_op->params_as_EmbeddingParams()->scale();
     DispatchSpec s = elementwise(node, table.shader, d, push);
     s.bindings = {low.values[node.inputs[0]], table.rows(part.begin, part.count, "table"), low.values[node.outputs[0]]};
     if (table.quantized) s.bindings.push_back(table.scale_rows(part.begin, part.count));  // binding 4
@@ -154,9 +146,12 @@ Status lower_layer_norm(const Node& node, Lowering& low) {
 }
 
 Status lower_activation(const Node& node, Lowering& low) {
-  const int64_t d = width(low, node.outputs[0]);
-  DispatchSpec s = elementwise(node, "activation", d, row_push(d));
-  s.spec = {uint32_t(node.fb_op->params_as_ActivationParams()->kind())};  // 0 RELU, 1 GELU_ERF, 2 GELU_TANH
+  const auto* p = node.fb_op->params_as_ActivationParams();
+  ActivationPush push;
+  push.d = uint32_t(width(low, node.outputs[0]));
+  push.cap = p->cap();
+  DispatchSpec s = elementwise(node, "activation", push.d, push);
+  s.spec = {uint32_t(p->kind())};  // 0 RELU, 1 GELU_ERF, 2 GELU_TANH, 3 SILU, 4 SOFTCAP
   s.bindings = {low.values[node.inputs[0]], low.values[node.outputs[0]]};
   return low.program.add(std::move(s));
 }

@@ -155,6 +155,8 @@ Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
   const Api& vk = ctx_.api();
   const uint32_t call[2] = {uint32_t(n), uint32_t(pos0)};
   std::memcpy(call_.mapped, call, sizeof call);
+  // Host-coherent memory: the submit below makes these writes visible to the shaders.
+  for (const CallWrite& write : call_writes_) write(n, pos0);
   auto* sizes = reinterpret_cast<VkDispatchIndirectCommand*>(indirect_.mapped);
   for (size_t i = 0; i < dispatches_.size(); ++i) {
     const CallKind when = dispatches_[i].when;

@@ -20,6 +20,9 @@ namespace tern::vk {
 using Groups = std::array<uint32_t, 3>;
 // Workgroup counts of a dispatch for a call of n tokens.
 using GroupsFn = std::function<Groups(int64_t n)>;
+// A host write of what a call reads besides n and pos0 (ROTARY's cos | sin of the call's positions), into
+// host-visible memory allocated at session creation: run by Program::run for each call before the submit.
+using CallWrite = std::function<void(int64_t n, int64_t pos0)>;
 
 // A range the shader sees at one binding.
 struct Binding {
@@ -84,6 +87,8 @@ class Program {
 
   // Checks the dispatch against the device's limits for calls of up to max_batch tokens, then appends it.
   Status add(DispatchSpec spec);
+  // Adds a host write that every call runs before its dispatches (CallWrite).
+  void add_call_write(CallWrite write) { call_writes_.push_back(std::move(write)); }
   // Allocates descriptor sets and the per-call buffers, and records the command buffer.
   Status finish();
   // Runs the recorded program for a call of n tokens after pos0 held ones, and waits for it. With op_ns (per node)
@@ -106,6 +111,7 @@ class Program {
   PipelineCache& pipelines_;
   int64_t max_batch_;
   std::vector<Dispatch> dispatches_;
+  std::vector<CallWrite> call_writes_;
   Slice call_;      // host: uint32 n, pos0
   Slice indirect_;  // host: [dispatches, 3] uint32 workgroup counts
   VkDescriptorPool pool_ = VK_NULL_HANDLE;

@@ -31,7 +31,7 @@ namespace tern::vk {
 #define TERN_PUSH_SIZE(Push, fields) \
   static_assert(sizeof(Push) == sizeof(BindingOffsets) + 4 * (fields), #Push " is off[8] and " #fields " 4-byte fields")
 
-// shaders/common/row_push.glsl: activation, add, log_softmax, position (rows of width d).
+// shaders/common/row_push.glsl: add, log_softmax, gated_activation (d = F), position (rows of width d).
 struct RowPush {
   BindingOffsets off{};
   uint32_t d = 0;
@@ -46,12 +46,24 @@ struct EmbeddingPush {
   int32_t first_row = 0;
   int32_t rows = 0;
   uint32_t group = 0;  // embedding_i8 / _i4: columns per scale
+  float scale = 1.0f;  // EmbeddingParams.scale: multiplies every row
 };
 TERN_PUSH_FIELD(EmbeddingPush, d, 32);
 TERN_PUSH_FIELD(EmbeddingPush, first_row, 36);
 TERN_PUSH_FIELD(EmbeddingPush, rows, 40);
 TERN_PUSH_FIELD(EmbeddingPush, group, 44);
-TERN_PUSH_SIZE(EmbeddingPush, 4);
+TERN_PUSH_FIELD(EmbeddingPush, scale, 48);
+TERN_PUSH_SIZE(EmbeddingPush, 5);
+
+// shaders/activation.comp: x, y [n, d]; cap of SOFTCAP.
+struct ActivationPush {
+  BindingOffsets off{};
+  uint32_t d = 0;
+  float cap = 0.0f;
+};
+TERN_PUSH_FIELD(ActivationPush, d, 32);
+TERN_PUSH_FIELD(ActivationPush, cap, 36);
+TERN_PUSH_SIZE(ActivationPush, 2);
 
 // shaders/concat.comp: y [n, da + db] = [a | b].
 struct ConcatPush {
@@ -87,6 +99,38 @@ TERN_PUSH_FIELD(LayerNormPush, eps, 36);
 TERN_PUSH_FIELD(LayerNormPush, has_beta, 40);
 TERN_PUSH_SIZE(LayerNormPush, 3);
 
+// shaders/rms_norm.comp: x, y [n, width]; groups of `group` columns among the first `columns` (the gain's length).
+struct RmsNormPush {
+  BindingOffsets off{};
+  uint32_t width = 0;
+  uint32_t columns = 0;
+  uint32_t group = 0;
+  float eps = 0.0f;
+  float weight_offset = 0.0f;
+};
+TERN_PUSH_FIELD(RmsNormPush, width, 32);
+TERN_PUSH_FIELD(RmsNormPush, columns, 36);
+TERN_PUSH_FIELD(RmsNormPush, group, 40);
+TERN_PUSH_FIELD(RmsNormPush, eps, 44);
+TERN_PUSH_FIELD(RmsNormPush, weight_offset, 48);
+TERN_PUSH_SIZE(RmsNormPush, 5);
+
+// shaders/rotary.comp: x, y [n, width]; the first `heads` blocks of head_dim columns rotate `pairs` pairs each.
+struct RotaryPush {
+  BindingOffsets off{};
+  uint32_t width = 0;
+  uint32_t heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t pairs = 0;
+  uint32_t interleaved = 0;  // 1: pairs (2k, 2k + 1); 0: (k, k + pairs)
+};
+TERN_PUSH_FIELD(RotaryPush, width, 32);
+TERN_PUSH_FIELD(RotaryPush, heads, 36);
+TERN_PUSH_FIELD(RotaryPush, head_dim, 40);
+TERN_PUSH_FIELD(RotaryPush, pairs, 44);
+TERN_PUSH_FIELD(RotaryPush, interleaved, 48);
+TERN_PUSH_SIZE(RotaryPush, 5);
+
 // shaders/linear.comp: W [out_dim, in_dim] (a part's rows when split), y's rows y_stride apart.
 struct LinearPush {
   BindingOffsets off{};
@@ -100,208 +144,6 @@ TERN_PUSH_FIELD(LinearPush, out_dim, 36);
 TERN_PUSH_FIELD(LinearPush, y_stride, 40);
 TERN_PUSH_FIELD(LinearPush, group, 44);
 TERN_PUSH_SIZE(LinearPush, 4);
-
-// shaders/attention.comp (the attention kinds with a pattern, and routing's local heads). block is at least 1 (the
-// shader divides by it); ring slots of the state; split: the second half of the heads is the pattern's second kind.
-struct AttentionPush {
-  BindingOffsets off{};
-  int32_t heads = 0;
-  int32_t window = 0;
-  int32_t chunk = 0;
-  int32_t chunks_before = 0;
-  uint32_t ring = 0;
-  float scale = 0.0f;
-  int32_t stride = 0;
-  int32_t block = 0;
-  int32_t summary = 0;
-  uint32_t split = 0;
-  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start, and key/value heads.
-  uint32_t row = 0;
-  uint32_t q_col = 0;
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-  int32_t kv_heads = 0;
-};
-TERN_PUSH_FIELD(AttentionPush, heads, 32);
-TERN_PUSH_FIELD(AttentionPush, window, 36);
-TERN_PUSH_FIELD(AttentionPush, chunk, 40);
-TERN_PUSH_FIELD(AttentionPush, chunks_before, 44);
-TERN_PUSH_FIELD(AttentionPush, ring, 48);
-TERN_PUSH_FIELD(AttentionPush, scale, 52);
-TERN_PUSH_FIELD(AttentionPush, stride, 56);
-TERN_PUSH_FIELD(AttentionPush, block, 60);
-TERN_PUSH_FIELD(AttentionPush, summary, 64);
-TERN_PUSH_FIELD(AttentionPush, split, 68);
-TERN_PUSH_QKV_COLUMNS(AttentionPush, 72);
-TERN_PUSH_FIELD(AttentionPush, kv_heads, 88);
-TERN_PUSH_SIZE(AttentionPush, 15);
-
-// shaders/kv_append.comp: kv_inner = kv_heads * head_dim; block 0 unless the kind is fixed; row, k_col and v_col
-// from the head layout (ops/head_layout.h).
-struct KvAppendPush {
-  BindingOffsets off{};
-  uint32_t kv_inner = 0;
-  uint32_t ring = 0;
-  int32_t block = 0;
-  int32_t summary = 0;
-  uint32_t row = 0;
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-};
-TERN_PUSH_FIELD(KvAppendPush, kv_inner, 32);
-TERN_PUSH_FIELD(KvAppendPush, ring, 36);
-TERN_PUSH_FIELD(KvAppendPush, block, 40);
-TERN_PUSH_FIELD(KvAppendPush, summary, 44);
-TERN_PUSH_KV_COLUMNS(KvAppendPush, 48);
-TERN_PUSH_SIZE(KvAppendPush, 7);
-
-// shaders/adaptive_span.comp: eps 0 when unmasked; mask_at and pe_at index the tables; total_slots = sum(cap).
-struct AdaptiveSpanPush {
-  BindingOffsets off{};
-  uint32_t heads = 0;
-  float scale = 0.0f;
-  float eps = 0.0f;
-  uint32_t mask_at = 0;
-  uint32_t pe_at = 0;
-  uint32_t total_slots = 0;
-  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
-  uint32_t row = 0;
-  uint32_t q_col = 0;
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-};
-TERN_PUSH_FIELD(AdaptiveSpanPush, heads, 32);
-TERN_PUSH_FIELD(AdaptiveSpanPush, scale, 36);
-TERN_PUSH_FIELD(AdaptiveSpanPush, eps, 40);
-TERN_PUSH_FIELD(AdaptiveSpanPush, mask_at, 44);
-TERN_PUSH_FIELD(AdaptiveSpanPush, pe_at, 48);
-TERN_PUSH_FIELD(AdaptiveSpanPush, total_slots, 52);
-TERN_PUSH_QKV_COLUMNS(AdaptiveSpanPush, 56);
-TERN_PUSH_SIZE(AdaptiveSpanPush, 10);
-
-// shaders/span_append.comp.
-struct SpanAppendPush {
-  BindingOffsets off{};
-  uint32_t heads = 0;
-  uint32_t total_slots = 0;
-  uint32_t row = 0;  // the head layout: columns of a qkv row, where k and v start
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-};
-TERN_PUSH_FIELD(SpanAppendPush, heads, 32);
-TERN_PUSH_FIELD(SpanAppendPush, total_slots, 36);
-TERN_PUSH_KV_COLUMNS(SpanAppendPush, 40);
-TERN_PUSH_SIZE(SpanAppendPush, 5);
-
-// shaders/common/routing.glsl: every routing_*.comp (each reads the fields it needs). Heads [0, local_heads) are
-// local, the routing_heads after them routed; window and max_w = min(window, max_batch) count cluster members.
-struct RoutingPush {
-  BindingOffsets off{};
-  uint32_t heads = 0;
-  uint32_t local_heads = 0;
-  uint32_t routing_heads = 0;
-  uint32_t clusters = 0;
-  uint32_t max_batch = 0;
-  uint32_t window = 0;
-  uint32_t max_w = 0;
-  float scale = 0.0f;
-  float norm_eps = 0.0f;
-  float count_eps = 0.0f;
-  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
-  uint32_t row = 0;
-  uint32_t q_col = 0;
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-};
-TERN_PUSH_FIELD(RoutingPush, heads, 32);
-TERN_PUSH_FIELD(RoutingPush, local_heads, 36);
-TERN_PUSH_FIELD(RoutingPush, routing_heads, 40);
-TERN_PUSH_FIELD(RoutingPush, clusters, 44);
-TERN_PUSH_FIELD(RoutingPush, max_batch, 48);
-TERN_PUSH_FIELD(RoutingPush, window, 52);
-TERN_PUSH_FIELD(RoutingPush, max_w, 56);
-TERN_PUSH_FIELD(RoutingPush, scale, 60);
-TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
-TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
-TERN_PUSH_QKV_COLUMNS(RoutingPush, 72);
-TERN_PUSH_SIZE(RoutingPush, 14);
-
-// shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
-struct LshPush {
-  BindingOffsets off{};
-  uint32_t heads = 0;
-  uint32_t hashes = 0;
-  uint32_t chunk = 0;
-  uint32_t chunks_before = 0;
-  uint32_t chunks_after = 0;
-  uint32_t pad_to = 0;
-  uint32_t pad_above = 0;
-  uint32_t n_factors = 0;
-  uint32_t rot_half = 0;
-  uint32_t n_buckets = 0;
-  float key_norm_eps = 0.0f;
-  float scale = 0.0f;
-  float self_mask_value = 0.0f;
-  uint32_t capacity = 0;    // lsh_store and the later call's shaders: positions the cache holds (max_tokens)
-  uint32_t step_first = 0;  // lsh_step: the call position of its workgroup row 0
-  // The head layout (ops/head_layout.h): columns of a qk | v row, where the shared query-key and v start.
-  uint32_t row = 0;
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-};
-TERN_PUSH_FIELD(LshPush, heads, 32);
-TERN_PUSH_FIELD(LshPush, hashes, 36);
-TERN_PUSH_FIELD(LshPush, chunk, 40);
-TERN_PUSH_FIELD(LshPush, chunks_before, 44);
-TERN_PUSH_FIELD(LshPush, chunks_after, 48);
-TERN_PUSH_FIELD(LshPush, pad_to, 52);
-TERN_PUSH_FIELD(LshPush, pad_above, 56);
-TERN_PUSH_FIELD(LshPush, n_factors, 60);
-TERN_PUSH_FIELD(LshPush, rot_half, 64);
-TERN_PUSH_FIELD(LshPush, n_buckets, 68);
-TERN_PUSH_FIELD(LshPush, key_norm_eps, 72);
-TERN_PUSH_FIELD(LshPush, scale, 76);
-TERN_PUSH_FIELD(LshPush, self_mask_value, 80);
-TERN_PUSH_FIELD(LshPush, capacity, 84);
-TERN_PUSH_FIELD(LshPush, step_first, 88);
-TERN_PUSH_KV_COLUMNS(LshPush, 92);
-TERN_PUSH_SIZE(LshPush, 18);
-
-// shaders/common/memory_rows.glsl: every memory_*.comp (each reads the fields it needs). family 0 RelativeXL,
-// 1 Compressive; mem_len M, cmem_len C and rate give the rows held before a call; d the model width; qkv_width and
-// q_col, k_col, v_col the head layout of the projected rows (ops/head_layout.h); clamp_len 0: none.
-struct MemoryPush {
-  BindingOffsets off{};
-  uint32_t family = 0;
-  uint32_t mem_len = 0;
-  uint32_t cmem_len = 0;
-  uint32_t rate = 0;
-  uint32_t d = 0;
-  uint32_t qkv_width = 0;
-  uint32_t heads = 0;
-  float norm_eps = 0.0f;
-  float scale = 0.0f;
-  uint32_t clamp_len = 0;
-  uint32_t same_length = 0;
-  uint32_t q_col = 0;
-  uint32_t k_col = 0;
-  uint32_t v_col = 0;
-};
-TERN_PUSH_FIELD(MemoryPush, family, 32);
-TERN_PUSH_FIELD(MemoryPush, mem_len, 36);
-TERN_PUSH_FIELD(MemoryPush, cmem_len, 40);
-TERN_PUSH_FIELD(MemoryPush, rate, 44);
-TERN_PUSH_FIELD(MemoryPush, d, 48);
-TERN_PUSH_FIELD(MemoryPush, qkv_width, 52);
-TERN_PUSH_FIELD(MemoryPush, heads, 56);
-TERN_PUSH_FIELD(MemoryPush, norm_eps, 60);
-TERN_PUSH_FIELD(MemoryPush, scale, 64);
-TERN_PUSH_FIELD(MemoryPush, clamp_len, 68);
-TERN_PUSH_FIELD(MemoryPush, same_length, 72);
-TERN_PUSH_FIELD(MemoryPush, q_col, 76);
-TERN_PUSH_FIELD(MemoryPush, k_col, 80);
-TERN_PUSH_FIELD(MemoryPush, v_col, 84);
-TERN_PUSH_SIZE(MemoryPush, 14);
 
 // shaders/adaptive_embedding.comp: y [n, d], clusters K.
 struct AdaptiveEmbeddingPush {
@@ -329,7 +171,11 @@ TERN_PUSH_FIELD(AdaptiveLogSoftmaxPush, clusters, 40);
 TERN_PUSH_FIELD(AdaptiveLogSoftmaxPush, px_width, 44);
 TERN_PUSH_SIZE(AdaptiveLogSoftmaxPush, 4);
 
-#undef TERN_PUSH_FIELD
-#undef TERN_PUSH_SIZE
-
 }  // namespace tern::vk
+
+#include "vulkan/push_constants_attention.h"  // the attention families' structs, with the macros above
+
+#undef TERN_PUSH_FIELD
+#undef TERN_PUSH_QKV_COLUMNS
+#undef TERN_PUSH_KV_COLUMNS
+#undef TERN_PUSH_SIZE
