@@ -1,5 +1,7 @@
 // The models the examples' ctest tests run on, converted into the build tree by the converter library:
 //   kjv-byte.tern     the shipped model (examples/models/kjv-byte: dense attention, learned positions, context 256)
+//   kjv-llama.tern    the shipped Llama-architecture model (examples/models/kjv-llama: Hugging Face layout with its
+//                     tokenizer.model; RMS norms, rotary positions, grouped-query attention, SwiGLU)
 //   kjv-stream.tern   the shipped bounded-state model (examples/models/kjv-stream: sliding-window attention, w = 128,
 //                     no positions): its sessions stream any length in the state of one window
 //   window-byte.tern  a bounded-state byte model: tern-reference, 2 layers, d 64, 4 heads, sliding-window attention
@@ -111,6 +113,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(out);
   if (!convert(source + "/examples/models/kjv-byte", out + "/kjv-byte.tern")) return 1;
   if (!convert(source + "/examples/models/kjv-stream", out + "/kjv-stream.tern")) return 1;
+  if (!convert(source + "/examples/models/kjv-llama", out + "/kjv-llama.tern")) return 1;
   if (!write_window_checkpoint(out + "/window-byte")) {
     std::fprintf(stderr, "example_models: cannot write %s/window-byte\n", out.c_str());
     return 1;

@@ -17,6 +17,7 @@
 #include "generation_golden.h"
 #include "npy.h"
 #include "op_graph.h"
+#include "hf_goldens.h"
 #include "test_support.h"
 
 using namespace tern;
@@ -24,19 +25,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kModelTolerance = 1e-4;
+using test::convert_and_load;
+using test::hf_goldens;
+using test::rope_type;
 
-// Every tests/goldens/hf_* directory, sorted.
-std::vector<std::string> hf_goldens() {
-  std::vector<std::string> out;
-  const fs::path root = test::source_path("tests/goldens");
-  for (const auto& e : fs::directory_iterator(root)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("hf_", 0) == 0 && fs::exists(e.path() / "config.json")) out.push_back(name);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+constexpr double kModelTolerance = 1e-4;
 
 struct Golden {
   std::string dir;
@@ -56,17 +49,6 @@ Golden load_golden(const std::string& name) {
   return g;
 }
 
-tern_model* convert_and_load(const std::string& dir, const std::string& name, convert::ConvertOptions options) {
-  const std::string out = test::scratch_dir("hf_golden_" + name) + "/model.tern";
-  const Status st = convert::convert_checkpoint(dir, out, options);
-  INFO(name << ": " << st.message());
-  REQUIRE(st.ok());
-  tern_model* model = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
-  return model;
-}
-
 // Bounds of the compressed formats against the float reference, relative L2 over the prompt's logits: measured on
 // these goldens (the largest seen, rounded up about 2x; docs/models-llama.md lists the measurements).
 struct Format {
@@ -78,14 +60,6 @@ struct Format {
 const Format kFormats[] = {{"f16", convert::WeightFormat::kF16, 4e-3},
                            {"int8", convert::WeightFormat::kInt8, 0.1},
                            {"int4", convert::WeightFormat::kInt4, 0.8}};
-
-// The rope type of a golden's config ("default" without one).
-std::string rope_type(const std::string& dir) {
-  const nlohmann::json c = nlohmann::json::parse(test::read_file(dir + "/config.json"));
-  const nlohmann::json* s = c.contains("rope_scaling") && c["rope_scaling"].is_object() ? &c["rope_scaling"] : nullptr;
-  if (!s) return "default";
-  return s->value("rope_type", s->value("type", std::string("default")));
-}
 
 // The cached steps of generation.json. Dynamic NTK's frequencies depend on where each call ends (transformers
 // computes them from the call's last position and keeps the cached keys as they were), so those goldens are
@@ -139,7 +113,7 @@ TEST_CASE("hf goldens: the prompt's logits and every cached step match transform
   }
   for (const std::string& name : goldens) {
     Golden g = load_golden(name);
-    tern_model* model = convert_and_load(g.dir, name, convert::ConvertOptions{true});
+    tern_model* model = convert_and_load(g.dir, "hf_golden_" + name, convert::ConvertOptions{true});
     const int64_t vocab = g.logits.shape[1];
     for (int threads : {1, 2}) {
       const std::vector<float> got = test::run_on(TERN_BACKEND_CPU, model, g.ids, vocab, 0, threads);
@@ -167,7 +141,7 @@ TEST_CASE("hf goldens: f16, int8 and int4 weights stay within their measured bou
     for (const Format& f : kFormats) {
       convert::ConvertOptions options{true};
       options.weights.format = f.format;
-      tern_model* model = convert_and_load(g.dir, name + "_" + f.name, options);
+      tern_model* model = convert_and_load(g.dir, "hf_golden_" + name + "_" + f.name, options);
       const std::vector<float> got = test::run_on(TERN_BACKEND_CPU, model, g.ids, vocab);
       const double err = test::relative_error(got.data(), g.logits.data.data(), got.size());
       std::printf("hf golden %-28s %-5s rel L2 %.3g\n", name.c_str(), f.name, err);
@@ -192,7 +166,7 @@ TEST_CASE("hf goldens: tern_generator's logits at every step match transformers'
     if (!fs::exists(dir + "/generation.json")) continue;
     const test::Generation gen = test::load_generation(dir);
     const int64_t vocab = gen.logits.shape[1], n = int64_t(gen.ids.size());
-    tern_model* model = convert_and_load(dir, name + "_generator", convert::ConvertOptions{true});
+    tern_model* model = convert_and_load(dir, "hf_golden_" + name + "_generator", convert::ConvertOptions{true});
     tern_session* s = test::make_session_on(TERN_BACKEND_CPU, model, 1, n);
     tern_generator_options go;
     tern_generator_options_init(&go);

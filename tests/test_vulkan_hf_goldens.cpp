@@ -20,6 +20,7 @@
 #include "generation_golden.h"
 #include "npy.h"
 #include "op_graph.h"
+#include "hf_goldens.h"
 #include "test_support.h"
 
 using namespace tern;
@@ -29,33 +30,9 @@ namespace {
 
 constexpr double kVulkanTolerance = 1e-4;
 
-std::vector<std::string> hf_goldens() {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(test::source_path("tests/goldens"))) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("hf_", 0) == 0 && fs::exists(e.path() / "config.json")) out.push_back(name);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-tern_model* convert_and_load(const std::string& dir, const std::string& name, convert::ConvertOptions options) {
-  const std::string out = test::scratch_dir("vulkan_hf_golden_" + name) + "/model.tern";
-  const Status st = convert::convert_checkpoint(dir, out, options);
-  INFO(name << ": " << st.message());
-  REQUIRE(st.ok());
-  tern_model* model = nullptr;
-  INFO(tern_last_error());
-  REQUIRE(tern_model_load(out.c_str(), &model) == TERN_OK);
-  return model;
-}
-
 // True where the golden's RoPE frequencies depend on the call (transformers' "dynamic" and "longrope").
 bool per_call_rope(const std::string& dir) {
-  const nlohmann::json c = nlohmann::json::parse(test::read_file(dir + "/config.json"));
-  if (!c.contains("rope_scaling") || !c["rope_scaling"].is_object()) return false;
-  const nlohmann::json& s = c["rope_scaling"];
-  const std::string type = s.value("rope_type", s.value("type", std::string("default")));
+  const std::string type = test::rope_type(dir);
   return type == "dynamic" || type == "longrope";
 }
 
@@ -72,7 +49,7 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
 
 TEST_CASE("hf goldens on Vulkan: prompt logits and cached steps match transformers and the CPU path", "[model][hf][vulkan]") {
   TERN_SKIP_WITHOUT_VULKAN();
-  const std::vector<std::string> goldens = hf_goldens();
+  const std::vector<std::string> goldens = test::hf_goldens();
   if (goldens.empty()) {
     WARN("no tests/goldens/hf_* (tools/reference/hf_decoders.py writes them)");
     test::note_skipped();
@@ -87,7 +64,7 @@ TEST_CASE("hf goldens on Vulkan: prompt logits and cached steps match transforme
     REQUIRE(cli::read_ids_json(dir + "/ids.json", &ids, &error));
     REQUIRE(npy::read_f32(dir + "/logits.npy", &logits, &error));
     const int64_t vocab = logits.shape[1];
-    tern_model* model = convert_and_load(dir, name, convert::ConvertOptions{true});
+    tern_model* model = test::convert_and_load(dir, "vulkan_hf_golden_" + name, convert::ConvertOptions{true});
     const std::vector<float> got = test::run_on(TERN_BACKEND_VULKAN, model, ids, vocab, 0, 1);
     check_close(got, logits.data, vocab, name + " prompt vs transformers");
     check_close(got, test::run_on(TERN_BACKEND_CPU, model, ids, vocab, 0, 1), vocab, name + " prompt vs CPU");
@@ -111,7 +88,7 @@ TEST_CASE("hf goldens on Vulkan: prompt logits and cached steps match transforme
 TEST_CASE("hf goldens on Vulkan: f16, int8 and int4 weights match their float32 twin on the CPU",
           "[model][hf][vulkan][compressed]") {
   TERN_SKIP_WITHOUT_VULKAN();
-  const std::vector<std::string> goldens = hf_goldens();
+  const std::vector<std::string> goldens = test::hf_goldens();
   if (goldens.empty()) {
     test::note_skipped();
     return;

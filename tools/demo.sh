@@ -14,6 +14,12 @@ echo
 "$build"/examples/tern-run out/kjv-byte.tern --prompt "And God said, " -n 300 --seed 7 --threads 1
 echo
 "$build"/examples/tern-run out/kjv-byte.tern --score "$model"/heldout.txt --threads 1
+# kjv-llama: the same text learnt by a Llama-architecture model in Hugging Face's layout (config.json, safetensors,
+# tokenizer.model: RMS norms, rotary positions, grouped-query attention, SwiGLU); its generation ends at its
+# end-of-sequence token.
+echo
+"$build"/converter/tern-convert examples/models/kjv-llama -o out/kjv-llama.tern
+"$build"/examples/tern-run out/kjv-llama.tern --prompt "And God said" -n 200 --seed 7 --threads 1
 # kjv-stream: sliding-window attention and computed positions, so a session keeps one window of keys per layer and
 # reads a text of any length in one pass; long_document says what dense attention would have needed for it.
 echo

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Compares the logits of an aarch64 build with an x86-64 build's, on every golden and the shipped model.
+"""Compares the logits of an aarch64 build with an x86-64 build's, on every golden and the shipped models.
 
     tools/cross/compare_logits.py [--x86 build] [--arm build-aarch64] [--tolerance 1e-5] [--only NAME ...]
 
 Each model is converted once by the x86 tern-convert; both builds' tern-run then run the same ids (the golden's
-ids.json, or 256 seeded random bytes, its context, for examples/models/kjv-byte) as tern-run --ids runs them (one
+ids.json, or 256 seeded random ids below 256 for examples/models/kjv-byte (its context) and kjv-llama) as tern-run --ids runs them (one
 call, or the model's evaluation segment where its file records one) on one thread, the aarch64 one under
 qemu-aarch64 -L <its sysroot> (from its CMake cache), and write every position's logits with
 --logits-out. A model passes when max|arm - x86| <= tolerance * max|x86|: relative to the logits' scale, since an
@@ -64,11 +64,12 @@ def run(cmd, what):
 
 
 def cases(only):
-    """(name, checkpoint directory, ids file or None) for every golden and the shipped model."""
+    """(name, checkpoint directory, ids file or None) for every golden and the shipped models."""
     goldens = os.path.join(ROOT, "tests", "goldens")
     found = [(n, os.path.join(goldens, n), os.path.join(goldens, n, "ids.json"))
              for n in sorted(os.listdir(goldens)) if os.path.isfile(os.path.join(goldens, n, "ids.json"))]
     found.append(("kjv-byte", os.path.join(ROOT, "examples", "models", "kjv-byte"), None))
+    found.append(("kjv-llama", os.path.join(ROOT, "examples", "models", "kjv-llama"), None))
     return [c for c in found if not only or c[0] in only]
 
 
@@ -78,7 +79,7 @@ def main():
     ap.add_argument("--arm", default=os.path.join(ROOT, "build-aarch64"),
                     help="the aarch64 build directory (default build-aarch64)")
     ap.add_argument("--tolerance", type=float, default=1e-5, help="max |arm - x86| / max |x86| (default 1e-5)")
-    ap.add_argument("--only", nargs="+", metavar="NAME", help="these cases only (golden names, or kjv-byte)")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="these cases only (golden names, kjv-byte or kjv-llama)")
     args = ap.parse_args()
     convert = os.path.join(args.x86, "converter", "tern-convert")
     x86_run = os.path.join(args.x86, "examples", "tern-run")

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "format/input_file.h"
 #include "importers/decoder_builder.h"
@@ -96,16 +97,24 @@ Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::option
   return Status::Ok();
 }
 
-Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
-  const std::string path = (std::filesystem::path(checkpoint.dir()) / "generation_config.json").string();
+// A JSON file beside config.json (generation_config.json, tokenizer_config.json): its value, or nothing when the
+// checkpoint has none.
+Result<std::optional<nlohmann::json>> read_json_beside(const Checkpoint& checkpoint, const std::string& name,
+                                                       const char* what) {
+  const std::string path = (std::filesystem::path(checkpoint.dir()) / name).string();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return Status::Ok();
+  if (!std::filesystem::exists(path, ec)) return std::optional<nlohmann::json>();
   TERN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
-  TERN_ASSIGN_OR_RETURN(const std::string text, file.read_all(kMaxConfigBytes, "a generation config"));
+  TERN_ASSIGN_OR_RETURN(const std::string text, file.read_all(kMaxConfigBytes, what));
   auto parsed = parse_json(text);
-  if (!parsed.ok()) return InvalidModel("generation_config.json: " + parsed.status().message());
-  const nlohmann::json gen = std::move(parsed).value();
-  const Config g(gen, "generation_config.json");
+  if (!parsed.ok()) return InvalidModel(name + ": " + parsed.status().message());
+  return std::optional<nlohmann::json>(std::move(parsed).value());
+}
+
+Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
+  TERN_ASSIGN_OR_RETURN(const auto gen, read_json_beside(checkpoint, "generation_config.json", "a generation config"));
+  if (!gen) return Status::Ok();
+  const Config g(*gen, "generation_config.json");
   TERN_RETURN_IF_ERROR(read_ids(g, "bos_token_id", &out->bos_id, nullptr));
   if (g.has("eos_token_id")) {
     out->extra_eos_ids.clear();
@@ -117,15 +126,9 @@ Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
 // tokenizer_config.json's add_bos_token when the file says it; `family_default` otherwise.
 Status read_add_bos(const Checkpoint& checkpoint, bool family_default, HfDecoder* out) {
   out->add_bos = family_default;
-  const std::string path = (std::filesystem::path(checkpoint.dir()) / "tokenizer_config.json").string();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return Status::Ok();
-  TERN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
-  TERN_ASSIGN_OR_RETURN(const std::string text, file.read_all(kMaxConfigBytes, "a tokenizer config"));
-  auto parsed = parse_json(text);
-  if (!parsed.ok()) return InvalidModel("tokenizer_config.json: " + parsed.status().message());
-  const nlohmann::json json = std::move(parsed).value();
-  const Config t(json, "tokenizer_config.json");
+  TERN_ASSIGN_OR_RETURN(const auto json, read_json_beside(checkpoint, "tokenizer_config.json", "a tokenizer config"));
+  if (!json) return Status::Ok();
+  const Config t(*json, "tokenizer_config.json");
   TERN_ASSIGN_OR_RETURN(out->add_bos, t.boolean("add_bos_token", family_default));
   return Status::Ok();
 }
