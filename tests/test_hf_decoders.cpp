@@ -307,6 +307,13 @@ TEST_CASE("hf importers: malformed checkpoints are refused naming the key or ten
                  m.shapes.erase("lm_head.weight");
                }),
                Contains("'lm_head.weight'") && Contains("tie_word_embeddings"));
+    // Counts that would size tables before any tensor is read: refused by key, allocating nothing.
+    const std::string layers = gpt2 ? "n_layer" : "num_hidden_layers";
+    CHECK_THAT(refused(t, [&](Tiny& m) { m.config[layers] = 2000000000; }),
+               Contains("'" + layers + "' 2000000000 layers, but the checkpoint holds"));
+    if (!gpt2)
+      CHECK_THAT(refused(t, [](Tiny& m) { m.config["head_dim"] = 1 << 30; }),
+                 Contains("'head_dim' 1073741824 is above the 4096 head size supported"));
     if (gpt2) {
       CHECK_THAT(refused(t, [](Tiny& m) { m.config["n_head"] = 5; }), Contains("'n_head'"));
       CHECK_THAT(refused(t, [](Tiny& m) { m.config["reorder_and_upcast_attn"] = true; }),

@@ -91,6 +91,8 @@ Status import_gemma(const Checkpoint& checkpoint, GraphBuilder& g, const GemmaFa
   TERN_ASSIGN_OR_RETURN(m.heads, c.positive_int("num_attention_heads", 8));
   TERN_ASSIGN_OR_RETURN(m.kv_heads, c.positive_int("num_key_value_heads", 4));
   TERN_ASSIGN_OR_RETURN(m.head_dim, c.positive_int("head_dim", 256));
+  TERN_RETURN_IF_ERROR(hf_check_counts(checkpoint, c, "num_hidden_layers", m.layers, "num_attention_heads",
+                                       std::max(m.heads, m.kv_heads), m.head_dim));
   TERN_ASSIGN_OR_RETURN(m.max_positions, c.positive_int("max_position_embeddings", f.max_positions));
   TERN_ASSIGN_OR_RETURN(double eps, c.positive_number("rms_norm_eps", 1e-6));
   m.eps = float(eps);

@@ -65,6 +65,7 @@ Status import_gpt2(const Checkpoint& checkpoint, GraphBuilder& g) {
   const Config c(checkpoint.config());
   TERN_ASSIGN_OR_RETURN(const Gpt2Config r, read_config(c));
   const int64_t d = r.d, dh = r.d / r.heads;
+  TERN_RETURN_IF_ERROR(hf_check_counts(checkpoint, c, "n_layer", r.layers, "n_head", r.heads, dh));
   // GPT2LMHeadModel saves "transformer.h.0...", GPT2Model "h.0...".
   const std::string t = checkpoint.find("transformer.wte.weight") ? "transformer." : "";
   TensorSource src(checkpoint, g);

@@ -139,6 +139,18 @@ Status hf_refuse_bool(const Config& c, const std::string& key, bool allowed, con
   return Status::Ok();
 }
 
+Status hf_check_counts(const Checkpoint& checkpoint, const Config& c, const char* layers_key, int64_t layers,
+                       const char* heads_key, int64_t heads, int64_t head_dim) {
+  constexpr int64_t kMaxHeads = 4096;  // the runtime's ATTENTION limit on heads and on head_dim
+  if (uint64_t(layers) > checkpoint.tensor_count())
+    return c.field_error(layers_key, std::to_string(layers) + " layers, but the checkpoint holds " +
+                                         std::to_string(checkpoint.tensor_count()) + " tensors");
+  if (heads > kMaxHeads) return c.field_error(heads_key, std::to_string(heads) + " is above the 4096 heads supported");
+  if (head_dim > kMaxHeads)
+    return c.field_error("head_dim", std::to_string(head_dim) + " is above the 4096 head size supported");
+  return Status::Ok();
+}
+
 Status hf_check_shapes(const Config& c, const HfDecoder& m) {
   if (m.heads % m.kv_heads != 0)
     return c.field_error("num_key_value_heads", std::to_string(m.kv_heads) + " must divide num_attention_heads " +

@@ -86,6 +86,8 @@ Status import_family(const Checkpoint& checkpoint, GraphBuilder& g, const Family
     return c.field_error("num_attention_heads", std::to_string(m.heads) + " does not divide hidden_size " +
                                                     std::to_string(m.d) + " (and head_dim is not given)");
   TERN_ASSIGN_OR_RETURN(m.head_dim, c.positive_int("head_dim", f.head_dim.value_or(m.d / m.heads)));
+  TERN_RETURN_IF_ERROR(hf_check_counts(checkpoint, c, "num_hidden_layers", m.layers, "num_attention_heads",
+                                       std::max(m.heads, m.kv_heads), m.head_dim));
   TERN_ASSIGN_OR_RETURN(m.max_positions, c.positive_int("max_position_embeddings", f.max_positions));
   TERN_ASSIGN_OR_RETURN(double eps, c.positive_number("rms_norm_eps", f.eps));
   m.eps = float(eps);
