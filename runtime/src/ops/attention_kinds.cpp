@@ -225,7 +225,7 @@ constexpr AttentionKindDef kKinds[] = {
     {AttentionKind::Compressive, "Compressive", kQkv, validate_compressive, compressive_state_bytes,
      compressive_dense_bytes, Streaming::kWholeCall, unlimited, nullptr, nullptr, slots({0, 2}), false, false, false},
     {AttentionKind::Routing, "Routing", kQkv, validate_routing, routing_state_bytes, call_scores_bytes,
-     Streaming::kWholeCall, call_limited, nullptr, nullptr, kNoCompressedWeights, true, false, false},
+     Streaming::kWholeCall, call_limited, nullptr, nullptr, kNoCompressedWeights, true, true, false},
 };
 static_assert(covers_every_attention_kind(kKinds), "one row per attention kind of the schema, in schema order");
 

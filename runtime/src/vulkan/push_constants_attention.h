@@ -127,11 +127,12 @@ struct RoutingPush {
   float scale = 0.0f;
   float norm_eps = 0.0f;
   float count_eps = 0.0f;
-  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start, and key/value heads.
   uint32_t row = 0;
   uint32_t q_col = 0;
   uint32_t k_col = 0;
   uint32_t v_col = 0;
+  uint32_t kv_heads = 0;
 };
 TERN_PUSH_FIELD(RoutingPush, heads, 32);
 TERN_PUSH_FIELD(RoutingPush, local_heads, 36);
@@ -144,7 +145,8 @@ TERN_PUSH_FIELD(RoutingPush, scale, 60);
 TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
 TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
 TERN_PUSH_QKV_COLUMNS(RoutingPush, 72);
-TERN_PUSH_SIZE(RoutingPush, 14);
+TERN_PUSH_FIELD(RoutingPush, kv_heads, 88);
+TERN_PUSH_SIZE(RoutingPush, 15);
 
 // shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
 struct LshPush {
