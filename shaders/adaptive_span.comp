@@ -4,10 +4,12 @@
 // still scores q·pe_d. The soft span mask applies after the softmax: each row carries its running max, sum(e) and
 // sum(e·m) and accumulates sum(e·m·v); out = acc / (sum(e·m) + eps·sum(e)), zeros where that is 0. One invocation per
 // query row and head; at most max_span keys a row, nothing n x n.
-//   qkv [n, row] (head h's q, k, v at q_col, k_col, v_col + h*HEAD_DIM: ops/head_layout.h);
-//   state: keys [sum(cap), HEAD_DIM] then values [sum(cap), HEAD_DIM], head h's ring of cap[h]
-//   slots from ring_offset[h] (position j in slot j % cap[h]); tables: per head (reach, mask_offset, ring_offset, cap)
-//   as int bits [heads, 4], then m_h(d) [sum(reach)], then pe [max_span, HEAD_DIM] by distance (row d-1);
+//   qkv [n, row] (head h's q at q_col + h*HEAD_DIM, its key and value at k_col, v_col + g*HEAD_DIM for its key/value
+//   head g = h / (heads / kv_heads): ops/head_layout.h);
+//   state: keys [sum(cap), HEAD_DIM] then values [sum(cap), HEAD_DIM], key/value head g's ring of cap[g] slots from
+//   ring_offset[g] (position j in slot j % cap[g]); tables: per query head (reach, mask_offset, and its key/value
+//   head's ring_offset and cap) as int bits [heads, 4], then m_h(d) [sum(reach)], then pe [max_span, HEAD_DIM] by
+//   distance (row d-1);
 //   out [n, inner]. Keys at positions >= pos0 come from qkv, older ones from the state (span_append.comp).
 #include "common/interface.glsl"
 // Push constants: AdaptiveSpanPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
@@ -23,6 +25,7 @@ layout(push_constant) uniform AdaptiveSpanPush {
   uint q_col;
   uint k_col;
   uint v_col;
+  uint kv_heads;
 } pc;
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HEAD_DIM = 64;
@@ -37,6 +40,7 @@ void main() {
   uint mask_at = pc.mask_at, pe_at = pc.pe_at, total = pc.total_slots;
   uint inner = heads * HEAD_DIM;
   uint r = gl_GlobalInvocationID.x, h = gl_WorkGroupID.y;
+  uint kv_head = h / (heads / pc.kv_heads);
   if (r >= call.n) return;  // no barriers below
   int pos0 = int(call.pos0);
   int i = pos0 + int(r);
@@ -56,7 +60,7 @@ void main() {
     uint pe = pc.off[3] + pe_at + uint(d - 1) * HEAD_DIM;
     uint k = 0xffffffffu, kv_stride = 0;  // where k_j lies (qkv or state); none before position 0
     if (j >= pos0) {
-      k = pc.off[1] + uint(j - pos0) * pc.row + pc.k_col + h * HEAD_DIM;
+      k = pc.off[1] + uint(j - pos0) * pc.row + pc.k_col + kv_head * HEAD_DIM;
     } else if (j >= 0) {
       k = pc.off[2] + (ring_offset + uint(j) % cap) * HEAD_DIM;
     }

@@ -3,7 +3,8 @@
 // (normalised queries and keys, the values as they are), with online softmax over key tiles staged in shared memory.
 // A workgroup takes BQ member queries of one cluster of one routing head; members ascend by position, so the keys a
 // query sees are a prefix of the cluster's key list. A query without a visible key gets zeros.
-//   xn [Hr, 2, max_batch, HEAD_DIM]; qkv [n, row] (the values, at v_col); members [Hr, 2, K, max_w];
+//   xn [Hr, 2, max_batch, HEAD_DIM]; qkv [n, row] (the values, at v_col, of key/value head h / (heads / kv_heads));
+//   members [Hr, 2, K, max_w];
 //   outputs [Hr, K, max_w, HEAD_DIM], one row per member query.
 // Push constants: common/routing.glsl.
 #include "common/interface.glsl"
@@ -27,6 +28,7 @@ void main() {
   uint n = call.n;
   uint w = min(pc.window, n);
   uint c = gl_WorkGroupID.y, r = gl_WorkGroupID.z;
+  uint kv_head = (local_heads + r) / (pc.heads / pc.kv_heads);
   uint m0 = gl_WorkGroupID.x * BQ;
   uint m = m0 + gl_LocalInvocationID.x;
   bool live = m < w;
@@ -51,7 +53,7 @@ void main() {
       if (t < w) {
         int j = members[krow + t];
         kv = xn[pc.off[1] + ((r * 2 + 1) * max_batch + uint(j)) * HEAD_DIM + d];
-        vv = qkv[pc.off[2] + uint(j) * pc.row + pc.v_col + (local_heads + r) * HEAD_DIM + d];
+        vv = qkv[pc.off[2] + uint(j) * pc.row + pc.v_col + kv_head * HEAD_DIM + d];
       }
       ks[e] = kv;
       vs[e] = vv;

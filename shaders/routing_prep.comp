@@ -4,7 +4,8 @@
 // routing_normalize (sums in column order, each product rounded before it is added: `precise`, and routing.cpp is built
 // with -ffp-contract=off), so that the cluster
 // scores and with them the members match the CPU path's.
-//   qkv [n, row] (q, k of head h at q_col, k_col + h*HEAD_DIM: ops/head_layout.h);
+//   qkv [n, row] (q of head h at q_col + h*HEAD_DIM, its key at k_col + g*HEAD_DIM for its key/value head
+//   g = h / (heads / kv_heads): ops/head_layout.h);
 //   xn [Hr, 2, max_batch, HEAD_DIM] (queries, then keys).
 // Push constants: common/routing.glsl.
 #include "common/interface.glsl"
@@ -22,7 +23,8 @@ void main() {
   GRID_STRIDE(idx, call.n * routing_heads * 2, 64) {
     uint i = idx % call.n, rest = idx / call.n;
     uint which = rest % 2, r = rest / 2;
-    uint src = pc.off[1] + i * pc.row + (which == 0u ? pc.q_col : pc.k_col) + (local_heads + r) * HEAD_DIM;
+    uint h = local_heads + r;
+    uint src = pc.off[1] + i * pc.row + (which == 0u ? pc.q_col + h * HEAD_DIM : pc.k_col + h / (heads / pc.kv_heads) * HEAD_DIM);
     precise float mean = 0.0;
     for (uint c = 0; c < HEAD_DIM; ++c) mean += qkv[src + c];
     mean /= float(HEAD_DIM);

@@ -18,4 +18,5 @@ layout(push_constant) uniform RoutingPush {
   uint q_col;
   uint k_col;
   uint v_col;
+  uint kv_heads;  // query head h reads the key and value of key/value head h / (heads / kv_heads)
 } pc;

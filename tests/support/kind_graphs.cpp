@@ -74,6 +74,7 @@ std::vector<float> random_centroids(const RoutingCase& c, uint32_t seed) {
 RoutingAttention routing_spec(const RoutingCase& c, float scale, const std::vector<float>& centroids) {
   RoutingAttention a;
   a.heads = c.heads;
+  a.kv_heads = c.kv_heads;
   a.head_dim = c.dh;
   a.scale = scale;
   a.clusters = c.kind.clusters;
@@ -86,10 +87,11 @@ RoutingAttention routing_spec(const RoutingCase& c, float scale, const std::vect
 
 RoutingGraph build_routing_graph(const RoutingCase& c, int64_t rows, float scale, uint32_t seed) {
   const int64_t inner = int64_t(c.heads) * c.dh;
-  RoutingGraph s{start_graph(rows, 3 * inner, seed), random_centroids(c, seed + 1), -1};
+  RoutingGraph s{start_graph(rows, c.row(), seed), random_centroids(c, seed + 1), -1};
   const int32_t mu = add_constant(s.g, "centroids", {c.heads - c.kind.local_heads, c.kind.clusters, c.dh}, s.centroids);
   s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
-  const fb::AttentionParamsT p = convert::attention_params(c.heads, c.dh, scale, c.kind);
+  fb::AttentionParamsT p = convert::attention_params(c.heads, c.dh, scale, c.kind);
+  p.kv_heads = c.kv_heads;
   REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {mu}, p).ok());
   return s;
 }
@@ -100,13 +102,14 @@ int64_t expected_span_reach(double z, int64_t L, int64_t R) {
 
 SpanGraph build_span_graph(const SpanOp& op, int64_t rows, float scale, uint32_t seed) {
   const int64_t inner = int64_t(op.heads) * op.dh;
-  SpanGraph s{start_graph(rows, 3 * inner, seed), random_floats(size_t(op.dh * op.L), seed + 1, -1, 1), -1};
+  SpanGraph s{start_graph(rows, op.row(), seed), random_floats(size_t(op.dh * op.L), seed + 1, -1, 1), -1};
   const int32_t pe = add_constant(s.g, "key_pe", {op.dh, op.L}, s.key_pe);
   const int32_t span = op.spans.empty() ? -1 : add_constant(s.g, "span", {op.heads}, op.spans);
   s.y = s.g.graph.add_value("y", fb::DType::F32, inner).value();
   fb::AttentionParamsT p;
   p.heads = op.heads;
   p.head_dim = op.dh;
+  p.kv_heads = op.kv_heads;
   p.scale = scale;
   p.kind.Set(fb::AdaptiveSpanT{{}, int32_t(op.L), int32_t(op.R)});
   REQUIRE(s.g.graph.add_op(fb::OpCode::ATTENTION, "attn", {s.g.x}, {s.y}, {pe, span}, p).ok());
@@ -116,6 +119,7 @@ SpanGraph build_span_graph(const SpanOp& op, int64_t rows, float scale, uint32_t
 AdaptiveSpan span_spec(const SpanOp& op, const std::vector<float>& key_pe) {
   AdaptiveSpan a;
   a.heads = op.heads;
+  a.kv_heads = op.kv_heads;
   a.head_dim = op.dh;
   a.max_span = op.L;
   a.ramp = op.R;

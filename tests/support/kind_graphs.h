@@ -34,10 +34,13 @@ struct LshGraph {
 };
 LshGraph build_lsh_graph(const LshCase& c, int64_t rows, float scale, uint32_t seed);
 
-// ---- Routing: ids -> EMBEDDING (random q | k | v rows [n, 3*heads*dh]) -> ATTENTION(Routing) ----
+// ---- Routing: ids -> EMBEDDING (random q | k | v rows [n, (heads + 2*kv)*dh]) -> ATTENTION(Routing) ----
 struct RoutingCase {
   int heads = 2, dh = 16;
   fb::RoutingT kind;
+  int kv_heads = 0;  // AttentionParams.kv_heads; 0: one per query head
+  // Columns of a q | k | v row.
+  int64_t row() const { return int64_t(heads + 2 * (kv_heads > 0 ? kv_heads : heads)) * dh; }
 };
 
 // Centroids as the reference family draws them: unit-variance rows, layer-normalised;
@@ -52,7 +55,7 @@ struct RoutingGraph {
 };
 RoutingGraph build_routing_graph(const RoutingCase& c, int64_t rows, float scale, uint32_t seed);
 
-// ---- Adaptive span: ids -> EMBEDDING (random qkv rows) -> ATTENTION(AdaptiveSpan) ----
+// ---- Adaptive span: ids -> EMBEDDING (random q | k | v rows [n, op.row()]) -> ATTENTION(AdaptiveSpan) ----
 // Keys a head reaches: distances d in [1, L] with clamp((1 - d + z L) / R + 1, 0, 1) > 0, i.e. d <= ceil(z L) + R.
 // Written from the formula, independently of the runtime (the test spans keep z L away from integers).
 int64_t expected_span_reach(double z, int64_t L, int64_t R);
@@ -61,6 +64,9 @@ struct SpanOp {
   int heads = 4, dh = 8;
   int64_t L = 40, R = 8;
   std::vector<float> spans;  // [heads]; empty: no span weight
+  int kv_heads = 0;          // AttentionParams.kv_heads; 0: one per query head
+  // Columns of a q | k | v row.
+  int64_t row() const { return int64_t(heads + 2 * (kv_heads > 0 ? kv_heads : heads)) * dh; }
 };
 
 struct SpanGraph {

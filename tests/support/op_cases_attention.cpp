@@ -2,6 +2,7 @@
 // split heads) and adaptive span. Every kind streams: appends after a reset give the one-pass reference, since
 // keys before position 0 are zero and each query sees only earlier keys.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -84,6 +85,7 @@ void add_cpu_size_patterns(std::vector<OpCase>& out) {
 
 std::string spans_name(const SpanOp& op) {
   std::string s = "adaptive span L=" + std::to_string(op.L) + " R=" + std::to_string(op.R) + heads_name(op.heads, op.dh);
+  if (op.kv_heads > 0) s += " kv " + std::to_string(op.kv_heads);
   if (op.spans.empty()) return s + " no span weight";
   s += " z";
   for (float z : op.spans) {
@@ -109,7 +111,7 @@ struct SpanModel {
 };
 
 SpanModel span_model(const SpanOp& op, const SpanSizes& z, SpanGraph& sg) {
-  const int64_t inner = int64_t(op.heads) * op.dh, n = z.n;
+  const int64_t inner = int64_t(op.heads) * op.dh, kv_inner = (op.row() - inner) / 2, row = op.row(), n = z.n;
   sg = build_span_graph(op, z.rows, 0.4f, z.graph_seed);
   SpanModel m{finish_and_load(sg.g, sg.y, "adaptive_span", z.device ? n : 0), {}, {}, span_spec(op, sg.key_pe)};
   if (z.device) {
@@ -119,20 +121,39 @@ SpanModel span_model(const SpanOp& op, const SpanSizes& z, SpanGraph& sg) {
     m.ids.resize(size_t(n));
     for (auto& id : m.ids) id = int32_t(rng() % uint32_t(z.rows));
   }
-  std::vector<float> qkv(size_t(n * 3 * inner));
+  std::vector<float> qkv(size_t(n * row));
   m.want.resize(size_t(n * inner));
-  ref::embedding(sg.g.table.data(), 3 * inner, m.ids.data(), n, qkv.data());
-  ref::adaptive_span_attention(qkv.data(), 3 * inner, qkv.data() + inner, qkv.data() + 2 * inner, 3 * inner, n, 0, 0.4f,
+  ref::embedding(sg.g.table.data(), row, m.ids.data(), n, qkv.data());
+  ref::adaptive_span_attention(qkv.data(), row, qkv.data() + inner, qkv.data() + inner + kv_inner, row, n, 0, 0.4f,
                                m.spec, m.want.data());
   return m;
+}
+
+// The state bytes of a session of max_tokens: k and v of each key/value head's reach, the longest of the query
+// heads that share it (each query head its own without kv_heads), at most max_tokens.
+uint64_t span_state_bytes(const SpanOp& op, const AdaptiveSpan& spec, int64_t max_tokens) {
+  const int kv = op.kv_heads > 0 ? op.kv_heads : op.heads, group = op.heads / kv;
+  int64_t keys = 0;
+  for (int g = 0; g < kv; ++g) {
+    int64_t reach = 0;
+    for (int h = g * group; h < (g + 1) * group; ++h) reach = std::max(reach, spec.reach[size_t(h)]);
+    keys += std::min(reach, max_tokens);
+  }
+  return 2ull * uint64_t(keys) * uint64_t(op.dh) * sizeof(float);
 }
 
 // Spans: a negative z that masks every key (reach 0), z = 0 (reach R), mid values, z > 1 (clamped to L), and no span
 // weight (plain attention over the previous L keys). The CPU sizes reach L = 150, several key blocks of the kernel,
 // with appends of 1, 13 and 64 through n = 230, and check each head's own reach as the state, however far planned.
+// Grouped query heads (kv_heads 2 of 4, and one key/value head for all): each key/value head keeps the longest reach
+// of its query heads, on every backend.
 void add_adaptive_spans(std::vector<OpCase>& out) {
-  const std::vector<SpanOp> device = {{4, 8, 40, 8, {-0.5f, 0.0f, 0.33f, 1.5f}}, {2, 16, 30, 6, {0.07f, 0.61f}},
-                                      {2, 8, 20, 0, {}}};
+  const std::vector<SpanOp> device = {{4, 8, 40, 8, {-0.5f, 0.0f, 0.33f, 1.5f}},
+                                      {2, 16, 30, 6, {0.07f, 0.61f}},
+                                      {2, 8, 20, 0, {}},
+                                      {4, 8, 40, 8, {-0.5f, 0.0f, 0.33f, 1.5f}, 2},
+                                      {4, 16, 30, 6, {0.07f, 0.61f, 0.27f, -0.5f}, 1},
+                                      {4, 8, 20, 0, {}, 2}};
   for (size_t i = 0; i < device.size(); ++i) {
     OpCase c;
     c.name = spans_name(device[i]) + " n=60";
@@ -146,6 +167,7 @@ void add_adaptive_spans(std::vector<OpCase>& out) {
       CaseSession s;
       s.max_tokens = 60;
       for (int64_t segment : {int64_t(60), int64_t(1), int64_t(13)}) s.runs.push_back({m.ids, segment, m.want});
+      if (op.kv_heads > 0) s.state_bytes = span_state_bytes(op, m.spec, 60);
       return BuiltCase{m.model, int64_t(op.heads) * op.dh, {s}};
     };
     out.push_back(c);
@@ -153,7 +175,9 @@ void add_adaptive_spans(std::vector<OpCase>& out) {
   const std::vector<SpanOp> cpu = {{4, 8, 40, 8, {-0.5f, 0.0f, 0.33f, 1.5f}},
                                    {2, 16, 150, 32, {0.07f, 0.61f}},
                                    {3, 4, 70, 5, {0.93f, 0.41f, 0.019f}},
-                                   {2, 8, 50, 0, {}}};
+                                   {2, 8, 50, 0, {}},
+                                   {4, 8, 150, 32, {0.07f, 0.61f, 0.93f, 0.019f}, 2},
+                                   {3, 4, 70, 5, {0.93f, 0.41f, 0.019f}, 1}};
   for (size_t i = 0; i < cpu.size(); ++i) {
     OpCase c;
     c.name = spans_name(cpu[i]) + " n=230";
@@ -170,6 +194,7 @@ void add_adaptive_spans(std::vector<OpCase>& out) {
       int64_t keys = 0;
       for (int64_t r : m.spec.reach) keys += r;
       s.state_bytes = 2ull * uint64_t(keys) * uint64_t(op.dh) * sizeof(float);  // k and v of each head's reach
+      if (op.kv_heads > 0) s.state_bytes = span_state_bytes(op, m.spec, n);
       s.state_plan_tokens = {n, 100 * n};
       return BuiltCase{m.model, int64_t(op.heads) * op.dh, {s}};
     };

@@ -96,10 +96,53 @@ std::string routing_name(const RoutingCase& c) {
   const auto& k = c.kind;
   return "routing clusters=" + std::to_string(k.clusters) + " window=" + std::to_string(k.window) + " local_heads=" +
          std::to_string(k.local_heads) + " local_chunk=" + std::to_string(k.local_chunk) + " heads " +
-         std::to_string(c.heads) + "x" + std::to_string(c.dh);
+         std::to_string(c.heads) + "x" + std::to_string(c.dh) +
+         (c.kv_heads > 0 ? " kv " + std::to_string(c.kv_heads) : "");
+}
+
+// Rows of ids through the case's embedding table, and the reference over them.
+std::vector<float> routing_reference(const RoutingGraph& rg, const RoutingCase& c, const RoutingAttention& spec,
+                                     const std::vector<int32_t>& ids, int64_t n) {
+  std::vector<float> qkv(size_t(n * c.row())), out(size_t(n * c.heads * c.dh));
+  ref::embedding(rg.g.table.data(), c.row(), ids.data(), n, qkv.data());
+  ref::routing_attention(qkv.data(), n, spec, out.data());
+  return out;
+}
+
+// A CPU session that continues the sequence (ops/routing.h, "Continuing a sequence"): a first call of `segment`
+// positions, then each later position t one step, whose row is row t of the reference over positions 0..t. The
+// cache is per query head whatever kv_heads: each local head's ring of min(2 * local_chunk, max_tokens) keys and
+// values, and per routing head and cluster min(window, max_tokens) slots of a key position, key score, key, value and
+// query score.
+CaseSession routing_continuation(const RoutingGraph& rg, const RoutingCase& c, const RoutingAttention& spec,
+                                 const std::vector<int32_t>& ids, const std::vector<int64_t>& segments) {
+  const int64_t n = int64_t(ids.size()), inner = int64_t(c.heads) * c.dh;
+  std::vector<std::vector<float>> prefix_rows(static_cast<size_t>(n));  // row t of the reference over 0..t
+  for (int64_t t = 0; t < n; ++t) {
+    const std::vector<float> out = routing_reference(rg, c, spec, ids, t + 1);
+    prefix_rows[size_t(t)].assign(out.begin() + t * inner, out.end());
+  }
+  CaseSession s;
+  s.max_tokens = n;
+  s.on = On::kCpuOnly;
+  for (int64_t segment : segments) {
+    CaseRun run{ids, segment, routing_reference(rg, c, spec, ids, std::min(n, segment))};
+    run.want.resize(size_t(n * inner));
+    for (int64_t t = segment; t < n; ++t) {
+      std::copy(prefix_rows[size_t(t)].begin(), prefix_rows[size_t(t)].end(), run.want.begin() + t * inner);
+    }
+    s.runs.push_back(std::move(run));
+  }
+  const auto& k = c.kind;
+  const uint64_t ring = k.local_heads > 0 ? uint64_t(std::min<int64_t>(2 * int64_t(k.local_chunk), n)) : 0;
+  const uint64_t slots = uint64_t(std::min<int64_t>(k.window, n));
+  s.state_bytes = 4 * (uint64_t(k.local_heads) * ring * 2 * uint64_t(c.dh) +
+                       uint64_t(c.heads - k.local_heads) * uint64_t(k.clusters) * slots * (2 * uint64_t(c.dh) + 3));
+  return s;
 }
 
 // One forward per length through one session (max_tokens, max_batch); ids of length n drawn with seed ids_seed(n).
+// With grouped key/value heads also a CPU session continuing a sequence of 40 (routing_continuation).
 template <typename IdsSeed>
 BuiltCase routing_case(const RoutingCase& c, int64_t rows, float scale, uint32_t seed, const std::vector<int64_t>& lengths,
                        int64_t max_tokens, int64_t max_batch, IdsSeed ids_seed) {
@@ -112,13 +155,13 @@ BuiltCase routing_case(const RoutingCase& c, int64_t rows, float scale, uint32_t
   s.max_batch = max_batch;
   s.forward_only = true;  // Vulkan runs routing on whole sequences only
   for (int64_t n : lengths) {
-    CaseRun run{random_ids(n, rows, ids_seed(n)), 0, std::vector<float>(size_t(n * inner))};
-    std::vector<float> qkv(size_t(n * 3 * inner));
-    ref::embedding(rg.g.table.data(), 3 * inner, run.ids.data(), n, qkv.data());
-    ref::routing_attention(qkv.data(), n, spec, run.want.data());
-    s.runs.push_back(std::move(run));
+    const std::vector<int32_t> ids = random_ids(n, rows, ids_seed(n));
+    s.runs.push_back({ids, 0, routing_reference(rg, c, spec, ids, n)});
   }
   b.sessions.push_back(std::move(s));
+  if (c.kv_heads > 0) {
+    b.sessions.push_back(routing_continuation(rg, c, spec, random_ids(40, rows, ids_seed(40) + 1), {1, 13, 40}));
+  }
   return b;
 }
 
@@ -130,9 +173,12 @@ void add_routing(std::vector<OpCase>& out) {
     RoutingCase c;
     int64_t rows;
   };
+  // Grouped key/value heads: 2 of 4 with a local head (which shares its key/value head with a routing head), and one
+  // for all three routing heads.
   const std::vector<Device> device = {{{2, 8, {{}, 3, 8, 0, 1}}, 64},    {{4, 16, {{}, 5, 24, 1, 7}}, 64},
                                       {{3, 8, {{}, 2, 100, 2, 16}}, 64}, {{2, 8, {{}, 4, 9, 0, 1}}, 3},
-                                      {{2, 64, {{}, 2, 40, 1, 32}}, 64}};
+                                      {{2, 64, {{}, 2, 40, 1, 32}}, 64}, {{4, 16, {{}, 5, 24, 1, 7}, 2}, 64},
+                                      {{3, 8, {{}, 3, 8, 0, 1}, 1}, 64}};
   for (size_t i = 0; i < device.size(); ++i) {
     OpCase c;
     c.name = routing_name(device[i].c) + " rows=" + std::to_string(device[i].rows);
@@ -147,8 +193,9 @@ void add_routing(std::vector<OpCase>& out) {
   }
   // CPU sizes, scale 1 / sqrt(dh), 97 rows (fewer than tokens: repeated rows score alike, ties go by position):
   // routing heads only, one local head with chunks of 16, a window longer than every length, one small cluster.
-  const std::vector<RoutingCase> cpu = {
-      {4, 16, {{}, 5, 24, 0, 1}}, {3, 8, {{}, 7, 40, 1, 16}}, {2, 12, {{}, 3, 500, 1, 10}}, {2, 16, {{}, 1, 8, 0, 1}}};
+  const std::vector<RoutingCase> cpu = {{4, 16, {{}, 5, 24, 0, 1}},   {3, 8, {{}, 7, 40, 1, 16}},
+                                        {2, 12, {{}, 3, 500, 1, 10}}, {2, 16, {{}, 1, 8, 0, 1}},
+                                        {6, 8, {{}, 4, 24, 2, 16}, 3},  {4, 16, {{}, 5, 24, 0, 1}, 1}};
   for (size_t i = 0; i < cpu.size(); ++i) {
     OpCase c;
     c.name = routing_name(cpu[i]) + " rows=97";

@@ -5,8 +5,8 @@
 // sum(e) and sum(e·m), and its accumulator holds sum(e·m·v); at the end out = acc / (sum(e·m) + 1e-8·sum(e)).
 //
 // Head h reads the keys at distances 1..reach[h] and no others; keys before position 0 are zero (only their position
-// term counts). State: one ring per head holding that head's reach of most recent keys and values, so a head with a
-// short learned span keeps a short ring.
+// term counts). State: one ring per key/value head holding the longest reach of the query heads that read it (its own
+// query head's without grouped key/value heads), so a head with a short learned span keeps a short ring.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -28,7 +28,8 @@ constexpr int64_t kKeyBlock = 64;
 // Per-slot scratch: query rows with the masked sum, and one row's scores (cpu/online_softmax.h).
 constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/false, /*masked_sum=*/true};
 
-// The span state (ops/adaptive_span.h, SpanStateLayout): head h's last cap[h] keys and values, [slots, dh] each.
+// The span state (ops/adaptive_span.h, SpanStateLayout): key/value head g's last cap[g] keys and values, [slots, dh]
+// each.
 class SpanStore {
  public:
   SpanStore(const SpanStateLayout& layout, const HeadLayout& heads) : layout_(layout), heads_(heads) {
@@ -36,18 +37,21 @@ class SpanStore {
     v_.assign(size_t(layout.slots) * size_t(heads.head_dim), 0.0f);
   }
 
-  // Position j must be one of the last cap[h] positions appended.
-  const float* key(int h, int64_t j) const { return &k_[index(h, j)]; }
-  const float* value(int h, int64_t j) const { return &v_[index(h, j)]; }
+  // Query head h's key and value at position j, which must be one of the last cap[g] positions appended to the
+  // key/value head g that h reads.
+  const float* key(int h, int64_t j) const { return &k_[index(layout_.kv_head(h), j)]; }
+  const float* value(int h, int64_t j) const { return &v_[index(layout_.kv_head(h), j)]; }
 
-  // Keeps the last cap[h] positions of this call for each head. qkv [n, heads.row], positions pos0..pos0+n-1.
+  // Keeps the last cap[g] positions of this call for each key/value head g. qkv [n, heads.row], positions
+  // pos0..pos0+n-1.
   void append(const float* qkv, int64_t pos0, int64_t n) {
     const int dh = heads_.head_dim;
-    for (int h = 0; h < heads_.heads; ++h) {
-      for (int64_t j = std::max(pos0, pos0 + n - layout_.cap[size_t(h)]); j < pos0 + n; ++j) {
+    for (int g = 0; g < heads_.kv_heads; ++g) {
+      const int64_t k_col = heads_.k + int64_t(g) * dh, v_col = heads_.v + int64_t(g) * dh;
+      for (int64_t j = std::max(pos0, pos0 + n - layout_.cap[size_t(g)]); j < pos0 + n; ++j) {
         const float* row = qkv + (j - pos0) * heads_.row;
-        std::memcpy(&k_[index(h, j)], row + heads_.k_column(h), size_t(dh) * sizeof(float));
-        std::memcpy(&v_[index(h, j)], row + heads_.v_column(h), size_t(dh) * sizeof(float));
+        std::memcpy(&k_[index(g, j)], row + k_col, size_t(dh) * sizeof(float));
+        std::memcpy(&v_[index(g, j)], row + v_col, size_t(dh) * sizeof(float));
       }
     }
   }
@@ -64,7 +68,7 @@ class SpanStore {
   }
 
  private:
-  size_t index(int h, int64_t j) const { return size_t(layout_.slot(h, j)) * size_t(heads_.head_dim); }
+  size_t index(int g, int64_t j) const { return size_t(layout_.slot(g, j)) * size_t(heads_.head_dim); }
 
   SpanStateLayout layout_;
   HeadLayout heads_;

@@ -21,6 +21,7 @@ Result<AdaptiveSpan> AdaptiveSpan::from(const Node& node) {
   const std::string where = node.label();
   AdaptiveSpan a;
   a.heads = p->heads();
+  a.kv_heads = p->kv_heads() > 0 ? p->kv_heads() : p->heads();
   a.head_dim = p->head_dim();
   a.max_span = k->max_span();
   a.ramp = k->ramp();
@@ -67,13 +68,22 @@ float AdaptiveSpan::mask(int head, int64_t d) const {
   return std::min(1.0f, std::max(0.0f, m));
 }
 
+std::vector<int64_t> AdaptiveSpan::kv_reach() const {
+  const HeadLayout l = layout();
+  std::vector<int64_t> kv(size_t(l.kv_heads), 0);
+  for (int h = 0; h < heads; ++h) kv[size_t(l.kv_head(h))] = std::max(kv[size_t(l.kv_head(h))], reach[size_t(h)]);
+  return kv;
+}
+
 int64_t AdaptiveSpan::state_keys(int64_t n) const {
   int64_t keys = 0;
-  for (int64_t r : reach) keys += std::min(n, r);
+  for (int64_t r : kv_reach()) keys += std::min(n, r);
   return keys;
 }
 
-HeadLayout AdaptiveSpan::layout() const { return head_layout(fb::AttentionKind::AdaptiveSpan, heads, head_dim); }
+HeadLayout AdaptiveSpan::layout() const {
+  return head_layout(fb::AttentionKind::AdaptiveSpan, heads, head_dim, kv_heads);
+}
 
 void ref::adaptive_span_attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride,
                                   int64_t n, int64_t pos0, float scale, const AdaptiveSpan& a, float* out) {
@@ -81,15 +91,17 @@ void ref::adaptive_span_attention(const float* q, int64_t q_stride, const float*
   const int64_t L = a.max_span;
   std::vector<double> score(size_t(L) + 1);  // [L + 1], by distance
   std::vector<double> acc(static_cast<size_t>(dh));
+  const HeadLayout heads = a.layout();
   for (int h = 0; h < a.heads; ++h) {
     const int64_t reach = a.reach[size_t(h)];
+    const int64_t kv_col = int64_t(heads.kv_head(h)) * dh;  // key/value head h / (heads / kv_heads)
     for (int64_t r = 0; r < n; ++r) {
       const int64_t i = pos0 + r;
       const float* qi = q + r * q_stride + int64_t(h) * dh;
       double mx = -INFINITY;
       for (int64_t d = 1; d <= reach; ++d) {
         const int64_t j = i - d;
-        const float* kj = j >= 0 ? k + j * kv_stride + int64_t(h) * dh : nullptr;  // j < 0: a zero key
+        const float* kj = j >= 0 ? k + j * kv_stride + kv_col : nullptr;  // j < 0: a zero key
         double s = 0;
         for (int c = 0; c < dh; ++c) s += double(qi[c]) * ((kj ? double(kj[c]) : 0.0) + double(a.key_pe[c * L + (L - d)]));
         score[size_t(d)] = s * scale;
@@ -103,7 +115,7 @@ void ref::adaptive_span_attention(const float* q, int64_t q_stride, const float*
         sum_masked += em;
         const int64_t j = i - d;
         if (j < 0) continue;  // a zero value
-        for (int c = 0; c < dh; ++c) acc[size_t(c)] += em * double(v[j * kv_stride + int64_t(h) * dh + c]);
+        for (int c = 0; c < dh; ++c) acc[size_t(c)] += em * double(v[j * kv_stride + kv_col + c]);
       }
       const double denom = sum_masked + (a.masked() ? kAdaptiveSpanEps * sum : 0.0);
       float* o = out + r * int64_t(a.heads) * dh + int64_t(h) * dh;

@@ -104,7 +104,8 @@ Status validate_adaptive_span(const Node& node, const std::vector<ValueInfo>& va
   return expect_projected_rows(node, values);
 }
 
-// Each head keeps its own reach: one key and one value per kept position, summed over the heads.
+// Each key/value head keeps the longest reach of the query heads that read it (each head its own without grouped
+// key/value heads): one key and one value per kept position, summed over the key/value heads.
 uint64_t adaptive_span_state_bytes(const Node& node, int64_t n, tern_kv_storage /*float32 under either*/) {
   const auto* p = node.fb_op->params_as_AttentionParams();
   return 2ull * uint64_t(p->head_dim()) * sizeof(float) * uint64_t(AdaptiveSpan::from(node).value().state_keys(n));
@@ -216,7 +217,7 @@ constexpr AttentionKindDef kKinds[] = {
     {AttentionKind::Fixed, "Fixed", kQkv, validate_windowed, windowed_state_bytes, call_scores_bytes,
      Streaming::kAppends, windowed_max_sequence, nullptr, windowed_flops, kNoCompressedWeights, false, true, true},
     {AttentionKind::AdaptiveSpan, "AdaptiveSpan", kQkv, validate_adaptive_span, adaptive_span_state_bytes,
-     call_scores_bytes, Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr, kNoCompressedWeights, false, false, false},
+     call_scores_bytes, Streaming::kAppends, adaptive_span_max_sequence, nullptr, nullptr, kNoCompressedWeights, false, true, false},
     {AttentionKind::RelativeXL, "RelativeXL", kQkv, validate_relative_xl, relative_xl_state_bytes,
      relative_xl_dense_bytes, Streaming::kWholeCall, unlimited, relative_xl_setup_bytes, nullptr, slots({0, 1}), false, false, false},
     {AttentionKind::Lsh, "Lsh", kSharedQk, validate_lsh, lsh_state_bytes, call_scores_bytes, Streaming::kWholeCall,
@@ -224,7 +225,7 @@ constexpr AttentionKindDef kKinds[] = {
     {AttentionKind::Compressive, "Compressive", kQkv, validate_compressive, compressive_state_bytes,
      compressive_dense_bytes, Streaming::kWholeCall, unlimited, nullptr, nullptr, slots({0, 2}), false, false, false},
     {AttentionKind::Routing, "Routing", kQkv, validate_routing, routing_state_bytes, call_scores_bytes,
-     Streaming::kWholeCall, call_limited, nullptr, nullptr, kNoCompressedWeights, true, false, false},
+     Streaming::kWholeCall, call_limited, nullptr, nullptr, kNoCompressedWeights, true, true, false},
 };
 static_assert(covers_every_attention_kind(kKinds), "one row per attention kind of the schema, in schema order");
 

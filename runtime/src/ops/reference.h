@@ -41,7 +41,8 @@ void attention(const float* q, int64_t q_stride, const float* k, const float* v,
                int64_t pos0, int heads, int head_dim, float scale, const AttentionPattern& pattern, float* out,
                int kv_heads = 0, float softcap = 0.0f);
 // Adaptive span attention (ops/adaptive_span.h) of n queries at positions pos0.. over keys at positions 0..pos0+n-1;
-// keys before position 0 are zero. q [n, q_stride] (head h at columns h*dh), k, v [pos0+n, kv_stride], out [n, heads*dh].
+// keys before position 0 are zero. q [n, q_stride] (head h at columns h*dh), k, v [pos0+n, kv_stride] (key/value head g
+// at columns g*dh; query head h reads g = h / (heads / kv_heads)), out [n, heads*dh].
 void adaptive_span_attention(const float* q, int64_t q_stride, const float* k, const float* v, int64_t kv_stride,
                              int64_t n, int64_t pos0, float scale, const AdaptiveSpan& span, float* out);
 // Transformer-XL relative attention (ops/relative_xl.h) of one call: h [n, d], memory [M, d] (updated in place to

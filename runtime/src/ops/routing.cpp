@@ -23,6 +23,7 @@ Result<RoutingAttention> RoutingAttention::from(const Node& node) {
   const std::string where = node.label();
   RoutingAttention a;
   a.heads = p->heads();
+  a.kv_heads = p->kv_heads() > 0 ? p->kv_heads() : p->heads();
   a.head_dim = p->head_dim();
   a.scale = p->scale();
   a.clusters = k->clusters();
@@ -59,7 +60,9 @@ Result<RoutingAttention> RoutingAttention::from(const Node& node) {
   return a;
 }
 
-HeadLayout RoutingAttention::layout() const { return head_layout(fb::AttentionKind::Routing, heads, head_dim); }
+HeadLayout RoutingAttention::layout() const {
+  return head_layout(fb::AttentionKind::Routing, heads, head_dim, kv_heads);
+}
 
 uint64_t RoutingAttention::cache_bytes(int64_t max_tokens) const {
   // Ring [local_heads, R, 2*dh]; per routing head and cluster, W slots of key position, key score, normalised key

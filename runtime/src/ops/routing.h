@@ -1,7 +1,9 @@
 // Routing attention (Roy et al. 2020), following google-research's routing_transformer with two documented
 // differences: the one definition the reference kernel, the CPU kernel and the planner share.
 //
-// Input qkv [n, 3*H*dh] (q | k | v column blocks, head h at columns h*dh of each), output [n, H*dh].
+// Input qkv [n, (H + 2*KV)*dh] (q | k | v column blocks; KV key/value heads, H by default: query head h at columns
+// h*dh of q, its key and value at g*dh of k and v for g = h / (H / KV), ops/head_layout.h), output [n, H*dh]. The
+// centroids and every cache below are per query head: heads that share keys still route them by their own centroids.
 // Heads h < L = local_heads: causal attention to the keys of the query's own chunk of local_chunk positions and of the
 // chunk before it (google's local heads: a query block plus the previous block), scores q·k * scale.
 // Routing head h >= L, with centroids mu [H - L, K, dh] (K = clusters) and w = min(window, n):
@@ -45,6 +47,7 @@ namespace tern {
 
 struct RoutingAttention {
   int heads = 1;
+  int kv_heads = 0;  // key/value heads (AttentionParams.kv_heads); 0: one per query head
   int head_dim = 1;
   float scale = 1.0f;
   int64_t clusters = 1;
@@ -86,7 +89,7 @@ void routing_scores(const float* rows, int64_t n, int dh, const float* mu, float
 void routing_top(const float* scores, int64_t n, int64_t count, int32_t* order, int32_t* chosen);
 
 namespace ref {
-// Reference routing attention of a whole sequence: qkv [n, 3*heads*dh], out [n, heads*dh]. Plain loops with double
+// Reference routing attention of a whole sequence: qkv [n, layout().row], out [n, heads*dh]. Plain loops with double
 // accumulation of the attention; the normalised vectors and the cluster scores in float32, as the CPU kernel, so
 // that both pick the same members.
 void routing_attention(const float* qkv, int64_t n, const RoutingAttention& spec, float* out);

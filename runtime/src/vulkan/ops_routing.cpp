@@ -37,7 +37,7 @@ Status lower_routing(const Node& node, Lowering& low) {
   const RoutingAttention& a = spec;
   const int heads = a.heads, dh = a.head_dim, local = a.local_heads, hr = a.routing_heads();
   const int64_t K = a.clusters, batch = low.max_batch, max_w = std::min<int64_t>(a.window, batch);
-  const Binding qkv = low.values[node.inputs[0]];  // [n, 3*heads*dh]
+  const Binding qkv = low.values[node.inputs[0]];  // [n, (heads + 2*kv_heads)*dh]: a.layout()
   const Binding out = low.values[node.outputs[0]];  // [n, heads*dh]
 
   // Local heads: chunked local attention of chunk local_chunk with one chunk before, on heads [0, local).
@@ -95,6 +95,7 @@ Status lower_routing(const Node& node, Lowering& low) {
   push.q_col = uint32_t(heads_layout.q);
   push.k_col = uint32_t(heads_layout.k);
   push.v_col = uint32_t(heads_layout.v);
+  push.kv_heads = uint32_t(heads_layout.kv_heads);
 
   TERN_RETURN_IF_ERROR(low.program.add(make_dispatch(
       node, "routing_prep", {uint32_t(dh)}, 64, push,

@@ -80,11 +80,12 @@ struct AdaptiveSpanPush {
   uint32_t mask_at = 0;
   uint32_t pe_at = 0;
   uint32_t total_slots = 0;
-  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start, and key/value heads.
   uint32_t row = 0;
   uint32_t q_col = 0;
   uint32_t k_col = 0;
   uint32_t v_col = 0;
+  uint32_t kv_heads = 0;
 };
 TERN_PUSH_FIELD(AdaptiveSpanPush, heads, 32);
 TERN_PUSH_FIELD(AdaptiveSpanPush, scale, 36);
@@ -93,9 +94,10 @@ TERN_PUSH_FIELD(AdaptiveSpanPush, mask_at, 44);
 TERN_PUSH_FIELD(AdaptiveSpanPush, pe_at, 48);
 TERN_PUSH_FIELD(AdaptiveSpanPush, total_slots, 52);
 TERN_PUSH_QKV_COLUMNS(AdaptiveSpanPush, 56);
-TERN_PUSH_SIZE(AdaptiveSpanPush, 10);
+TERN_PUSH_FIELD(AdaptiveSpanPush, kv_heads, 72);
+TERN_PUSH_SIZE(AdaptiveSpanPush, 11);
 
-// shaders/span_append.comp.
+// shaders/span_append.comp: one ring per key/value head.
 struct SpanAppendPush {
   BindingOffsets off{};
   uint32_t heads = 0;
@@ -103,11 +105,13 @@ struct SpanAppendPush {
   uint32_t row = 0;  // the head layout: columns of a qkv row, where k and v start
   uint32_t k_col = 0;
   uint32_t v_col = 0;
+  uint32_t kv_heads = 0;
 };
 TERN_PUSH_FIELD(SpanAppendPush, heads, 32);
 TERN_PUSH_FIELD(SpanAppendPush, total_slots, 36);
 TERN_PUSH_KV_COLUMNS(SpanAppendPush, 40);
-TERN_PUSH_SIZE(SpanAppendPush, 5);
+TERN_PUSH_FIELD(SpanAppendPush, kv_heads, 52);
+TERN_PUSH_SIZE(SpanAppendPush, 6);
 
 // shaders/common/routing.glsl: every routing_*.comp (each reads the fields it needs). Heads [0, local_heads) are
 // local, the routing_heads after them routed; window and max_w = min(window, max_batch) count cluster members.
@@ -123,11 +127,12 @@ struct RoutingPush {
   float scale = 0.0f;
   float norm_eps = 0.0f;
   float count_eps = 0.0f;
-  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start.
+  // The head layout (ops/head_layout.h): columns of a qkv row, where q, k and v start, and key/value heads.
   uint32_t row = 0;
   uint32_t q_col = 0;
   uint32_t k_col = 0;
   uint32_t v_col = 0;
+  uint32_t kv_heads = 0;
 };
 TERN_PUSH_FIELD(RoutingPush, heads, 32);
 TERN_PUSH_FIELD(RoutingPush, local_heads, 36);
@@ -140,7 +145,8 @@ TERN_PUSH_FIELD(RoutingPush, scale, 60);
 TERN_PUSH_FIELD(RoutingPush, norm_eps, 64);
 TERN_PUSH_FIELD(RoutingPush, count_eps, 68);
 TERN_PUSH_QKV_COLUMNS(RoutingPush, 72);
-TERN_PUSH_SIZE(RoutingPush, 14);
+TERN_PUSH_FIELD(RoutingPush, kv_heads, 88);
+TERN_PUSH_SIZE(RoutingPush, 15);
 
 // shaders/common/lsh.glsl: every lsh_*.comp (each reads the fields it needs), as LshAttention (ops/lsh.h) names them.
 struct LshPush {
