@@ -114,7 +114,8 @@ Status import_family(const Checkpoint& checkpoint, GraphBuilder& g, const Family
   const nlohmann::json* params = c.get("rope_parameters");  // transformers 5: rope_theta inside
   rope.scaling = params ? params : c.get("rope_scaling");
   rope.scaling_name = params ? "rope_parameters" : "rope_scaling";
-  const Config rc(params ? *params : nlohmann::json::object(), "config.json", "rope_parameters.");
+  const nlohmann::json no_params = nlohmann::json::object();  // outlives rc, which keeps a reference
+  const Config rc(params ? *params : no_params, "config.json", "rope_parameters.");
   TERN_ASSIGN_OR_RETURN(const double theta, c.positive_number("rope_theta", 10000.0));
   TERN_ASSIGN_OR_RETURN(rope.theta, rc.positive_number("rope_theta", theta));
   TERN_ASSIGN_OR_RETURN(double prf, c.positive_number("partial_rotary_factor", 1.0));
