@@ -59,13 +59,9 @@ class RotaryKernel : public CpuKernel {
       : node_(node), width_(width), max_batch_(max_batch), rotary_(Rotary::of(node)), freq_(size_t(rotary_.pairs())) {}
   Status run(const RunContext& ctx) override {
     const int pairs = rotary_.pairs();
-    rotary_.frequencies(ctx.call_end, freq_.data());
-    // cos | sin [n, pairs] of this block's positions, shared by every head.
+    // cos | sin [n, 2, pairs] of this block's positions, shared by every head.
     float* cos_sin = ctx.scratch;
-    for (int64_t i = 0; i < ctx.n; ++i)
-      for (int k = 0; k < pairs; ++k)
-        rotary_cos_sin(ctx.pos0 + i, freq_[size_t(k)], rotary_.attention_factor, &cos_sin[size_t((2 * i) * pairs + k)],
-                       &cos_sin[size_t((2 * i + 1) * pairs + k)]);
+    rotary_.cos_sin_table(ctx.pos0, ctx.n, ctx.call_end, freq_.data(), cos_sin);
     const float* x = ctx.in(node_, 0);
     float* out = ctx.out(node_, 0);
     parallel_for(ctx.pool, size_t(ctx.n), kRowTile, [&](size_t b, size_t e) {

@@ -109,6 +109,15 @@ void Rotary::frequencies(int64_t call_end, float* f) const {
   for (int i = 0; i < n; ++i) f[i] = table[i];
 }
 
+void Rotary::cos_sin_table(int64_t pos0, int64_t n, int64_t call_end, float* f, float* cos_sin) const {
+  const int count = pairs();
+  frequencies(call_end, f);
+  for (int64_t i = 0; i < n; ++i) {
+    float* c = cos_sin + 2 * i * count;  // then sin at c + count
+    for (int k = 0; k < count; ++k) rotary_cos_sin(pos0 + i, f[k], attention_factor, &c[k], &c[count + k]);
+  }
+}
+
 void rotary_cos_sin(int64_t position, float f, float attention_factor, float* cos_out, float* sin_out) {
   const float angle = float(position) * f;
   *cos_out = float(std::cos(double(angle))) * attention_factor;

@@ -27,6 +27,9 @@ struct Rotary {
   bool per_call() const { return scaling != fb::RotaryScaling::STATIC; }
   // The frequencies f [pairs()] of a call whose last position is call_end - 1.
   void frequencies(int64_t call_end, float* f) const;
+  // cos | sin [n, 2, pairs()] of positions pos0..pos0+n-1 in a call ending at call_end (rotary_cos_sin of each row
+  // and pair): the table the CPU kernel and the Vulkan shader both read. f: [pairs()] scratch for the frequencies.
+  void cos_sin_table(int64_t pos0, int64_t n, int64_t call_end, float* f, float* cos_sin) const;
   // Columns (a, b) of pair i within a head block.
   int first(int i) const { return interleaved ? 2 * i : i; }
   int second(int i) const { return interleaved ? 2 * i + 1 : i + rotary_dim / 2; }

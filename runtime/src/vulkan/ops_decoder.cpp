@@ -40,13 +40,8 @@ Status lower_rotary(const Node& node, Lowering& low) {
   const int pairs = rotary.pairs();
   // cos | sin [max_batch, 2, pairs], written by the host for each call: the call's frequencies (from its last
   // position, for DYNAMIC_NTK and LONGROPE) and each row's angle as the CPU path computes them (rotary_cos_sin).
-  auto write = [rotary, pairs, f = std::vector<float>(size_t(pairs))](int64_t n, int64_t pos0, float* cos_sin) mutable {
-    rotary.frequencies(pos0 + n, f.data());
-    for (int64_t i = 0; i < n; ++i) {
-      float* c = cos_sin + 2 * i * pairs;  // then sin at c + pairs
-      for (int k = 0; k < pairs; ++k)
-        rotary_cos_sin(pos0 + i, f[size_t(k)], rotary.attention_factor, &c[k], &c[pairs + k]);
-    }
+  auto write = [rotary, f = std::vector<float>(size_t(pairs))](int64_t n, int64_t pos0, float* cos_sin) mutable {
+    rotary.cos_sin_table(pos0, n, pos0 + n, f.data(), cos_sin);
   };
   TERN_ASSIGN_OR_RETURN(
       auto table, low.call_table(uint64_t(low.max_batch) * 2 * uint64_t(pairs), "rotary cos | sin", std::move(write)));
