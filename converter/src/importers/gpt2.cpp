@@ -106,6 +106,7 @@ Status import_gpt2(const Checkpoint& checkpoint, GraphBuilder& g) {
   TERN_RETURN_IF_ERROR(b.head("logits", x, head).status());
 
   HfDecoder ids_only;
+  ids_only.model_type = "gpt2";  // its tokenizer adds no BOS unless tokenizer_config.json says so
   ids_only.vocab = r.vocab;
   TERN_RETURN_IF_ERROR(hf_special_ids(checkpoint, c, 50256, 50256, &ids_only));
   ModelMetadata& m = g.metadata();
@@ -116,9 +117,7 @@ Status import_gpt2(const Checkpoint& checkpoint, GraphBuilder& g) {
   m.vocab_note = "GPT-2 byte-level BPE (the checkpoint's tokenizer.json or vocab.json + merges.txt); the model takes "
                  "ids only";
   m.vocab_size = r.vocab;
-  m.bos_id = ids_only.bos_id;
-  m.eos_id = ids_only.eos_id;
-  m.extra_eos_ids = ids_only.extra_eos_ids;
+  hf_write_special_ids(ids_only, &m);
   m.max_context = r.positions;
   return Status::Ok();
 }

@@ -151,6 +151,13 @@ Status hf_check_counts(const Checkpoint& checkpoint, const Config& c, const char
   return Status::Ok();
 }
 
+void hf_write_special_ids(const HfDecoder& m, ModelMetadata* meta) {
+  meta->bos_id = m.bos_id;
+  meta->eos_id = m.eos_id;
+  meta->extra_eos_ids = m.extra_eos_ids;
+  meta->add_bos = m.add_bos;
+}
+
 Status hf_check_shapes(const Config& c, const HfDecoder& m) {
   if (m.heads % m.kv_heads != 0)
     return c.field_error("num_key_value_heads", std::to_string(m.kv_heads) + " must divide num_attention_heads " +
@@ -294,10 +301,7 @@ Status build_hf_decoder(const Checkpoint& checkpoint, GraphBuilder& g, const HfD
   meta.vocab_note = "the checkpoint's Hugging Face tokenizer (tokenizer.json); without tokenizer.model beside "
                     "config.json the model takes ids only";
   meta.vocab_size = m.vocab;
-  meta.bos_id = m.bos_id;
-  meta.eos_id = m.eos_id;
-  meta.extra_eos_ids = m.extra_eos_ids;
-  meta.add_bos = m.add_bos;
+  hf_write_special_ids(m, &meta);
   meta.max_context = m.max_positions;
   return Status::Ok();
 }

@@ -74,6 +74,8 @@ Status hf_refuse_bool(const Config& c, const std::string& key, bool allowed, con
 
 // kv heads dividing heads, head_dim even, and the like: checked once for every family.
 Status hf_check_shapes(const Config& c, const HfDecoder& m);
+// The special ids hf_special_ids read (bos, eos, the extra end ids, add_bos) into the model's metadata.
+void hf_write_special_ids(const HfDecoder& m, ModelMetadata* meta);
 // Before anything is sized by them: a layer count above the checkpoint's tensors (each layer has several), or heads
 // or a head size above the runtime's attention limit (4096), is refused naming its key.
 Status hf_check_counts(const Checkpoint& checkpoint, const Config& c, const char* layers_key, int64_t layers,
