@@ -660,6 +660,37 @@ class Emitter {
   std::vector<RegexInst>* code_;
 };
 
+// Fills program->closure_begin and closure, or leaves them empty past kMaxClosureEntries (or as much work).
+void compute_closures(RegexProgram* program) {
+  const std::vector<RegexInst>& code = program->code;
+  std::vector<uint32_t> begin, closure, seen(code.size(), 0), stack;
+  begin.reserve(code.size() + 1);
+  size_t work = 0;
+  for (uint32_t pc = 0; pc < code.size(); ++pc) {
+    begin.push_back(uint32_t(closure.size()));
+    stack.assign(1, pc);
+    while (!stack.empty()) {
+      uint32_t p = stack.back();
+      stack.pop_back();
+      if (seen[p] == pc + 1) continue;
+      seen[p] = pc + 1;
+      if (++work > RegexProgram::kMaxClosureEntries) return;
+      const RegexInst& inst = code[p];
+      if (inst.op == RegexOp::Jmp) {
+        stack.push_back(inst.x);
+      } else if (inst.op == RegexOp::Split) {
+        stack.push_back(inst.y);
+        stack.push_back(inst.x);
+      } else {
+        closure.push_back(p);
+      }
+    }
+  }
+  begin.push_back(uint32_t(closure.size()));
+  program->closure_begin = std::move(begin);
+  program->closure = std::move(closure);
+}
+
 }  // namespace
 
 bool RegexClass::contains_slow(char32_t c, unicode::Category k, bool ws) const {
@@ -702,6 +733,7 @@ Status compile_regex(std::string_view pattern, RegexProgram* program) {
   program->code.reserve(size_t(size));
   Emitter(&program->code).emit(*root);
   program->code.push_back({RegexOp::Match, 0, 0});
+  compute_closures(program);
   return Status::Ok();
 }
 
