@@ -75,6 +75,8 @@ class Vm {
         classes_(program.classes),
         closure_begin_(program.closure_begin),
         closure_(program.closure),
+        start_begin_(program.start_begin),
+        start_(program.start),
         text_(text),
         s_(*scratch) {}
 
@@ -145,8 +147,15 @@ class Vm {
   // the program has one.
   void add(std::vector<Thread>* list, uint32_t pc, size_t start, size_t pos, const CharAt& ch) {
     if (closure_begin_.empty()) return add_stepwise(list, pc, start, pos, ch);
-    for (uint32_t i = closure_begin_[pc], e = closure_begin_[pc + 1]; i < e; ++i) {
-      const uint32_t p = closure_[i];
+    const std::vector<uint32_t>* closure = &closure_;
+    uint32_t i = closure_begin_[pc], e = closure_begin_[pc + 1];
+    if (pc == 0 && ch.length != 0 && ch.c < 128) {
+      closure = &start_;
+      i = start_begin_[ch.c];
+      e = start_begin_[ch.c + 1];
+    }
+    for (; i < e; ++i) {
+      const uint32_t p = (*closure)[i];
       if (s_.seen[p] == s_.generation) continue;
       s_.seen[p] = s_.generation;
       const RegexInst& inst = code_[p];
@@ -190,6 +199,8 @@ class Vm {
   const std::vector<RegexClass>& classes_;
   const std::vector<uint32_t>& closure_begin_;
   const std::vector<uint32_t>& closure_;
+  const std::vector<uint32_t>& start_begin_;
+  const std::vector<uint32_t>& start_;
   std::string_view text_;
   Scratch& s_;
 };

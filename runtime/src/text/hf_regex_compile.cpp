@@ -687,6 +687,19 @@ void compute_closures(RegexProgram* program) {
     }
   }
   begin.push_back(uint32_t(closure.size()));
+  // Where a match starts on an ASCII character, most alternatives of a pattern fail at once: filter them here.
+  for (uint32_t c = 0; c < 128; ++c) {
+    program->start_begin.push_back(uint32_t(program->start.size()));
+    for (uint32_t i = begin[0]; i < begin[1]; ++i) {
+      const RegexInst& inst = code[closure[i]];
+      bool keep = inst.op == RegexOp::Char    ? inst.x == c
+                  : inst.op == RegexOp::Class ? program->classes[inst.x].contains(c, unicode::Category::Cn, false)
+                  : inst.op == RegexOp::Any   ? inst.x != 0 || c != '\n'
+                                              : true;
+      if (keep) program->start.push_back(closure[i]);
+    }
+  }
+  program->start_begin.push_back(uint32_t(program->start.size()));
   program->closure_begin = std::move(begin);
   program->closure = std::move(closure);
 }

@@ -77,6 +77,10 @@ struct RegexProgram {
   static constexpr size_t kMaxClosureEntries = size_t(1) << 20;
   std::vector<uint32_t> closure_begin;
   std::vector<uint32_t> closure;
+  // The closure of pc 0 less the instructions that do not accept ASCII character c: start[start_begin[c] ..
+  // start_begin[c + 1]) (Assert and Match kept). Empty without closures.
+  std::vector<uint32_t> start_begin;
+  std::vector<uint32_t> start;
 };
 
 // Parses and compiles `pattern` (the limits of HfRegex checked).
