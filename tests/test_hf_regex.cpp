@@ -1,7 +1,7 @@
 // HfRegex (runtime/src/text/hf_regex.h) against Oniguruma: the pieces that the `tokenizers` library's Split
 // pre-tokenizer cuts random mixed-script strings into with the patterns of real tokenizer.json files
 // (tests/fixtures/hf_regex_splits.json, written by tools/reference/make_hf_regex_fixture.js); the syntax outside the
-// subset and past the limits refused with a message naming it; and find-all throughput on the GPT-2 pattern.
+// subset and past the limits refused with a message naming it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -159,34 +159,9 @@ TEST_CASE("hf_regex: syntax outside the subset and patterns past the limits are 
     CHECK_THAT(r.status().message(), Catch::Contains(c.message));
   }
   // A 10 MB pattern is refused by its length before anything is parsed.
-  const auto start = std::chrono::steady_clock::now();
   auto r = HfRegex::compile(std::string(10 << 20, 'a'));
-  CHECK_FALSE(r.ok());
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100));
-}
-
-// Random text in the fixture's mix, a few MB.
-std::string mixed_text(size_t bytes) {
-  const char* pieces[] = {"hello", " World", " the", "'s", " 42", "123", " ", "  ", "\n", "\r\n", "\t", ".", ", ",
-                          "!", " Привет", " 東京", " naïve", "\xC2\xA0", " 😀", "--", "(x)", " don't", " 2024"};
-  std::mt19937 rng(7);
-  std::string s;
-  while (s.size() < bytes) s += pieces[rng() % (sizeof pieces / sizeof *pieces)];
-  return s;
-}
-
-TEST_CASE("hf_regex: find-all throughput of the GPT-2 pattern", "[hf_regex]") {
-  auto re = compiled("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+");
-  const std::string text = mixed_text(4 << 20);
-  // Processor time, not wall time: the machine may be shared.
-  const std::clock_t start = std::clock();
-  size_t pieces = isolated_pieces(*re, text).size();
-  const double seconds = std::max(1e-6, double(std::clock() - start) / CLOCKS_PER_SEC);
-  const double mb_per_s = double(text.size()) / 1e6 / seconds;
-  WARN("GPT-2 pattern find-all: " << mb_per_s << " MB/s of processor time, " << pieces << " pieces");
-  // A floor far under the measured speed (tens of MB/s in a release build), there to catch a quadratic slip,
-  // not to time the machine.
-  CHECK(mb_per_s > 2.0);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("the limit is"));
 }
 
 }  // namespace
