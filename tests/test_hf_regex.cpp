@@ -5,9 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
-#include <random>
 #include <string>
 #include <vector>
 
