@@ -161,6 +161,8 @@ Status read_normalizer_at(const json& value, const std::string& file, const std:
       return c.field_error("precompiled_charsmap", "is not valid base64");
     auto map = PrecompiledCharsMap::parse(step.precompiled_charsmap);
     if (!map.ok()) return c.field_error("precompiled_charsmap", "is not a SentencePiece charsmap: " + map.status().message());
+    // spm_precompiled reads the trie's first unit on every lookup: tokenizers panics on one without units.
+    if (map.value().empty()) return c.field_error("precompiled_charsmap", "has an empty trie (tokenizers cannot run it)");
   }
   out->push_back(std::move(step));
   return Status::Ok();
