@@ -11,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "graph_builder.h"
+#include "hf_tokenizer_json.h"
 #include "importers/importers.h"
 #include "format/input_file.h"
 #include "json_text.h"
@@ -54,6 +55,10 @@ std::string describe_tokenizer(const ModelMetadata& m) {
                          : m.symbols->unit == fb::SymbolUnit::CHARACTERS ? "characters"
                                                                          : "bytes-decimal") +
              ", " + std::to_string(m.symbols->symbols.size()) + " symbols";
+    case fb::VocabKind::HF_TOKENIZER:
+      return std::string("tokenizer.json ") + (m.hf_tokenizer->model == fb::HfModelKind::BPE ? "bpe" : "unigram") +
+             ", " + std::to_string(m.hf_tokenizer->model_vocab_entries) + " tokens + " +
+             std::to_string(m.hf_tokenizer->added_tokens.size()) + " added";
     default: return "none (ids only)";
   }
 }

@@ -17,6 +17,7 @@ namespace tern::convert {
 
 struct SentencePieceFile;  // sentencepiece_file.h
 struct SymbolsFile;        // symbols_file.h
+struct HfTokenizerJson;    // hf_tokenizer_json.h
 
 // An op's parameters: one of the schema's *Params tables as flatc's object API generates it (schema/tern.fbs,
 // `flatc --gen-object-api`), e.g. fb::LinearParamsT{} or fb::LayerNormParamsT{{}, 1e-5f}; `type` names the table.
@@ -86,6 +87,7 @@ struct ModelMetadata {
   // SENTENCEPIECE: the tokenizer file's contents (tokenizer_file.h); shared, so the metadata stays copyable.
   std::shared_ptr<const SentencePieceFile> sentencepiece;
   std::shared_ptr<const SymbolsFile> symbols;  // SYMBOLS
+  std::shared_ptr<const HfTokenizerJson> hf_tokenizer;  // HF_TOKENIZER
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // special token ids; -1: none
   std::vector<int32_t> extra_eos_ids;  // ids besides eos_id that end generation
   bool add_bos = false;                // the tokenizer starts every text with bos_id

@@ -1,6 +1,7 @@
 #include "json_text.h"
 
 #include <unordered_set>
+#include <vector>
 
 namespace tern::convert {
 namespace {
@@ -12,6 +13,8 @@ using nlohmann::json;
 class BoundedDomParser {
  public:
   BoundedDomParser(json& root, std::string* duplicate_key) : dom_(root, /*allow_exceptions=*/false), duplicate_(duplicate_key) {}
+  // Every object's keys are noted (one set per open object), and the first key seen twice in any object stops it.
+  void check_every_object() { every_object_ = true; }
 
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }
@@ -20,14 +23,26 @@ class BoundedDomParser {
   bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
   bool string(json::string_t& v) { return dom_.string(v); }
   bool binary(json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
-  bool end_object() { --depth_; return dom_.end_object(); }
+  bool start_object(std::size_t n) {
+    if (every_object_) open_keys_.emplace_back();
+    return enter() && dom_.start_object(n);
+  }
+  bool end_object() {
+    if (every_object_) open_keys_.pop_back();
+    --depth_;
+    return dom_.end_object();
+  }
   bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
   bool end_array() { --depth_; return dom_.end_array(); }
   bool key(json::string_t& k) {
     if (depth_ == 1) {
       ++top_keys_seen_;
       if (duplicate_ && duplicate_->empty() && !top_keys_.insert(k).second) *duplicate_ = k;
+    }
+    if (every_object_ && !open_keys_.back().insert(k).second) {
+      repeated_key_ = k;
+      repeated_ = true;
+      return false;
     }
     return dom_.key(k);
   }
@@ -38,6 +53,8 @@ class BoundedDomParser {
   }
 
   bool too_deep() const { return too_deep_; }
+  bool repeated() const { return repeated_; }
+  const std::string& repeated_key() const { return repeated_key_; }
   size_t top_keys_seen() const { return top_keys_seen_; }
   std::size_t syntax_error_at() const { return syntax_error_at_; }
 
@@ -49,6 +66,10 @@ class BoundedDomParser {
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::string* duplicate_;
   std::unordered_set<std::string> top_keys_;
+  bool every_object_ = false;
+  std::vector<std::unordered_set<std::string>> open_keys_;  // [open objects], innermost last
+  std::string repeated_key_;
+  bool repeated_ = false;
   size_t top_keys_seen_ = 0;
   int depth_ = 0;
   bool too_deep_ = false;
@@ -128,6 +149,20 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string* duplicate_
     BoundedDomParser named(again, duplicate_key);
     (void)json::sax_parse(text.data(), text.data() + text.size(), &named, json::input_format_t::json, true, false);
   }
+  return root;
+}
+
+Result<nlohmann::json> parse_json_unique_keys(std::string_view text) {
+  json root;
+  BoundedDomParser sax(root, nullptr);
+  sax.check_every_object();
+  const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &sax, json::input_format_t::json,
+                                  /*strict=*/true, /*ignore_comments=*/false);
+  if (sax.too_deep())
+    return InvalidModel("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels of arrays and objects");
+  if (sax.repeated())
+    return InvalidModel("the key \"" + clip(sax.repeated_key()) + "\" appears twice in one object");
+  if (!ok) return InvalidModel("not valid JSON (syntax error at byte " + std::to_string(sax.syntax_error_at()) + ")");
   return root;
 }
 

@@ -21,6 +21,10 @@ constexpr int kMaxJsonDepth = 64;
 // appears twice in the top-level object ("" if none); nlohmann would otherwise keep the last silently.
 Result<nlohmann::json> parse_json(std::string_view text, std::string* duplicate_key = nullptr);
 
+// parse_json, refusing any object (at any depth) with a key that appears twice, naming it: "the key \"a\" appears
+// twice in one object". For files (tokenizer.json) whose maps a reader would otherwise take the last of silently.
+Result<nlohmann::json> parse_json_unique_keys(std::string_view text);
+
 // Compact JSON text of `value` for messages (nlohmann's dump(-1) form), at most `max_chars` characters, cut with
 // "..."; it stops writing once past the limit, so a 100 MiB value costs no more than a short one.
 std::string json_snippet(const nlohmann::json& value, size_t max_chars = 60);

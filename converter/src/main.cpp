@@ -34,10 +34,11 @@ void print_help() {
       "                     row; int4 default: 32)\n"
       "      --weight-type PATTERN=FORMAT  tensors whose name matches PATTERN (* ? [..]) take FORMAT,\n"
       "                     e.g. --weight-type 'lm_head*=f16'; repeatable, the last match wins\n"
-      "      --tokenizer FILE|none  what turns text into ids, carried in the file: a SentencePiece model\n"
-      "                     (.model) or a word/character/byte symbol list (.json, see tools/*_vocab.py)\n"
-      "                     (default: tern_vocab.json, spiece.model or tokenizer.model in CHECKPOINT_DIR,\n"
-      "                     for models without a byte vocabulary); none: ids only\n"
+      "      --tokenizer FILE|none  what turns text into ids, carried in the file: a Hugging Face\n"
+      "                     tokenizer.json, a SentencePiece model (.model) or a word/character/byte\n"
+      "                     symbol list (another .json, see tools/*_vocab.py) (default: tern_vocab.json,\n"
+      "                     tokenizer.json, spiece.model or tokenizer.model in CHECKPOINT_DIR, for\n"
+      "                     models without a byte vocabulary); none: ids only\n"
       "  -q, --quiet        print nothing but errors\n"
       "      --hash-seed N  Reformer: seed of the LSH rotations drawn when the checkpoint has none\n"
       "                     (default: config.json's hash_seed, else 0; converter/reformer.md)\n"
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
       o.pattern = value.substr(0, eq);
       options.weights.overrides.push_back(o);
     } else if (arg == "--tokenizer") {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0') return usage_error("--tokenizer needs a .model file or none");
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') return usage_error("--tokenizer needs a tokenizer file or none");
       const std::string value = argv[++i];
       if (value == "none") {
         options.tokenizer.none = true;

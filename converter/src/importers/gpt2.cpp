@@ -114,8 +114,8 @@ Status import_gpt2(const Checkpoint& checkpoint, GraphBuilder& g) {
   m.description = "gpt2: " + std::to_string(r.layers) + " layers, d " + std::to_string(d) + ", " +
                   std::to_string(r.heads) + " heads, learned positions " + std::to_string(r.positions);
   m.vocab_kind = fb::VocabKind::EXTERNAL;
-  m.vocab_note = "GPT-2 byte-level BPE (the checkpoint's tokenizer.json or vocab.json + merges.txt); the model takes "
-                 "ids only";
+  m.vocab_note = "GPT-2 byte-level BPE (vocab.json + merges.txt); without tokenizer.json beside config.json the "
+                 "model takes ids only";
   m.vocab_size = r.vocab;
   hf_write_special_ids(ids_only, &m);
   m.max_context = r.positions;

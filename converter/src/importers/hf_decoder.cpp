@@ -97,11 +97,9 @@ Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::option
   return Status::Ok();
 }
 
-// A JSON file beside config.json (generation_config.json, tokenizer_config.json): its value, or nothing when the
-// checkpoint has none.
-Result<std::optional<nlohmann::json>> read_json_beside(const Checkpoint& checkpoint, const std::string& name,
-                                                       const char* what) {
-  const std::string path = (std::filesystem::path(checkpoint.dir()) / name).string();
+Result<std::optional<nlohmann::json>> hf_read_json_beside(const std::string& dir, const std::string& name,
+                                                          const char* what) {
+  const std::string path = (std::filesystem::path(dir) / name).string();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<nlohmann::json>();
   TERN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
@@ -112,7 +110,7 @@ Result<std::optional<nlohmann::json>> read_json_beside(const Checkpoint& checkpo
 }
 
 Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
-  TERN_ASSIGN_OR_RETURN(const auto gen, read_json_beside(checkpoint, "generation_config.json", "a generation config"));
+  TERN_ASSIGN_OR_RETURN(const auto gen, hf_read_json_beside(checkpoint.dir(), "generation_config.json", "a generation config"));
   if (!gen) return Status::Ok();
   const Config g(*gen, "generation_config.json");
   TERN_RETURN_IF_ERROR(read_ids(g, "bos_token_id", &out->bos_id, nullptr));
@@ -126,7 +124,7 @@ Status read_generation_config(const Checkpoint& checkpoint, HfDecoder* out) {
 // tokenizer_config.json's add_bos_token when the file says it; `family_default` otherwise.
 Status read_add_bos(const Checkpoint& checkpoint, bool family_default, HfDecoder* out) {
   out->add_bos = family_default;
-  TERN_ASSIGN_OR_RETURN(const auto json, read_json_beside(checkpoint, "tokenizer_config.json", "a tokenizer config"));
+  TERN_ASSIGN_OR_RETURN(const auto json, hf_read_json_beside(checkpoint.dir(), "tokenizer_config.json", "a tokenizer config"));
   if (!json) return Status::Ok();
   const Config t(*json, "tokenizer_config.json");
   TERN_ASSIGN_OR_RETURN(out->add_bos, t.boolean("add_bos_token", family_default));
@@ -298,7 +296,7 @@ Status build_hf_decoder(const Checkpoint& checkpoint, GraphBuilder& g, const HfD
                      ", head_dim " + std::to_string(m.head_dim) + ", rope " + m.ropes[0].type +
                      (m.summary.empty() ? "" : ", " + m.summary);
   meta.vocab_kind = fb::VocabKind::EXTERNAL;
-  meta.vocab_note = "the checkpoint's Hugging Face tokenizer (tokenizer.json); without tokenizer.model beside "
+  meta.vocab_note = "the checkpoint's Hugging Face tokenizer; without tokenizer.json or tokenizer.model beside "
                     "config.json the model takes ids only";
   meta.vocab_size = m.vocab;
   hf_write_special_ids(m, &meta);

@@ -69,6 +69,11 @@ Result<std::vector<bool>> hf_layer_types(const Config& c, int64_t layers, const 
 Status hf_special_ids(const Checkpoint& checkpoint, const Config& c, std::optional<int32_t> bos,
                       std::optional<int32_t> eos, HfDecoder* out);
 
+// A JSON file `name` in `dir` (generation_config.json, tokenizer_config.json): its value, or nothing when the
+// directory has none. `what` names the file's kind in a size error.
+Result<std::optional<nlohmann::json>> hf_read_json_beside(const std::string& dir, const std::string& name,
+                                                          const char* what);
+
 // Refuses `key` when present and not `allowed` (e.g. attention_bias true on a family without biases).
 Status hf_refuse_bool(const Config& c, const std::string& key, bool allowed, const std::string& why);
 
