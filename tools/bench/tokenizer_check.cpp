@@ -15,7 +15,8 @@
 //                      added (skipped where the reference could not give it, saying why)
 //   decode             tern_detokenize(ids)                                = decode(ids, skip_special_tokens=false)
 //   decode-skip        tern_detokenize(ids_special less the special ids)   = decode(ids_special, skip_special_tokens=
-//                      true), which drops exactly the added tokens marked special before decoding
+//                      true), which drops the ids whose token is a special token's text (the reference lists them)
+//                      before decoding
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,7 +106,8 @@ bool encode(const tern_model* model, const std::string& text, int flags, std::ve
   int64_t n = 0;
   auto call = [&](int32_t* out, int64_t capacity) {
     return flags == 0 ? tern_tokenize(model, text.data(), text.size(), out, capacity, &n)
-                      : tern_tokenize_with(model, text.data(), text.size(), flags, out, capacity, &n);
+                      : tern_tokenize_with(model, text.data(), text.size(),
+                                           static_cast<decltype(TERN_TOKENIZE_ADD_SPECIAL)>(flags), out, capacity, &n);
   };
   if (call(nullptr, 0) != TERN_OK) {
     *error = tern_last_error();

@@ -5,7 +5,7 @@
 //   node tools/reference/tokenizer_reference.js TOKENIZER.json TEXT.jsonl EXPECTED.jsonl [--bench] [--bench-json F]
 //
 // EXPECTED.jsonl: a header line, then one line per input, in order:
-//   {"tokenizer": path, "lines": N, "special_ids": [ids of the added tokens marked special],
+//   {"tokenizer": path, "lines": N, "special_ids": [the ids decode(skip_special_tokens=true) drops],
 //    "specials_as_text": "emulated" | "unavailable: why"}
 //   {"ids": encode(text, add_special_tokens=false), "ids_special": encode(text, add_special_tokens=true),
 //    "ids_text": the ids with special tokens' text encoded as text (null when unavailable),
@@ -76,8 +76,15 @@ async function main() {
 
   const json = JSON.parse(fs.readFileSync(tokenizerPath, 'utf8'));
   const addedTokens = json.added_tokens || [];
-  const specialIds = addedTokens.filter((t) => t.special).map((t) => t.id);
   const tokenizer = Tokenizer.fromFile(tokenizerPath);
+  // decode(skip_special_tokens=true) drops an id by its token's text (the added token's, else the model's): every id
+  // whose token is the content of a special added token, a model token that duplicates one included.
+  const specialContents = new Set(addedTokens.filter((t) => t.special).map((t) => t.content));
+  const specialIds = [];
+  const size = tokenizer.getVocabSize(true);
+  for (let id = 0; id < size; id++) {
+    if (specialContents.has(tokenizer.idToToken(id))) specialIds.push(id);
+  }
   const conflict = specialsAsTextConflict(addedTokens);
   let asText = null;
   if (!conflict) {
