@@ -200,8 +200,7 @@ Result<NormalizerStep> NormalizerStep::from_table(const fb::HfStep& step, size_t
   const std::string what = "hf_tokenizer normalizer " + std::to_string(index) + " (" + name + ")";
   n.kind_ = kind;
   if (kind == fb::HfNormalizer::PREPEND || kind == fb::HfNormalizer::REPLACE) {
-    if (step.content() == nullptr) return InvalidModel(what + " has no content");
-    n.content_ = step.content()->str();
+    n.content_ = step.content() ? step.content()->str() : std::string();
     if (!is_valid_utf8(n.content_)) return InvalidModel(what + "'s content is not valid UTF-8");
   }
   if (kind == fb::HfNormalizer::REPLACE) {

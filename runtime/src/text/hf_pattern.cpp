@@ -31,8 +31,8 @@ std::string to_valid_utf8(std::string_view s) {
 }
 
 Result<Pattern> Pattern::from_step(const fb::HfStep& step, const std::string& what) {
-  if (step.pattern() == nullptr) return InvalidModel(what + " has no pattern");
-  const std::string_view text = step.pattern()->string_view();
+  // An absent pattern is the empty one (FlatBuffers' object API writes no empty string).
+  const std::string_view text = step.pattern() ? step.pattern()->string_view() : std::string_view();
   if (!is_valid_utf8(text)) return InvalidModel(what + "'s pattern is not valid UTF-8");
   Pattern p;
   if (step.pattern_is_regex()) {
