@@ -2,10 +2,13 @@
 // library: tests/fixtures/hf_model_cases.json holds small BPE and Unigram models drawn from a fixed seed, the ids
 // tokenizers 0.23.2 gives their texts (each text one word), and decoder chains' texts for id lists, written by
 // tools/reference/hf_model_cases.js (its header has the command). Tables are built here as the converter writes
-// them; a hostile table is refused with a message naming its field.
+// them; a hostile table is refused with a message naming its field. Last, a whole tokenizer.json (Llama-like: Metaspace,
+// byte fallback, a BOS template) in a model file through the C API and tern-run.
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,7 +17,9 @@
 #include <flatbuffers/flatbuffers.h>
 #include <nlohmann/json.hpp>
 
+#include "tern/tern.hpp"
 #include "tern_generated.h"
+#include "test_support.h"
 #include "text/hf_bpe.h"
 #include "text/hf_decoders.h"
 #include "text/hf_unigram.h"
@@ -65,7 +70,7 @@ std::vector<uint8_t> table_of(const json& c) {
   for (const json& s : c.value("steps", json::array())) {
     auto pattern = b.CreateString(s.value("pattern", std::string()));
     auto content = b.CreateString(s.value("content", std::string()));
-    steps.push_back(fb::CreateHfStep(b, decoder_kind(s["kind"]), pattern, false, content, fb::HfSplitBehavior::REMOVED,
+    steps.push_back(fb::CreateHfStep(b, decoder_kind(s["kind"]), pattern, s.value("regex", false), content, fb::HfSplitBehavior::REMOVED,
                                      false, false, false, scheme(s.value("prepend_scheme", std::string("ALWAYS"))),
                                      false, false, false, false, s.value("start", 0), s.value("stop", 0)));
   }
@@ -295,8 +300,9 @@ TEST_CASE("hf model tables from a hostile file are refused, naming the field", "
   c["steps"][3]["stop"] = -1;
   CHECK_THAT(decoder_error(c), Catch::Contains("hf_tokenizer.decoders[3]"));
   c = decode_case;
-  c["steps"][0]["pattern"] = "";
-  CHECK_THAT(decoder_error(c), Catch::Contains("hf_tokenizer.decoders[0]") && Catch::Contains("empty"));
+  c["steps"][0]["pattern"] = "(a";
+  c["steps"][0]["regex"] = true;
+  CHECK_THAT(decoder_error(c), Catch::Contains("hf_tokenizer.decoders[0]: Replace pattern"));
   c = decode_case;
   c["added"][0]["id"] = 99;
   CHECK_THAT(decoder_error(c), Catch::Contains("hf_tokenizer.added_tokens[0].id 99"));
@@ -317,4 +323,128 @@ TEST_CASE("hf BPE on a long word of one repeated pair stays linear and exact", "
   bpe.encode_word(word, &scratch, &ids);
   REQUIRE(ids.size() == 5000);
   for (int32_t id : ids) REQUIRE(id == 3);
+}
+
+namespace {
+
+// A Llama-like tokenizer.json on a 256-id golden model. tokenizers 0.23.2 (Node binding) built from
+//   vocab {"<s>":0, "</s>":1, "<unk>":2, "▁":3, h:4, i:5, hi:6, "▁hi":7, "<0xC3>":8, "<0xA9>":9}, merges [h i], [▁ hi],
+//   BPE unk_token "<unk>", fuse_unk, byte_fallback; added tokens <s> (0) and </s> (1), special, not normalized;
+//   pre_tokenizer Metaspace(▁, prepend_scheme first, split false); TemplateProcessing single "<s> $A";
+//   decoder Sequence[Replace ▁ -> " ", ByteFallback, Fuse, Strip(" ", 1, 0)]
+// gives, for "hi hi<s>é</s>xhi": encode(add_special_tokens=false) [7,7,0,8,9,1,2,6], with true [0,7,7,0,8,9,1,2,6],
+// and without the added tokens (= specials as text) [7,7,8,9,2,6] (the unknown "<s>" waits behind é's byte tokens
+// and fuses with "</s>x"); decode([0,7,7,0,8,9,1,2,6]) "<s> hi hi<s>é</s><unk>hi", skipping specials "hi hié<unk>hi".
+std::unique_ptr<fb::HfTokenizerT> llama_like_table() {
+  auto t = std::make_unique<fb::HfTokenizerT>();
+  t->model = fb::HfModelKind::BPE;
+  const char* pieces[] = {"<s>", "</s>", "<unk>", "\u2581", "h", "i", "hi", "\u2581hi", "<0xC3>", "<0xA9>"};
+  for (int i = 0; i < 256; ++i) t->pieces.push_back(i < 10 ? pieces[i] : "");
+  t->merges = {4, 5, 6, 3, 6, 7};
+  t->unk_id = 2;
+  t->fuse_unk = true;
+  t->byte_fallback = true;
+  auto step = [](fb::HfDecoder kind) {
+    auto s = std::make_unique<fb::HfStepT>();
+    s->kind = uint8_t(kind);
+    return s;
+  };
+  auto meta = std::make_unique<fb::HfStepT>();
+  meta->kind = uint8_t(fb::HfPreTokenizer::METASPACE);
+  meta->content = "\u2581";
+  meta->prepend_scheme = fb::HfPrependScheme::FIRST;
+  t->pre_tokenizers.push_back(std::move(meta));
+  t->decoders.push_back(step(fb::HfDecoder::REPLACE));
+  t->decoders.back()->pattern = "\u2581";
+  t->decoders.back()->content = " ";
+  t->decoders.push_back(step(fb::HfDecoder::BYTE_FALLBACK));
+  t->decoders.push_back(step(fb::HfDecoder::FUSE));
+  t->decoders.push_back(step(fb::HfDecoder::STRIP));
+  t->decoders.back()->content = " ";
+  t->decoders.back()->start = 1;
+  for (int id : {0, 1}) {
+    auto a = std::make_unique<fb::HfAddedTokenT>();
+    a->id = id;
+    a->content = pieces[id];
+    a->special = true;
+    t->added_tokens.push_back(std::move(a));
+  }
+  t->prefix_ids = {0};
+  return t;
+}
+
+std::string model_with(const std::string& name, const std::function<void(fb::HfTokenizerT&)>& edit) {
+  const std::string src = test::read_file(test::convert_golden("pre_untied_nobias_gelutanh", "hf_model_src"));
+  const std::string bytes = test::rebuild_model(src, [&](fb::ModelT& m) {
+    fb::VocabularyT& v = *m.metadata->vocab;
+    v.kind = fb::VocabKind::HF_TOKENIZER;
+    v.bos_id = 0;
+    v.eos_id = 1;
+    v.hf_tokenizer = llama_like_table();
+    edit(*v.hf_tokenizer);
+  });
+  const std::string path = test::scratch_dir("hf_model_" + name) + "/model.tern";
+  test::write_file(path, bytes);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("hf tokenizer in a model file: tern_tokenize_with's flags and tern_detokenize as tokenizers gives them",
+          "[hf_model]") {
+  Error err;
+  ModelHandle model = ModelHandle::load(model_with("llama_like", [](fb::HfTokenizerT&) {}), &err);
+  REQUIRE_FALSE(err);
+  CHECK(std::string(tern_model_tokenizer(model.get())) == "hf-bpe");
+  const std::string text = "hi hi<s>\xC3\xA9</s>xhi";
+  std::vector<int32_t> ids;
+  REQUIRE_FALSE(tokenize(model, text, &ids));
+  CHECK(ids == std::vector<int32_t>{7, 7, 0, 8, 9, 1, 2, 6});
+  REQUIRE_FALSE(tokenize(model, text, &ids, TERN_TOKENIZE_ADD_SPECIAL));
+  CHECK(ids == std::vector<int32_t>{0, 7, 7, 0, 8, 9, 1, 2, 6});
+  REQUIRE_FALSE(tokenize(model, text, &ids, TERN_TOKENIZE_SPECIALS_AS_TEXT));
+  CHECK(ids == std::vector<int32_t>{7, 7, 8, 9, 2, 6});
+  int64_t n = 0;
+  CHECK(tern_tokenize_with(model.get(), "a", 1, 1u << 7, nullptr, 0, &n) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(tern_last_error(), Catch::Contains("flags"));
+  std::string back;
+  REQUIRE_FALSE(detokenize(model, {0, 7, 7, 0, 8, 9, 1, 2, 6}, &back));
+  CHECK(back == "<s> hi hi<s>\xC3\xA9</s><unk>hi");
+  // Streaming: é arrives as two byte tokens; Utf8Stream holds the first back.
+  Utf8Stream stream;
+  std::string piece, streamed;
+  for (int32_t id : {7, 8, 9, 7}) {
+    REQUIRE_FALSE(token_to_text(model, id, &piece));
+    const std::string ready = stream.push(piece);
+    if (id == 8) CHECK(ready.empty());
+    streamed += ready;
+  }
+  streamed += stream.flush();
+  CHECK(streamed == " hi\xC3\xA9 hi");
+}
+
+TEST_CASE("hf tokenizer in a model file: a hostile table is refused at load by field", "[hf_model]") {
+  struct Case {
+    const char* name;
+    std::function<void(fb::HfTokenizerT&)> edit;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"pieces", [](fb::HfTokenizerT& t) { t.pieces.pop_back(); }, "hf_tokenizer.pieces has 255"},
+      {"merges", [](fb::HfTokenizerT& t) { t.merges.push_back(300); }, "hf_tokenizer.merges"},
+      {"merge_id", [](fb::HfTokenizerT& t) { t.merges[2] = 200; }, "hf_tokenizer.merges entry 0"},
+      {"unk", [](fb::HfTokenizerT& t) { t.unk_id = 100; }, "hf_tokenizer.unk_id 100"},
+      {"prefix", [](fb::HfTokenizerT& t) { t.prefix_ids = {256}; }, "hf_tokenizer.prefix_ids id 256"},
+      {"model", [](fb::HfTokenizerT& t) { t.model = fb::HfModelKind(9); }, "hf_tokenizer.model 9"},
+      {"decoder", [](fb::HfTokenizerT& t) { t.decoders[0]->kind = 99; }, "hf_tokenizer.decoders[0]"},
+      {"scores", [](fb::HfTokenizerT& t) { t.model = fb::HfModelKind::UNIGRAM; }, "hf_tokenizer.scores has 0"},
+  };
+  for (const Case& c : cases) {
+    tern_model* model = nullptr;
+    const tern_status st = tern_model_load(model_with(std::string("hostile_") + c.name, c.edit).c_str(), &model);
+    INFO(c.name << ": " << tern_last_error());
+    CHECK(st == TERN_INVALID_MODEL);
+    CHECK_THAT(tern_last_error(), Catch::Contains(c.words));
+    tern_model_free(model);
+  }
 }

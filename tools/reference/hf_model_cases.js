@@ -177,6 +177,14 @@ function randomIdLists(count, size) {
   await decoderCase('strip_both', ['aab', 'aaxa', 'ba', 'xa', 'b'], [],
                     { type: 'Strip', content: 'a', start: 2, stop: 1 },
                     [{ kind: 'STRIP', content: 'a', start: 2, stop: 1 }], randomIdLists(30, 5));
+  await decoderCase('replace_regex', ['▁▁a', 'b▁', '▁', 'c'], [],
+                    { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { Regex: '▁+' }, content: '_' },
+                                                   { type: 'Replace', pattern: { Regex: 'x*' }, content: '.' }] },
+                    [{ kind: 'REPLACE', pattern: '▁+', regex: true, content: '_' },
+                     { kind: 'REPLACE', pattern: 'x*', regex: true, content: '.' }], randomIdLists(30, 4));
+  await decoderCase('replace_empty', ['a', 'bé', 'c'], [],
+                    { type: 'Replace', pattern: { String: '' }, content: '-' },
+                    [{ kind: 'REPLACE', pattern: '', content: '-' }], randomIdLists(30, 3));
   await decoderCase('none', ['a', 'b', '<s>'], [{ id: 2, content: '<s>', special: true }], null, [], randomIdLists(30, 3));
   process.stdout.write(JSON.stringify({ generator: 'tools/reference/hf_model_cases.js', cases }, null, 0) + '\n');
 })();

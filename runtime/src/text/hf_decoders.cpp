@@ -121,12 +121,12 @@ Result<HfDecoders> HfDecoders::create(const fb::HfTokenizer& table, const HfVoca
           break;
         case fb::HfDecoder::REPLACE: {
           const std::string_view pattern = view(s->pattern());
-          if (s->pattern_is_regex()) {
+          // An empty literal is the reference's escaped, empty regex: it matches at every character boundary.
+          if (s->pattern_is_regex() || pattern.empty()) {
             auto compiled = HfRegex::compile(pattern);
             if (!compiled.ok()) return InvalidModel(where + ": Replace pattern: " + compiled.status().message());
             step.regex = std::move(compiled).value();
           } else {
-            if (pattern.empty()) return InvalidModel(where + ": Replace pattern is empty");
             step.literal = std::string(pattern);
           }
           break;

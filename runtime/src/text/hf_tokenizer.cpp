@@ -45,8 +45,7 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::from_table(const fb::HfTokeniz
   }
   TERN_ASSIGN_OR_RETURN(HfDecoders decoders, HfDecoders::create(table, &t->vocab_));
   t->decoders_ = std::make_unique<HfDecoders>(std::move(decoders));
-  TERN_ASSIGN_OR_RETURN(HfTextPipeline pipeline, HfTextPipeline::from_table(table, vocab_size));
-  t->pipeline_ = std::make_unique<HfTextPipeline>(std::move(pipeline));
+  TERN_ASSIGN_OR_RETURN(t->pipeline_, HfTextPipeline::from_table(table, vocab_size));
   TERN_RETURN_IF_ERROR(template_ids("prefix_ids", table.prefix_ids(), vocab_size, &t->prefix_ids_));
   TERN_RETURN_IF_ERROR(template_ids("suffix_ids", table.suffix_ids(), vocab_size, &t->suffix_ids_));
   return t;
@@ -55,7 +54,7 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::from_table(const fb::HfTokeniz
 Status HfTokenizer::encode(std::string_view text, bool add_special_tokens, bool split_specials,
                            std::vector<int32_t>* ids) const {
   std::vector<HfSegment> segments;
-  TERN_RETURN_IF_ERROR(pipeline_->split(text, split_specials, &segments));
+  pipeline_->split(text, split_specials, &segments);
   if (add_special_tokens) ids->insert(ids->end(), prefix_ids_.begin(), prefix_ids_.end());
   HfBpe::Scratch bpe_scratch;
   HfUnigram::Scratch unigram_scratch;

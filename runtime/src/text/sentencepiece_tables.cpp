@@ -142,4 +142,27 @@ size_t PrecompiledCharsMap::longest_match(std::string_view text, std::string_vie
   return longest;
 }
 
+size_t PrecompiledCharsMap::shortest_match(std::string_view text, std::string_view* replacement) const {
+  const size_t count = unit_count();
+  if (count == 0) return 0;
+  size_t pos = unit_offset(unit(0));
+  for (size_t i = 0; i < text.size(); ++i) {
+    const uint8_t c = uint8_t(text[i]);
+    if (c == 0) break;
+    pos ^= c;
+    if (pos >= count) break;
+    const uint32_t u = unit(pos);
+    if (unit_label(u) != c) break;
+    pos ^= unit_offset(u);
+    if (!unit_has_leaf(u)) continue;
+    if (pos >= count) return 0;
+    const uint32_t at = unit_value(unit(pos));
+    if (at > pool_.size()) return 0;
+    std::string_view rest = pool_.substr(at);
+    *replacement = rest.substr(0, std::min(rest.size(), rest.find('\0')));
+    return i + 1;
+  }
+  return 0;
+}
+
 }  // namespace tern

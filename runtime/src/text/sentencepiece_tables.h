@@ -59,6 +59,10 @@ class PrecompiledCharsMap {
   // the reference normalizer keeps): the number of bytes it covers and, in *replacement, the replacement (a view
   // into the pool, up to its NUL or the pool's end). 0 when no rule matches.
   size_t longest_match(std::string_view text, std::string_view* replacement) const;
+  // The shortest rule whose source is a prefix of `text` (the first result of the same search, as tokenizers'
+  // Precompiled normalizer takes it; the search stops at a NUL byte): the bytes it covers and its replacement. 0 when
+  // no rule matches or the first one found has no replacement inside the pool.
+  size_t shortest_match(std::string_view text, std::string_view* replacement) const;
 
  private:
   static constexpr size_t kMaxResults = 32;

@@ -1,0 +1,221 @@
+// runtime/src/text/unicode.h against independent implementations: normalization forms, lower case, White_Space and
+// Alphabetic against Node's ICU (tests/unicode/node_unicode.js), general categories against Python's unicodedata
+// (tests/unicode/python_categories.py), extended grapheme clusters against the UCD's GraphemeBreakTest.txt.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run_tool.h"
+#include "test_support.h"
+#include "text/unicode.h"
+
+namespace {
+
+using namespace tern;
+using unicode::Category;
+
+constexpr const char* kCategoryNames[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
+                                          "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc",
+                                          "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"};
+
+std::string hex_string(std::string_view utf8) {
+  std::string out;
+  for (size_t pos = 0; pos < utf8.size();) {
+    char32_t c;
+    pos += unicode::decode_utf8(utf8, pos, &c);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%s%X", out.empty() ? "" : " ", unsigned(c));
+    out += buf;
+  }
+  return out;
+}
+
+std::string utf8_of(const std::vector<char32_t>& chars) {
+  std::string s;
+  for (char32_t c : chars) unicode::append_utf8(c, &s);
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  if (!s.empty() && s.back() == sep) parts.emplace_back();
+  return parts;
+}
+
+// Runs `interpreter script args...`; false (with a skip note) when the interpreter is missing.
+bool run_script(const std::string& interpreter, const std::string& script, const std::vector<std::string>& args,
+                const std::string& scratch) {
+  std::vector<std::string> argv = {interpreter, test::source_path(script)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  test::ToolRun run = test::run_tool("/usr/bin/env", argv, scratch);
+  if (run.exit_code == 127) {
+    WARN("skipped: no " << interpreter << " to compute the expected values");
+    test::note_skipped();
+    return false;
+  }
+  INFO(run.err);
+  REQUIRE(!run.timed_out);
+  REQUIRE(run.exit_code == 0);
+  return true;
+}
+
+// Strings to normalize: every assigned code point alone, then random sequences of starters, decomposable and
+// compatibility characters, Hangul jamo and syllables and combining marks of many classes.
+std::vector<std::vector<char32_t>> normalization_cases() {
+  std::vector<std::vector<char32_t>> cases;
+  for (char32_t c = 0; c <= 0x10FFFF; ++c) {
+    Category k = unicode::category(c);
+    if (k != Category::Cn && k != Category::Cs) cases.push_back({c});
+  }
+  const std::vector<char32_t> pool = {
+      'A', 'a', 'e', 'o', 'u', 'C', 's', 0xC5, 0xE9, 0x1E0B, 0x1E9B, 0x212B, 0x2126, 0xFB01, 0x3300, 0xFF76,
+      0xFF9E, 0x00BD, 0x1100, 0x1161, 0x11A8, 0x11C2, 0xAC00, 0xAC01, 0xD7A3, 0x0300, 0x0301, 0x0308, 0x0323,
+      0x0327, 0x031B, 0x0345, 0x0344, 0x0340, 0x05B0, 0x05B7, 0x0F71, 0x0F72, 0x0F74, 0x0F80, 0x0E48, 0x1D165,
+      0x1D16E, 0x0B47, 0x0B3E, 0x0B57, 0x0DD9, 0x0DCF, 0x0958, 0x2ADC, 0x0338, 0x003C, 0x1F71, 0x03B1, 0x0313,
+      0x0399, 0x3099, 0x304B, 0x30AB, 0x0627, 0x0653, 0x1B05, 0x1B35, 0x0CC6, 0x0CC2, 0x0CD5, 0x1FBF, 0x0020};
+  std::mt19937 rng(1234);
+  for (int i = 0; i < 4000; ++i) {
+    std::vector<char32_t> s(1 + rng() % 7);
+    for (char32_t& c : s) c = pool[rng() % pool.size()];
+    cases.push_back(s);
+  }
+  return cases;
+}
+
+TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic match Node's ICU", "[unicode]") {
+  const std::string scratch = test::scratch_dir("unicode_node");
+  const std::vector<std::vector<char32_t>> cases = normalization_cases();
+  {
+    std::ofstream in(scratch + "/in.txt");
+    for (const auto& s : cases) in << hex_string(utf8_of(s)) << "\n";
+  }
+  if (!run_script("node", "tests/unicode/node_unicode.js", {scratch + "/in.txt", scratch + "/out.txt"}, scratch))
+    return;
+  std::ifstream out(scratch + "/out.txt");
+  std::string line;
+  size_t i = 0, lower_checked = 0;
+  for (; std::getline(out, line) && i < cases.size(); ++i) {
+    const std::vector<std::string> expected = split(line, '|');
+    REQUIRE(expected.size() == 7);
+    const std::string text = utf8_of(cases[i]);
+    INFO("input " << hex_string(text));
+    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFC)) == expected[0]);
+    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFD)) == expected[1]);
+    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKC)) == expected[2]);
+    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKD)) == expected[3]);
+    if (cases[i].size() == 1) {
+      // Per character, so Final_Sigma's context never applies.
+      CHECK(hex_string(unicode::to_lower(text)) == expected[4]);
+      CHECK(unicode::is_white_space(cases[i][0]) == (expected[5] == "1"));
+      // Unicode 16 made the combining Latin letters U+0363..036F and U+1DD3..1DE6 Other_Alphabetic; Node's ICU
+      // is newer than the tables (unicode::kUnicodeVersion), so those are left out.
+      const char32_t c = cases[i][0];
+      if (!((c >= 0x363 && c <= 0x36F) || (c >= 0x1DD3 && c <= 0x1DE6)))
+        CHECK(unicode::is_alphanumeric(c) == (expected[6] == "1" || unicode::is_number(c)));
+      ++lower_checked;
+    }
+  }
+  CHECK(i == cases.size());
+  CHECK(lower_checked > 100000);
+}
+
+TEST_CASE("unicode: general categories match Python's unicodedata where its version assigns the code point",
+          "[unicode]") {
+  const std::string scratch = test::scratch_dir("unicode_python");
+  if (!run_script("python3", "tests/unicode/python_categories.py", {scratch + "/categories.txt"}, scratch)) return;
+  std::ifstream in(scratch + "/categories.txt");
+  std::string version, line;
+  std::getline(in, version);
+  INFO("Python's Unicode " << version << ", the tables' " << unicode::kUnicodeVersion);
+  size_t checked = 0;
+  while (std::getline(in, line)) {
+    unsigned cp = 0;
+    char name[4] = {};
+    REQUIRE(std::sscanf(line.c_str(), "%X %2s", &cp, name) == 2);
+    INFO("U+" << line);
+    CHECK(std::string(kCategoryNames[size_t(unicode::category(char32_t(cp)))]) == name);
+    ++checked;
+  }
+  CHECK(checked > 250000);
+  CHECK(unicode::category(0x110000) == Category::Cn);
+  CHECK(unicode::category(0xFFFFFFFF) == Category::Cn);
+}
+
+TEST_CASE("unicode: grapheme cluster starts match GraphemeBreakTest.txt", "[unicode]") {
+  const std::string path = "/usr/share/unicode/auxiliary/GraphemeBreakTest.txt";
+  std::ifstream in(path);
+  if (!in) {
+    WARN("skipped: no " << path << " (apt-get install unicode-data)");
+    test::note_skipped();
+    return;
+  }
+  std::string line;
+  size_t checked = 0;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    // "÷ 0020 × 0308 ÷": ÷ a boundary before the next character, × none.
+    std::istringstream words(line);
+    std::string word, text;
+    std::vector<size_t> expected;
+    bool boundary = false;
+    while (words >> word) {
+      if (word == "\xC3\xB7") {
+        boundary = true;
+      } else if (word == "\xC3\x97") {
+        boundary = false;
+      } else {
+        if (boundary) expected.push_back(text.size());
+        unicode::append_utf8(char32_t(std::stoul(word, nullptr, 16)), &text);
+      }
+    }
+    INFO(line);
+    CHECK(unicode::grapheme_starts(text) == expected);
+    ++checked;
+  }
+  CHECK(checked >= 600);  // 602 lines in Unicode 15.0's file
+  CHECK(unicode::grapheme_starts("").empty());
+}
+
+TEST_CASE("unicode: UTF-8 decoding reads each malformed byte as U+FFFD and holds back only a cut-short tail",
+          "[unicode]") {
+  struct Case {
+    std::string bytes;
+    char32_t c;
+    size_t length;
+  };
+  const std::vector<Case> cases = {
+      {"a", 'a', 1},           {"\xC3\xA9", 0xE9, 2},     {"\xE2\x82\xAC", 0x20AC, 3}, {"\xF0\x9F\x98\x80", 0x1F600, 4},
+      {"\xC0\x80", 0xFFFD, 1}, {"\xE0\x80\x80", 0xFFFD, 1}, {"\xED\xA0\x80", 0xFFFD, 1}, {"\xF4\x90\x80\x80", 0xFFFD, 1},
+      {"\x80", 0xFFFD, 1},     {"\xE2\x82", 0xFFFD, 1},     {"\xFF", 0xFFFD, 1},         {"\xEF\xBF\xBD", 0xFFFD, 3}};
+  for (const Case& k : cases) {
+    char32_t c = 0;
+    INFO(hex_string(k.bytes));
+    CHECK(unicode::decode_utf8(k.bytes, 0, &c) == k.length);
+    CHECK(c == k.c);
+  }
+  char32_t c;
+  CHECK(unicode::decode_utf8("ab", 2, &c) == 0);
+  CHECK(unicode::complete_utf8_prefix("ab\xE2\x82") == 2);
+  CHECK(unicode::complete_utf8_prefix("ab\xF0") == 2);
+  CHECK(unicode::complete_utf8_prefix("ab\xF0\x9F\x98") == 2);
+  CHECK(unicode::complete_utf8_prefix("ab\xF0\x9F\x98\x80") == 6);
+  CHECK(unicode::complete_utf8_prefix("ab\x80") == 3);      // a stray continuation byte is whole (U+FFFD)
+  CHECK(unicode::complete_utf8_prefix("ab\xE0\x80") == 4);  // can never become valid
+  CHECK(unicode::complete_utf8_prefix("") == 0);
+  std::string s;
+  unicode::append_utf8(0xD800, &s);
+  unicode::append_utf8(0x110000, &s);
+  CHECK(s == "\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+}  // namespace
