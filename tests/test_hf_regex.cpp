@@ -4,7 +4,9 @@
 // subset and past the limits refused with a message naming it; and find-all throughput on the GPT-2 pattern.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -82,7 +84,8 @@ TEST_CASE("hf_regex: leftmost-first priority, quantifiers, classes, anchors and 
     long begin;  // -1: no match
     long end;
   };
-  // Expected spans as Oniguruma (Ruby syntax) reports them.
+  // Expected spans as Oniguruma reports them (each checked with the tokenizers library: the first piece of a Split
+  // with behavior Isolated that behavior Removed drops).
   const Case cases[] = {
       {"a|ab", "ab", 0, 1},          {"ab|a", "ab", 0, 2},         {"a*?b", "aab", 0, 3},
       {"a+?", "aaa", 0, 1},          {"a{2,3}", "aaaa", 0, 3},     {"a{2,3}?", "aaaa", 0, 2},
@@ -95,7 +98,7 @@ TEST_CASE("hf_regex: leftmost-first priority, quantifiers, classes, anchors and 
       {"a\\z", "a\na", 2, 3},        {"a(?=b)", "acab", 2, 3},      {"a(?!b)", "aba", 2, 3},
       {"\\s+(?!\\S)", "a   b", 1, 3}, {"\\s+(?!\\S)", "a   ", 1, 4},  {".+", "ab\ncd", 0, 2},
       {"(?m:.+)", "ab\ncd", 0, 5},    {"\\x{e9}|\\u00E8", "\xC3\xA8", 0, 2}, {"[\\x41-\\x43]+", "xABCD", 1, 4},
-      {"(a|b)*c", "ababc", 0, 5},    {"(?:)", "x", 0, 0},          {"(a*)*b", "aab", 0, 3},
+      {"(a|b)*c", "ababc", 0, 5},    {"(?:)x", "ax", 1, 2},          {"(a*)*b", "aab", 0, 3},
       {"\\.\\*", "a.*", 1, 3},        {"[]a]+", "]a]", 0, 3},        {"[a-]+", "-a-", 0, 3},
   };
   for (const Case& c : cases) {
@@ -175,11 +178,12 @@ std::string mixed_text(size_t bytes) {
 TEST_CASE("hf_regex: find-all throughput of the GPT-2 pattern", "[hf_regex]") {
   auto re = compiled("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+");
   const std::string text = mixed_text(4 << 20);
-  const auto start = std::chrono::steady_clock::now();
+  // Processor time, not wall time: the machine may be shared.
+  const std::clock_t start = std::clock();
   size_t pieces = isolated_pieces(*re, text).size();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::max(1e-6, double(std::clock() - start) / CLOCKS_PER_SEC);
   const double mb_per_s = double(text.size()) / 1e6 / seconds;
-  WARN("GPT-2 pattern find-all: " << mb_per_s << " MB/s, " << pieces << " pieces");
+  WARN("GPT-2 pattern find-all: " << mb_per_s << " MB/s of processor time, " << pieces << " pieces");
   // A floor far under the measured speed (tens of MB/s in a release build), there to catch a quadratic slip,
   // not to time the machine.
   CHECK(mb_per_s > 2.0);

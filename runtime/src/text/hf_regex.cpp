@@ -71,51 +71,48 @@ bool in_class(const RegexClass& k, const CharAt& ch) {
 class Vm {
  public:
   Vm(const RegexProgram& program, std::string_view text, Scratch* scratch)
-      : code_(program.code), classes_(program.classes), text_(text), s_(*scratch) {}
+      : code_(program.code),
+        classes_(program.classes),
+        closure_begin_(program.closure_begin),
+        closure_(program.closure),
+        start_begin_(program.start_begin),
+        start_(program.start),
+        text_(text),
+        s_(*scratch) {}
 
   bool find(size_t from, size_t* begin, size_t* end) {
     s_.prepare(code_.size());
     bool matched = false;
     size_t pos = from;
+    CharAt ch = char_at(text_, pos);
     s_.new_list();
     for (;;) {
-      if (!matched) add_thread(&s_.current, 0, pos, pos);  // a match starting here, of the lowest priority
+      if (!matched) add(&s_.current, 0, pos, pos, ch);  // a match starting here, of the lowest priority
       if (s_.current.empty()) {
-        if (matched || pos >= text_.size()) break;  // nothing can start once a match has
-        pos += char_at(text_, pos).length;          // nothing in flight: try the next start
+        if (matched || ch.length == 0) break;  // nothing can start once a match has
+        pos += ch.length;                      // nothing in flight: try the next start
+        ch = char_at(text_, pos);
         s_.new_list();
         continue;
       }
-      const CharAt ch = char_at(text_, pos);
+      // Every thread in the list accepts ch (add() checked): step them all.
+      const size_t next_pos = pos + ch.length;
+      const CharAt next = ch.length != 0 ? char_at(text_, next_pos) : CharAt();
       s_.new_list();
       for (const Thread& t : s_.current) {
-        const RegexInst& inst = code_[t.pc];
-        bool step = false;
-        switch (inst.op) {
-          case RegexOp::Match:
-            matched = true;
-            *begin = t.start;
-            *end = pos;
-            break;
-          case RegexOp::Char:
-            step = ch.length != 0 && ch.c == inst.x;
-            break;
-          case RegexOp::Class:
-            step = in_class(classes_[inst.x], ch);
-            break;
-          case RegexOp::Any:
-            step = ch.length != 0 && (inst.x != 0 || ch.c != '\n');
-            break;
-          default:
-            break;  // add_thread keeps only the instructions above
+        if (code_[t.pc].op == RegexOp::Match) {
+          matched = true;
+          *begin = t.start;
+          *end = pos;
+          break;  // the threads after it have lower priority
         }
-        if (inst.op == RegexOp::Match) break;  // the threads after it have lower priority
-        if (step) add_thread(&s_.next, t.pc + 1, t.start, pos + ch.length);
+        add(&s_.next, t.pc + 1, t.start, next_pos, next);
       }
       std::swap(s_.current, s_.next);
       s_.next.clear();
       if (ch.length == 0) break;
-      pos += ch.length;
+      pos = next_pos;
+      ch = next;
     }
     return matched;
   }
@@ -135,8 +132,43 @@ class Vm {
     return false;
   }
 
-  // Adds the thread at pc and everything it reaches without consuming a character, in priority order, to list.
-  void add_thread(std::vector<Thread>* list, uint32_t pc, size_t start, size_t pos) {
+  // Whether a thread at consuming instruction `inst` can step over ch (Match: kept, it waits for its turn).
+  bool accepts(const RegexInst& inst, const CharAt& ch) const {
+    switch (inst.op) {
+      case RegexOp::Char: return ch.length != 0 && ch.c == inst.x;
+      case RegexOp::Class: return in_class(classes_[inst.x], ch);
+      case RegexOp::Any: return ch.length != 0 && (inst.x != 0 || ch.c != '\n');
+      default: return true;
+    }
+  }
+
+  // Adds the threads that the thread at pc becomes without consuming a character, in priority order, to list:
+  // those whose instruction accepts ch, the character at pos, and any Match. From the precomputed closure of pc when
+  // the program has one.
+  void add(std::vector<Thread>* list, uint32_t pc, size_t start, size_t pos, const CharAt& ch) {
+    if (closure_begin_.empty()) return add_stepwise(list, pc, start, pos, ch);
+    const std::vector<uint32_t>* closure = &closure_;
+    uint32_t i = closure_begin_[pc], e = closure_begin_[pc + 1];
+    if (pc == 0 && ch.length != 0 && ch.c < 128) {
+      closure = &start_;
+      i = start_begin_[ch.c];
+      e = start_begin_[ch.c + 1];
+    }
+    for (; i < e; ++i) {
+      const uint32_t p = (*closure)[i];
+      if (s_.seen[p] == s_.generation) continue;
+      s_.seen[p] = s_.generation;
+      const RegexInst& inst = code_[p];
+      if (inst.op == RegexOp::Assert) {
+        if (assertion(RegexAssert(inst.x), inst.y, pos)) add_stepwise(list, p + 1, start, pos, ch);
+      } else if (accepts(inst, ch)) {
+        list->push_back({p, start});
+      }
+    }
+  }
+
+  // add() following Split and Jmp one by one, with an explicit stack.
+  void add_stepwise(std::vector<Thread>* list, uint32_t pc, size_t start, size_t pos, const CharAt& ch) {
     s_.stack.clear();
     s_.stack.push_back(pc);
     while (!s_.stack.empty()) {
@@ -157,7 +189,7 @@ class Vm {
           if (assertion(RegexAssert(inst.x), inst.y, pos)) s_.stack.push_back(p + 1);
           break;
         default:
-          list->push_back({p, start});
+          if (accepts(inst, ch)) list->push_back({p, start});
           break;
       }
     }
@@ -165,6 +197,10 @@ class Vm {
 
   const std::vector<RegexInst>& code_;
   const std::vector<RegexClass>& classes_;
+  const std::vector<uint32_t>& closure_begin_;
+  const std::vector<uint32_t>& closure_;
+  const std::vector<uint32_t>& start_begin_;
+  const std::vector<uint32_t>& start_;
   std::string_view text_;
   Scratch& s_;
 };

@@ -660,6 +660,50 @@ class Emitter {
   std::vector<RegexInst>* code_;
 };
 
+// Fills program->closure_begin and closure, or leaves them empty past kMaxClosureEntries (or as much work).
+void compute_closures(RegexProgram* program) {
+  const std::vector<RegexInst>& code = program->code;
+  std::vector<uint32_t> begin, closure, seen(code.size(), 0), stack;
+  begin.reserve(code.size() + 1);
+  size_t work = 0;
+  for (uint32_t pc = 0; pc < code.size(); ++pc) {
+    begin.push_back(uint32_t(closure.size()));
+    stack.assign(1, pc);
+    while (!stack.empty()) {
+      uint32_t p = stack.back();
+      stack.pop_back();
+      if (seen[p] == pc + 1) continue;
+      seen[p] = pc + 1;
+      if (++work > RegexProgram::kMaxClosureEntries) return;
+      const RegexInst& inst = code[p];
+      if (inst.op == RegexOp::Jmp) {
+        stack.push_back(inst.x);
+      } else if (inst.op == RegexOp::Split) {
+        stack.push_back(inst.y);
+        stack.push_back(inst.x);
+      } else {
+        closure.push_back(p);
+      }
+    }
+  }
+  begin.push_back(uint32_t(closure.size()));
+  // Where a match starts on an ASCII character, most alternatives of a pattern fail at once: filter them here.
+  for (uint32_t c = 0; c < 128; ++c) {
+    program->start_begin.push_back(uint32_t(program->start.size()));
+    for (uint32_t i = begin[0]; i < begin[1]; ++i) {
+      const RegexInst& inst = code[closure[i]];
+      bool keep = inst.op == RegexOp::Char    ? inst.x == c
+                  : inst.op == RegexOp::Class ? program->classes[inst.x].contains(c, unicode::Category::Cn, false)
+                  : inst.op == RegexOp::Any   ? inst.x != 0 || c != '\n'
+                                              : true;
+      if (keep) program->start.push_back(closure[i]);
+    }
+  }
+  program->start_begin.push_back(uint32_t(program->start.size()));
+  program->closure_begin = std::move(begin);
+  program->closure = std::move(closure);
+}
+
 }  // namespace
 
 bool RegexClass::contains_slow(char32_t c, unicode::Category k, bool ws) const {
@@ -702,6 +746,7 @@ Status compile_regex(std::string_view pattern, RegexProgram* program) {
   program->code.reserve(size_t(size));
   Emitter(&program->code).emit(*root);
   program->code.push_back({RegexOp::Match, 0, 0});
+  compute_closures(program);
   return Status::Ok();
 }
 

@@ -71,6 +71,16 @@ struct RegexInst {
 struct RegexProgram {
   std::vector<RegexInst> code;  // starts at 0
   std::vector<RegexClass> classes;
+  // Epsilon closures: closure[closure_begin[pc] .. closure_begin[pc + 1]) lists, in priority order, the Char, Class,
+  // Any, Match and Assert instructions that pc reaches through Split and Jmp. Both empty when the table would pass
+  // kMaxClosureEntries (a pattern of many nested optional parts): the VM then follows Split and Jmp one by one.
+  static constexpr size_t kMaxClosureEntries = size_t(1) << 20;
+  std::vector<uint32_t> closure_begin;
+  std::vector<uint32_t> closure;
+  // The closure of pc 0 less the instructions that do not accept ASCII character c: start[start_begin[c] ..
+  // start_begin[c + 1]) (Assert and Match kept). Empty without closures.
+  std::vector<uint32_t> start_begin;
+  std::vector<uint32_t> start;
 };
 
 // Parses and compiles `pattern` (the limits of HfRegex checked).
