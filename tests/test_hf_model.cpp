@@ -2,8 +2,8 @@
 // library: tests/fixtures/hf_model_cases.json holds small BPE and Unigram models drawn from a fixed seed, the ids
 // tokenizers 0.23.2 gives their texts (each text one word), and decoder chains' texts for id lists, written by
 // tools/reference/hf_model_cases.js (its header has the command). Tables are built here as the converter writes
-// them; a hostile table is refused with a message naming its field. Last, a whole tokenizer.json (Llama-like: Metaspace,
-// byte fallback, a BOS template) in a model file through the C API and tern-run.
+// them; a hostile table is refused with a message naming its field. Last, a whole tokenizer.json (Llama-like:
+// Metaspace, byte fallback, a BOS template) in a model file through the C API and tern-run.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -23,8 +23,8 @@
 #include "text/hf_bpe.h"
 #include "text/hf_decoders.h"
 #include "text/hf_unigram.h"
-#include "text/hf_vocab.h"
 #include "text/hf_utf8.h"
+#include "text/hf_vocab.h"
 
 using namespace tern;
 using nlohmann::json;
@@ -51,8 +51,9 @@ uint8_t decoder_kind(const std::string& name) {
 }
 
 fb::HfPrependScheme scheme(const std::string& name) {
-  return name == "FIRST" ? fb::HfPrependScheme::FIRST : name == "NEVER" ? fb::HfPrependScheme::NEVER
-                                                                          : fb::HfPrependScheme::ALWAYS;
+  return name == "FIRST"   ? fb::HfPrependScheme::FIRST
+         : name == "NEVER" ? fb::HfPrependScheme::NEVER
+                           : fb::HfPrependScheme::ALWAYS;
 }
 
 // The fb::HfTokenizer of a case, as tern-convert writes it; edit changes the json first (hostile tables).
@@ -70,9 +71,10 @@ std::vector<uint8_t> table_of(const json& c) {
   for (const json& s : c.value("steps", json::array())) {
     auto pattern = b.CreateString(s.value("pattern", std::string()));
     auto content = b.CreateString(s.value("content", std::string()));
-    steps.push_back(fb::CreateHfStep(b, decoder_kind(s["kind"]), pattern, s.value("regex", false), content, fb::HfSplitBehavior::REMOVED,
-                                     false, false, false, scheme(s.value("prepend_scheme", std::string("ALWAYS"))),
-                                     false, false, false, false, s.value("start", 0), s.value("stop", 0)));
+    steps.push_back(fb::CreateHfStep(b, decoder_kind(s["kind"]), pattern, s.value("regex", false), content,
+                                     fb::HfSplitBehavior::REMOVED, false, false, false,
+                                     scheme(s.value("prepend_scheme", std::string("ALWAYS"))), false, false, false,
+                                     false, s.value("start", 0), s.value("stop", 0)));
   }
   auto steps_offset = b.CreateVector(steps);
   std::vector<flatbuffers::Offset<fb::HfAddedToken>> added;
@@ -98,7 +100,9 @@ std::vector<uint8_t> table_of(const json& c) {
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 
-const fb::HfTokenizer& view(const std::vector<uint8_t>& bytes) { return *flatbuffers::GetRoot<fb::HfTokenizer>(bytes.data()); }
+const fb::HfTokenizer& view(const std::vector<uint8_t>& bytes) {
+  return *flatbuffers::GetRoot<fb::HfTokenizer>(bytes.data());
+}
 
 std::string show(const std::vector<int32_t>& ids) {
   std::string s;
@@ -207,11 +211,11 @@ TEST_CASE("hf piece_text gives raw bytes for byte tokens and nothing for special
     REQUIRE(vocab.ok());
     const HfDecoders decoders = created<HfDecoders>(view(bytes), &vocab.value());
     if (c["name"] == "llama") {
-      CHECK(decoders.piece_text(4) == "\xC3");   // <0xC3>: half of é
+      CHECK(decoders.piece_text(4) == "\xC3");    // <0xC3>: half of é
       CHECK(decoders.piece_text(7) == " hello");  // ▁hello, not at the start
       CHECK(decoders.piece_text(1).empty());      // <s>, special
     } else {
-      CHECK(decoders.piece_text(2) == "\xC3");   // Ã: byte 0xC3
+      CHECK(decoders.piece_text(2) == "\xC3");    // Ã: byte 0xC3
       CHECK(decoders.piece_text(0) == " hello");  // Ġhello
     }
   }

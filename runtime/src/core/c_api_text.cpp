@@ -58,7 +58,8 @@ tern_status tokenize(const char* fn, const tern_model* model, const char* text, 
     }
     const uint32_t known = TERN_TOKENIZE_ADD_SPECIAL | TERN_TOKENIZE_SPECIALS_AS_TEXT;
     if ((flags & ~known) != 0) {
-      return fail(tern::InvalidArgument(name + ": flags " + std::to_string(flags) + " hold bits this library does not know"));
+      return fail(tern::InvalidArgument(name + ": flags " + std::to_string(flags) +
+                                        " hold bits this library does not know"));
     }
     auto t = tokenizer_of(model, fn);
     if (!t.ok()) return fail(t.status());

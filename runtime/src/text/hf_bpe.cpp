@@ -43,11 +43,14 @@ Result<HfBpe> HfBpe::create(const fb::HfTokenizer& table, const HfVocab* vocab) 
     return InvalidModel("vocabulary: hf_tokenizer.unk_id " + std::to_string(bpe.unk_id_) +
                         " is not a model token (nor -1)");
   }
-  const auto view = [](const flatbuffers::String* s) { return s ? std::string_view(s->data(), s->size()) : std::string_view(); };
+  const auto view = [](const flatbuffers::String* s) {
+    return s ? std::string_view(s->data(), s->size()) : std::string_view();
+  };
   bpe.prefix_ = view(table.continuing_subword_prefix());
   bpe.suffix_ = view(table.end_of_word_suffix());
   if (bpe.prefix_.size() > 256 || bpe.suffix_.size() > 256) {
-    return InvalidModel("vocabulary: hf_tokenizer.continuing_subword_prefix or end_of_word_suffix is longer than 256 bytes");
+    return InvalidModel(
+        "vocabulary: hf_tokenizer.continuing_subword_prefix or end_of_word_suffix is longer than 256 bytes");
   }
   bpe.byte_fallback_ = table.byte_fallback();
   bpe.ignore_merges_ = table.ignore_merges();
@@ -122,7 +125,8 @@ void HfBpe::merge_all(Scratch* scratch) const {
   auto& queue = scratch->queue;
   queue.clear();
   for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-    if (const Merge* m = find_merge(symbols[i].id, symbols[i + 1].id)) queue.push_back({m->rank, uint32_t(i), m->merged});
+    if (const Merge* m = find_merge(symbols[i].id, symbols[i + 1].id))
+      queue.push_back({m->rank, uint32_t(i), m->merged});
   }
   std::make_heap(queue.begin(), queue.end(), merges_later);
   const auto push = [&](const Merge* m, int32_t position) {

@@ -12,13 +12,15 @@ struct HfDecoders::Step {
   char32_t character = 0;  // METASPACE, STRIP: content's one character
   fb::HfPrependScheme prepend_scheme = fb::HfPrependScheme::ALWAYS;
   int32_t start = 0, stop = 0;
-  std::string literal;              // REPLACE with a literal pattern
-  std::unique_ptr<HfRegex> regex;   // REPLACE with a regular expression
+  std::string literal;             // REPLACE with a literal pattern
+  std::unique_ptr<HfRegex> regex;  // REPLACE with a regular expression
 };
 
 namespace {
 
-std::string_view view(const flatbuffers::String* s) { return s ? std::string_view(s->data(), s->size()) : std::string_view(); }
+std::string_view view(const flatbuffers::String* s) {
+  return s ? std::string_view(s->data(), s->size()) : std::string_view();
+}
 
 // The characters of s (bad bytes read as U+FFFD, one byte each) with their byte offsets.
 void characters(std::string_view s, std::vector<char32_t>* chars, std::vector<size_t>* offsets) {
@@ -106,15 +108,17 @@ Result<HfDecoders> HfDecoders::create(const fb::HfTokenizer& table, const HfVoca
       switch (step.kind) {
         case fb::HfDecoder::BYTE_LEVEL:
         case fb::HfDecoder::BYTE_FALLBACK:
-        case fb::HfDecoder::FUSE:
-          break;
+        case fb::HfDecoder::FUSE: break;
         case fb::HfDecoder::METASPACE:
-          if (!one_character(step.content, &step.character)) return InvalidModel(where + ": Metaspace content is not one character");
-          if (s->prepend_scheme() > fb::HfPrependScheme::MAX) return InvalidModel(where + ": prepend_scheme is not ALWAYS, FIRST or NEVER");
+          if (!one_character(step.content, &step.character))
+            return InvalidModel(where + ": Metaspace content is not one character");
+          if (s->prepend_scheme() > fb::HfPrependScheme::MAX)
+            return InvalidModel(where + ": prepend_scheme is not ALWAYS, FIRST or NEVER");
           step.prepend_scheme = s->prepend_scheme();
           break;
         case fb::HfDecoder::STRIP:
-          if (!one_character(step.content, &step.character)) return InvalidModel(where + ": Strip content is not one character");
+          if (!one_character(step.content, &step.character))
+            return InvalidModel(where + ": Strip content is not one character");
           if (s->start() < 0 || s->stop() < 0) return InvalidModel(where + ": Strip start or stop is negative");
           step.start = s->start();
           step.stop = s->stop();
@@ -163,7 +167,10 @@ void HfDecoders::run(std::vector<std::string>* tokens, bool streamed) const {
             size_t length;
             char32_t c;
             const int b = hf_utf8_sequence(t, pos, &length, &c) ? hf_byte_level_byte(c) : -1;
-            if (b < 0) all = false; else bytes.push_back(char(b));
+            if (b < 0)
+              all = false;
+            else
+              bytes.push_back(char(b));
             pos += length;
           }
           if (!all) {
@@ -172,7 +179,10 @@ void HfDecoders::run(std::vector<std::string>* tokens, bool streamed) const {
           }
         }
         in.assign(1, std::string());
-        if (streamed) in[0] = std::move(bytes); else hf_append_utf8_lossy(bytes, &in[0]);
+        if (streamed)
+          in[0] = std::move(bytes);
+        else
+          hf_append_utf8_lossy(bytes, &in[0]);
         fused = true;
         break;
       }
@@ -231,12 +241,15 @@ void HfDecoders::run(std::vector<std::string>* tokens, bool streamed) const {
         for (std::string& t : in) {
           characters(t, &chars, &offsets);
           size_t start_cut = 0;
-          for (size_t k = 0; k < chars.size() && k < size_t(step.start) && chars[k] == step.character; ++k) start_cut = k + 1;
+          for (size_t k = 0; k < chars.size() && k < size_t(step.start) && chars[k] == step.character; ++k)
+            start_cut = k + 1;
           size_t stop_cut = chars.size();
-          for (size_t k = 0; k < size_t(step.stop) && k < chars.size() && chars[chars.size() - 1 - k] == step.character; ++k) {
+          for (size_t k = 0; k < size_t(step.stop) && k < chars.size() && chars[chars.size() - 1 - k] == step.character;
+               ++k) {
             stop_cut = chars.size() - 1 - k;
           }
-          t = stop_cut > start_cut ? t.substr(offsets[start_cut], offsets[stop_cut] - offsets[start_cut]) : std::string();
+          t = stop_cut > start_cut ? t.substr(offsets[start_cut], offsets[stop_cut] - offsets[start_cut])
+                                   : std::string();
         }
         break;
       case fb::HfDecoder::REPLACE:
@@ -274,8 +287,7 @@ void HfDecoders::run(std::vector<std::string>* tokens, bool streamed) const {
           t = std::move(out);
         }
         break;
-      default:
-        break;
+      default: break;
     }
   }
 }

@@ -56,7 +56,7 @@ class HfDecoders {
   const HfVocab* vocab_ = nullptr;
   std::vector<Step> steps_;
   std::unordered_map<int32_t, std::string_view> added_;  // added token id -> content
-  std::unordered_set<std::string_view> special_texts_;  // contents of special added tokens
+  std::unordered_set<std::string_view> special_texts_;   // contents of special added tokens
   std::unordered_set<int32_t> special_ids_;
 };
 

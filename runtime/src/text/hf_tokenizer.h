@@ -33,7 +33,9 @@ class HfTokenizer {
   // text is encoded as plain text (for untrusted input); the non-special added tokens are still split out.
   Status encode(std::string_view text, bool add_special_tokens, bool split_specials, std::vector<int32_t>* ids) const;
   // tokenizers' decode(ids, skip_special_tokens).
-  std::string decode(const int32_t* ids, size_t n, bool skip_special) const { return decoders_->decode(ids, n, skip_special); }
+  std::string decode(const int32_t* ids, size_t n, bool skip_special) const {
+    return decoders_->decode(ids, n, skip_special);
+  }
   std::string piece_text(int32_t id) const { return decoders_->piece_text(id); }
 
  private:

@@ -36,7 +36,8 @@ Result<HfUnigram> HfUnigram::create(const fb::HfTokenizer& table, const HfVocab*
   }
   model.trie_ = PieceTrie::build(keys, values);
   model.unk_id_ = table.unk_id();
-  if (model.unk_id_ != -1 && (model.unk_id_ < 0 || size_t(model.unk_id_) >= size || vocab->pieces[size_t(model.unk_id_)].empty())) {
+  if (model.unk_id_ != -1 &&
+      (model.unk_id_ < 0 || size_t(model.unk_id_) >= size || vocab->pieces[size_t(model.unk_id_)].empty())) {
     return InvalidModel("vocabulary: hf_tokenizer.unk_id " + std::to_string(model.unk_id_) +
                         " is not a model token (nor -1)");
   }

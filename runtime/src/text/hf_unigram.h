@@ -31,7 +31,7 @@ class HfUnigram {
       int64_t starts_at;  // -1: not reached yet
       int32_t id;
     };
-    std::vector<Node> best;                  // [word bytes + 1]
+    std::vector<Node> best;                             // [word bytes + 1]
     std::vector<std::pair<uint32_t, uint32_t>> pieces;  // [begin, end) of each piece, last first
   };
 

@@ -9,8 +9,8 @@ Result<HfVocab> HfVocab::from_table(const fb::HfTokenizer& table, int64_t vocab_
   const auto* pieces = table.pieces();
   const int64_t count = pieces ? int64_t(pieces->size()) : 0;
   if (count != vocab_size) {
-    return InvalidModel("vocabulary: hf_tokenizer.pieces has " + std::to_string(count) + " entries for a vocabulary of " +
-                        std::to_string(vocab_size));
+    return InvalidModel("vocabulary: hf_tokenizer.pieces has " + std::to_string(count) +
+                        " entries for a vocabulary of " + std::to_string(vocab_size));
   }
   HfVocab vocab;
   vocab.pieces.reserve(size_t(count));

@@ -13,8 +13,8 @@
 namespace tern {
 
 struct HfVocab {
-  std::vector<std::string_view> pieces;                  // [vocab_size]; "" where the model has no token
-  std::unordered_map<std::string_view, int32_t> ids;     // every non-empty piece -> its id
+  std::vector<std::string_view> pieces;               // [vocab_size]; "" where the model has no token
+  std::unordered_map<std::string_view, int32_t> ids;  // every non-empty piece -> its id
 
   // Checks pieces (exactly vocab_size of them, no non-empty piece twice) and builds the map. Errors name the field
   // and the id: "hf_tokenizer.pieces: 17 and 40 are both \"ab\"".
