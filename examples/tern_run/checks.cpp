@@ -111,13 +111,12 @@ bool text_inputs(Options& opt, const ModelHandle& model, std::string* error) {
                str(vocab) + "): use --ids, or convert it with tern-convert --tokenizer FILE";
       return false;
     }
-    if (auto err = tokenize(model, opt.prompt, &opt.prompt_ids)) {
+    // The tokenizer's own start ids (Llama's BOS, a tokenizer.json post-processor's prefix) come first, as the
+    // model was trained.
+    const uint32_t flags = TERN_TOKENIZE_ADD_SPECIAL | (opt.prompt_specials_as_text ? TERN_TOKENIZE_SPECIALS_AS_TEXT : 0u);
+    if (auto err = tokenize(model, opt.prompt, &opt.prompt_ids, flags)) {
       *error = "--prompt: " + err.message;
       return false;
-    }
-    // A tokenizer that starts every text with BOS (Llama's) is given it, as the model was trained.
-    if (tern_model_adds_bos(model.get())) {
-      opt.prompt_ids.insert(opt.prompt_ids.begin(), tern_model_special_token(model.get(), TERN_TOKEN_BOS));
     }
     if (opt.prompt_ids.empty()) {  // an empty prompt (or one the normalizer empties) starts from a BOS, an EOS or "\n"
       const int32_t start = tern_model_special_token(model.get(), TERN_TOKEN_BOS) >= 0

@@ -106,6 +106,7 @@ int generate(Run& run) {
   bool full = false, ended = false;
   std::string text;
   std::vector<int32_t> out_ids;
+  Utf8Stream utf8;
   for (; generated < opt.tokens; ++generated) {
     int32_t next = -1;
     if (auto e = generator.next(sampler, &next)) {
@@ -123,10 +124,11 @@ int generate(Run& run) {
     if (auto e = token_to_text(run.model, next, &piece)) return fail(e.message);
     text += piece;
     if (!opt.json) {
-      print_text(piece);
+      print_text(utf8.push(piece));  // a byte token may carry half a character: held back until it is whole
       std::fflush(stdout);
     }
   }
+  if (!opt.json) print_text(utf8.flush());
   const double gen_s = gen_timer.seconds();
   if (full) {
     std::fprintf(stderr, "tern-run: the context is full after %lld generated tokens (--context stop)\n",

@@ -19,7 +19,12 @@ const char* kUsage = R"(usage: tern-run MODEL.tern [options]
 
 Runs a converted model on the CPU or on a Vulkan device. One or more of:
   --prompt TEXT         generate text after TEXT, through the tokenizer the model file carries (bytes, bytes
-                        shifted by an offset, SentencePiece); an empty TEXT starts from the model's BOS or EOS
+                        shifted by an offset, SentencePiece, tokenizer.json); an empty TEXT starts from the model's
+                        BOS or EOS. The tokenizer's own start ids come first (BOS where it adds one; a
+                        tokenizer.json's post-processor prefix)
+  --prompt-specials ids|text
+                        special tokens written in --prompt ("<|im_end|>", "<s>") become their ids (default), or
+                        are encoded as plain text (text: for untrusted prompts; tokenizer.json models)
   --score FILE          bits per byte of FILE (at most 256 MiB; byte-level models): streamed through the state (Transformer-XL's
                         memory, ...) with --segment, and by default for models without a context limit; otherwise
                         in windows of the model's context (or --max-tokens) that overlap by all but --stride bytes
@@ -175,7 +180,7 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
                  {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature", "--top-k",
                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--context", "--keep",
                   "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend", "--memory-budget",
-                  "--device"},
+                  "--device", "--prompt-specials"},
                  {"-h", "--help", "--version", "--perplexity", "--f16-weights", "--f16-activations", "--f16-kv", "--json",
                   "--ignore-eos"});
   auto usage_error = [&](const std::string& message) {
@@ -228,6 +233,14 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
   opt->plan = args.get("--plan");
   opt->json = args.has("--json");
   opt->ignore_eos = args.has("--ignore-eos");
+  if (args.has("--prompt-specials")) {
+    const std::string specials = args.get("--prompt-specials");
+    if (specials != "ids" && specials != "text") {
+      return usage_error("--prompt-specials takes ids or text, got '" + specials + "'");
+    }
+    if (!args.has("--prompt")) return usage_error("--prompt-specials needs --prompt");
+    opt->prompt_specials_as_text = specials == "text";
+  }
   opt->perplexity = args.has("--perplexity");
   opt->f16_weights = args.has("--f16-weights");
   opt->f16_activations = args.has("--f16-activations");

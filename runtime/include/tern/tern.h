@@ -452,11 +452,14 @@ TERN_API const char* tern_generator_last_error(const tern_generator* generator);
  *   "sentencepiece-unigram", "sentencepiece-bpe"
  *                            the ids libsentencepiece's Encode gives for the text (same normalization, byte
  *                            fallback and unknown pieces), and its DecodeIds for the way back;
+ *   "hf-bpe", "hf-unigram"   a Hugging Face tokenizer.json (BPE or Unigram model): the ids and text of the
+ *                            tokenizers library 0.23 (docs/tokenizers.md lists the components it may use);
  *   "words", "characters", "bytes-decimal"
  *                            a list of symbols from a tern_vocab.json (Transformer-XL's and adaptive-span's word and
  *                            character lists): id i is symbol i, a line end is the end-of-sequence id.
  * A model whose file carries no tokenizer (ids only) gets TERN_UNSUPPORTED saying so. No special token is added
- * by tern_tokenize: a model that wants a BOS first is given it by the caller (tern_model_special_token).
+ * by tern_tokenize: a model that wants a BOS first is given it by the caller (tern_model_special_token), or asks
+ * tern_tokenize_with for TERN_TOKENIZE_ADD_SPECIAL.
  * Any thread (the model is read-only). Messages: tern_last_error. */
 
 /* The tokenizer's name as above, "" when the file carries none (or model is NULL). Lives as long as the model. */
@@ -476,20 +479,38 @@ TERN_API int tern_model_adds_bos(const tern_model* model);
  * ids the text needs. Size query: ids NULL and capacity 0 set *n and return TERN_OK. capacity below *n:
  * TERN_INVALID_ARGUMENT after *n is set, nothing written. Byte vocabularies: a byte whose id is outside the
  * vocabulary (a byte vocabulary smaller than 256) is TERN_INVALID_ARGUMENT naming its offset. SentencePiece
- * accepts any bytes (invalid UTF-8 becomes U+FFFD as libsentencepiece does). len above 2^31 - 1:
- * TERN_INVALID_ARGUMENT. */
+ * accepts any bytes (invalid UTF-8 becomes U+FFFD as libsentencepiece does). tokenizer.json ("hf-bpe",
+ * "hf-unigram"): tokenizers' encode(text, add_special_tokens=False), the text of added tokens (special ones too)
+ * becoming their ids. len above 2^31 - 1: TERN_INVALID_ARGUMENT. */
 TERN_API tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
                           int64_t* n);
+/* tern_tokenize_with's flags (bits; 0 is tern_tokenize). */
+enum {
+  /* The ids a model's tokenizer puts around a text: tokenizer.json, its post-processor's (tokenizers'
+   * add_special_tokens=True: Llama's <s> first, Qwen's none); the other kinds, the BOS id when tern_model_adds_bos. */
+  TERN_TOKENIZE_ADD_SPECIAL = 1u << 0,
+  /* tokenizer.json: the text of special added tokens ("<|im_end|>", "<s>") is encoded as ordinary text, not as their
+   * ids, so that untrusted text cannot inject control tokens; non-special added tokens are still split out. The
+   * other kinds never read special tokens out of text: no change there. */
+  TERN_TOKENIZE_SPECIALS_AS_TEXT = 1u << 1
+};
+/* tern_tokenize with flags (TERN_TOKENIZE_*); unknown bits: TERN_INVALID_ARGUMENT. */
+TERN_API tern_status tern_tokenize_with(const tern_model* model, const char* text, size_t len, uint32_t flags,
+                                        int32_t* ids, int64_t capacity, int64_t* n);
 /* Writes the text token id adds after other tokens to buf [capacity] (not NUL-terminated) and sets *len to its
  * length in bytes: 1 for a byte, 0 for a special token; for SentencePiece the piece with U+2581 as a space (a
- * word-initial piece begins with one), a byte piece <0xNN> as that byte. Streaming the pieces of a sequence gives
- * tern_detokenize's text but for the leading space of the first word. Size query: buf NULL and capacity 0.
+ * word-initial piece begins with one), a byte piece <0xNN> as that byte; tokenizer.json: the token through the
+ * decoder chain as a token that follows others (a ByteLevel token's bytes, <0xNN> as that byte, the Metaspace
+ * character as a space), an added token's content, "" for a special one. A byte may be part of a UTF-8 character:
+ * a streaming caller holds an incomplete tail back (tern.hpp's Utf8Stream). Streaming the pieces of a sequence
+ * gives tern_detokenize's text but for the leading space of the first word. Size query: buf NULL and capacity 0.
  * capacity below *len: TERN_INVALID_ARGUMENT after *len is set. An id outside [0, vocab_size): TERN_INVALID_ARGUMENT. */
 TERN_API tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len);
 /* Writes the text of the sequence ids [n] to buf [capacity] and sets *len, as tern_token_to_text does for one id
  * (SentencePiece: libsentencepiece's DecodeIds, without the space its dummy prefix adds in front; byte pieces that
- * make no valid UTF-8 become U+FFFD). Size query: buf NULL and capacity 0. An id outside [0, vocab_size):
- * TERN_INVALID_ARGUMENT naming its index. */
+ * make no valid UTF-8 become U+FFFD; tokenizer.json: tokenizers' decode(ids, skip_special_tokens=False), special
+ * tokens' text included). Size query: buf NULL and capacity 0. An id outside [0, vocab_size): TERN_INVALID_ARGUMENT
+ * naming its index. */
 TERN_API tern_status tern_detokenize(const tern_model* model, const int32_t* ids, int64_t n, char* buf, size_t capacity,
                             size_t* len);
 

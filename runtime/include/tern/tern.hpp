@@ -189,16 +189,51 @@ class Generator {
   tern_generator* generator_ = nullptr;
 };
 
-// Text -> ids through the model's tokenizer (TERN_UNSUPPORTED for a model file that carries none).
-inline Error tokenize(const ModelHandle& model, const std::string& text, std::vector<int32_t>* ids) {
+// Text -> ids through the model's tokenizer (TERN_UNSUPPORTED for a model file that carries none); flags:
+// TERN_TOKENIZE_* (tern_tokenize_with).
+inline Error tokenize(const ModelHandle& model, const std::string& text, std::vector<int32_t>* ids, uint32_t flags = 0) {
   int64_t n = 0;
-  tern_status st = tern_tokenize(model.get(), text.data(), text.size(), nullptr, 0, &n);
+  tern_status st = tern_tokenize_with(model.get(), text.data(), text.size(), flags, nullptr, 0, &n);
   if (st == TERN_OK) {
     ids->resize(size_t(n));
-    st = tern_tokenize(model.get(), text.data(), text.size(), ids->empty() ? nullptr : ids->data(), n, &n);
+    st = tern_tokenize_with(model.get(), text.data(), text.size(), flags, ids->empty() ? nullptr : ids->data(), n, &n);
   }
   return Error{st, st == TERN_OK ? "" : tern_last_error()};
 }
+
+// Streamed token texts (token_to_text) -> text that never ends inside a UTF-8 character: a byte token may carry
+// half of one, so an incomplete tail is held back until the bytes that finish it arrive (or flush()).
+//   Utf8Stream s;  for each id: fputs(s.push(text).c_str(), out);  at the end: fputs(s.flush().c_str(), out);
+// A tail that can never be completed (an invalid lead, or a lead followed by a non-continuation byte) is released
+// as it is, so bad bytes pass through rather than stall the stream.
+class Utf8Stream {
+ public:
+  std::string push(const std::string& bytes) {
+    pending_ += bytes;
+    const size_t keep = incomplete_tail(pending_);
+    std::string ready = pending_.substr(0, pending_.size() - keep);
+    pending_.erase(0, pending_.size() - keep);
+    return ready;
+  }
+  std::string flush() {
+    std::string rest;
+    rest.swap(pending_);
+    return rest;
+  }
+
+ private:
+  // Bytes at the end of s that start a UTF-8 character and hold fewer than its length, all continuations; else 0.
+  static size_t incomplete_tail(const std::string& s) {
+    for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+      const unsigned char c = static_cast<unsigned char>(s[s.size() - back]);
+      if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back for its lead
+      const size_t length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? (c <= 0xEF ? 3 : 0) : c >= 0xC2 ? 2 : 0;
+      return length > back ? back : 0;
+    }
+    return 0;
+  }
+  std::string pending_;
+};
 
 // Token id -> the text it adds after other tokens ("" for a special token).
 inline Error token_to_text(const ModelHandle& model, int32_t id, std::string* text) {

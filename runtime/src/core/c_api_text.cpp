@@ -46,6 +46,40 @@ tern_status put_text(const char* fn, const std::string& text, char* buf, size_t 
   return TERN_OK;
 }
 
+// tern_tokenize and tern_tokenize_with (fn names the one called).
+tern_status tokenize(const char* fn, const tern_model* model, const char* text, size_t len, uint32_t flags,
+                     int32_t* ids, int64_t capacity, int64_t* n) {
+  return guarded("tokenizing", [&]() -> tern_status {
+    const std::string name(fn);
+    if (!n) return fail(tern::InvalidArgument(name + ": n is null"));
+    if (!text && len > 0) return fail(tern::InvalidArgument(name + ": text is null"));
+    if (capacity < 0 || (!ids && capacity > 0)) {
+      return fail(tern::InvalidArgument(name + ": ids is null or capacity negative"));
+    }
+    const uint32_t known = TERN_TOKENIZE_ADD_SPECIAL | TERN_TOKENIZE_SPECIALS_AS_TEXT;
+    if ((flags & ~known) != 0) {
+      return fail(tern::InvalidArgument(name + ": flags " + std::to_string(flags) +
+                                        " hold bits this library does not know"));
+    }
+    auto t = tokenizer_of(model, fn);
+    if (!t.ok()) return fail(t.status());
+    if (len > size_t(INT32_MAX)) return fail(tern::InvalidArgument(name + ": text longer than 2^31 - 1 bytes"));
+    std::vector<int32_t> out;
+    const tern::Status st = t.value()->encode(std::string_view(text ? text : "", len),
+                                              (flags & TERN_TOKENIZE_ADD_SPECIAL) != 0,
+                                              (flags & TERN_TOKENIZE_SPECIALS_AS_TEXT) != 0, &out);
+    if (!st.ok()) return fail(tern::InvalidArgument(name + ": " + st.message()));
+    *n = int64_t(out.size());
+    if (!ids && capacity == 0) return TERN_OK;  // size query
+    if (capacity < *n) {
+      return fail(tern::InvalidArgument(name + ": the text needs " + std::to_string(*n) + " ids; capacity is " +
+                                        std::to_string(capacity)));
+    }
+    if (!out.empty()) std::memcpy(ids, out.data(), out.size() * sizeof(int32_t));
+    return TERN_OK;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -80,27 +114,12 @@ int tern_model_adds_bos(const tern_model* model) {
 
 tern_status tern_tokenize(const tern_model* model, const char* text, size_t len, int32_t* ids, int64_t capacity,
                           int64_t* n) {
-  return guarded("tokenizing", [&]() -> tern_status {
-    if (!n) return fail(tern::InvalidArgument("tern_tokenize: n is null"));
-    if (!text && len > 0) return fail(tern::InvalidArgument("tern_tokenize: text is null"));
-    if (capacity < 0 || (!ids && capacity > 0)) {
-      return fail(tern::InvalidArgument("tern_tokenize: ids is null or capacity negative"));
-    }
-    auto t = tokenizer_of(model, "tern_tokenize");
-    if (!t.ok()) return fail(t.status());
-    if (len > size_t(INT32_MAX)) return fail(tern::InvalidArgument("tern_tokenize: text longer than 2^31 - 1 bytes"));
-    std::vector<int32_t> out;
-    const tern::Status st = t.value()->encode(std::string_view(text ? text : "", len), &out);
-    if (!st.ok()) return fail(tern::InvalidArgument("tern_tokenize: " + st.message()));
-    *n = int64_t(out.size());
-    if (!ids && capacity == 0) return TERN_OK;  // size query
-    if (capacity < *n) {
-      return fail(tern::InvalidArgument("tern_tokenize: the text needs " + std::to_string(*n) + " ids; capacity is " +
-                                        std::to_string(capacity)));
-    }
-    if (!out.empty()) std::memcpy(ids, out.data(), out.size() * sizeof(int32_t));
-    return TERN_OK;
-  });
+  return tokenize("tern_tokenize", model, text, len, 0, ids, capacity, n);
+}
+
+tern_status tern_tokenize_with(const tern_model* model, const char* text, size_t len, uint32_t flags, int32_t* ids,
+                               int64_t capacity, int64_t* n) {
+  return tokenize("tern_tokenize_with", model, text, len, flags, ids, capacity, n);
 }
 
 tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len) {

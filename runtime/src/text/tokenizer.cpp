@@ -105,12 +105,22 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocabulary(const fb::Vocabula
       t->name_ = t->symbols_->unit_name();
       return t;
     }
+    case fb::VocabKind::HF_TOKENIZER: {
+      if (vocab->hf_tokenizer() == nullptr) return InvalidModel("vocabulary: kind HF_TOKENIZER without its table");
+      TERN_ASSIGN_OR_RETURN(t->hf_, HfTokenizer::from_table(*vocab->hf_tokenizer(), vocab_size));
+      t->kind_ = Kind::kHf;
+      t->name_ = t->hf_->is_bpe() ? "hf-bpe" : "hf-unigram";
+      return t;
+    }
     default:
       return std::unique_ptr<Tokenizer>();  // EXTERNAL, or a kind newer than this library: ids only
   }
 }
 
-Status Tokenizer::encode(std::string_view text, std::vector<int32_t>* ids) const {
+Status Tokenizer::encode(std::string_view text, bool add_special, bool specials_as_text,
+                         std::vector<int32_t>* ids) const {
+  if (kind_ == Kind::kHf) return hf_->encode(text, add_special, !specials_as_text, ids);
+  if (add_special && adds_bos()) ids->push_back(bos_);
   if (kind_ == Kind::kSymbols) return symbols_->encode(text, ids);
   if (kind_ == Kind::kSentencePiece) {
     std::vector<int32_t> out;
@@ -132,6 +142,7 @@ Status Tokenizer::encode(std::string_view text, std::vector<int32_t>* ids) const
 }
 
 std::string Tokenizer::decode(const int32_t* ids, size_t n) const {
+  if (kind_ == Kind::kHf) return hf_->decode(ids, n, false);
   if (kind_ == Kind::kSentencePiece) return sentencepiece_->decode(ids, n);
   if (kind_ == Kind::kSymbols) return symbols_->decode(ids, n);
   std::string text;
@@ -141,6 +152,7 @@ std::string Tokenizer::decode(const int32_t* ids, size_t n) const {
 }
 
 std::string Tokenizer::piece_text(int32_t id) const {
+  if (kind_ == Kind::kHf) return hf_->piece_text(id);
   if (kind_ == Kind::kSentencePiece) return sentencepiece_->piece_text(id);
   if (kind_ == Kind::kSymbols) return symbols_->piece_text(id);
   const int64_t b = int64_t(id) - byte_offset_;
