@@ -63,8 +63,8 @@ std::vector<uint8_t> table_of(const json& c) {
   auto pieces_offset = b.CreateVectorOfStrings(pieces);
   flatbuffers::Offset<flatbuffers::Vector<int32_t>> merges;
   if (c.contains("merges")) merges = b.CreateVector(c["merges"].get<std::vector<int32_t>>());
-  flatbuffers::Offset<flatbuffers::Vector<float>> scores;
-  if (c.contains("scores")) scores = b.CreateVector(c["scores"].get<std::vector<float>>());
+  flatbuffers::Offset<flatbuffers::Vector<double>> scores;
+  if (c.contains("scores")) scores = b.CreateVector(c["scores"].get<std::vector<double>>());
   auto prefix = b.CreateString(c.value("continuing_subword_prefix", std::string()));
   auto suffix = b.CreateString(c.value("end_of_word_suffix", std::string()));
   std::vector<flatbuffers::Offset<fb::HfStep>> steps;
@@ -280,8 +280,8 @@ TEST_CASE("hf model tables from a hostile file are refused, naming the field", "
     // A NaN score: json has no NaN, so the table is written directly.
     json n = unigram_case;
     std::vector<uint8_t> bytes = table_of(n);
-    auto* scores = const_cast<flatbuffers::Vector<float>*>(view(bytes).scores());
-    scores->Mutate(2, std::numeric_limits<float>::quiet_NaN());
+    auto* scores = const_cast<flatbuffers::Vector<double>*>(view(bytes).scores());
+    scores->Mutate(2, std::numeric_limits<double>::quiet_NaN());
     auto vocab = HfVocab::from_table(view(bytes), int64_t(n["pieces"].size()));
     REQUIRE(vocab.ok());
     auto model = HfUnigram::create(view(bytes), &vocab.value());

@@ -208,7 +208,7 @@ TEST_CASE("tokenizer.json: a Unigram file with Metaspace, named otherwise", "[co
   const fb::HfTokenizer* t = w.hf();
   REQUIRE(t != nullptr);
   CHECK(t->model() == fb::HfModelKind::UNIGRAM);
-  CHECK(values(t->scores()) == std::vector<float>{0.0f, -1.5f, -2.25f, 0.0f});
+  CHECK(values(t->scores()) == std::vector<double>{0.0, -1.5, -2.25, 0.0});
   CHECK(t->pieces()->Get(1)->str() == "\u2581a");
   CHECK(t->pieces()->Get(3)->str().empty());
   CHECK(t->unk_id() == 0);

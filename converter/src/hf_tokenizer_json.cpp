@@ -156,7 +156,7 @@ Status read_unigram(const Config& c, int64_t vocab_size, HfTokenizerJson* out, T
   if (!vocab->empty())
     TERN_RETURN_IF_ERROR(check_below(c, "model.vocab's token id", int64_t(vocab->size()) - 1, "", vocab_size));
   out->pieces.assign(size_t(vocab_size), std::string());
-  out->scores.assign(size_t(vocab_size), 0.0f);
+  out->scores.assign(size_t(vocab_size), 0.0);
   ids->reserve(vocab->size());
   for (size_t i = 0; i < vocab->size(); ++i) {
     const json& entry = (*vocab)[i];
@@ -171,7 +171,7 @@ Status read_unigram(const Config& c, int64_t vocab_size, HfTokenizerJson* out, T
     if (!fresh)
       return c.field_error(key, "repeats the piece '" + clip(piece) + "' of vocab[" + std::to_string(it->second) + "]");
     out->pieces[i] = piece;
-    out->scores[i] = float(entry[1].get<double>());
+    out->scores[i] = entry[1].get<double>();
   }
   out->model_vocab_entries = int64_t(vocab->size());
   TERN_ASSIGN_OR_RETURN(out->byte_fallback, c.boolean("byte_fallback", false));

@@ -46,7 +46,7 @@ struct HfTokenizerJson {
   fb::HfModelKind model = fb::HfModelKind::BPE;
   std::vector<std::string> pieces;  // [vocab_size]: the model vocabulary's token of each id, "" where none
   std::vector<int32_t> merges;      // BPE: [3 * merges] (left id, right id, merged id), in rank order
-  std::vector<float> scores;        // UNIGRAM: [vocab_size], 0 where pieces is ""
+  std::vector<double> scores;       // UNIGRAM: [vocab_size], 0 where pieces is ""
   int32_t unk_id = -1;
   bool byte_fallback = false, ignore_merges = false, fuse_unk = false;
   std::string continuing_subword_prefix, end_of_word_suffix;

@@ -81,21 +81,34 @@ async function main() {
   // whose token is the content of a special added token, a model token that duplicates one included.
   const specialContents = new Set(addedTokens.filter((t) => t.special).map((t) => t.content));
   const specialIds = [];
-  const size = tokenizer.getVocabSize(true);
+  // Ids need not be contiguous (an added token may sit far past the model's vocabulary): scan to the largest.
+  const size = Math.max(tokenizer.getVocabSize(true), ...addedTokens.map((t) => t.id + 1));
   for (let id = 0; id < size; id++) {
     if (specialContents.has(tokenizer.idToToken(id))) specialIds.push(id);
   }
   const conflict = specialsAsTextConflict(addedTokens);
+  // Each special token's text is swapped for one no input holds, in place: tokenizers numbers an added token that is
+  // not in the model's vocabulary after the largest added id so far, so keeping the list's order and length keeps
+  // every other added token's id, which is checked.
   let asText = null;
-  if (!conflict) {
-    asText = Tokenizer.fromString(JSON.stringify({ ...json, added_tokens: addedTokens.filter((t) => !t.special) }));
+  let unavailable = conflict;
+  if (!unavailable) {
+    const swapped = addedTokens.map((t) => (t.special ? { ...t, content: `\uE000\uE001unmatched special ${t.id}\uE001` } : t));
+    asText = Tokenizer.fromString(JSON.stringify({ ...json, added_tokens: swapped }));
+    for (const t of addedTokens.filter((a) => !a.special)) {
+      if (asText.tokenToId(t.content) !== t.id) {
+        unavailable = `added token ${JSON.stringify(t.content)} changes id (${t.id}) when the specials are swapped out`;
+        asText = null;
+        break;
+      }
+    }
   }
 
   const texts = fs.readFileSync(textPath, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
   const out = fs.openSync(outPath, 'w');
   fs.writeSync(out, JSON.stringify({
     tokenizer: tokenizerPath, lines: texts.length, special_ids: specialIds,
-    specials_as_text: conflict ? `unavailable: ${conflict}` : 'emulated',
+    specials_as_text: unavailable ? `unavailable: ${unavailable}` : 'emulated',
   }) + '\n');
   for (const text of texts) {
     const ids = (await tokenizer.encode(text, null, { addSpecialTokens: false })).getIds();

@@ -43,7 +43,7 @@ class HfUnigram {
 
  private:
   const HfVocab* vocab_ = nullptr;
-  std::vector<float> scores_;  // [vocab_size]
+  std::vector<double> scores_;  // [vocab_size]
   PieceTrie trie_;             // the model's tokens
   int32_t byte_ids_[256];
   int32_t unk_id_ = -1;
