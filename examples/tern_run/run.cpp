@@ -107,6 +107,7 @@ int run_all(Options& opt) {
   nlohmann::json report = {
       {"model", opt.model_path},
       {"description", info.description},
+      {"tokenizer", tern_model_tokenizer(model.get())},
       {"context", context},
       {"backend",
        {{"name", vulkan ? "vulkan" : "cpu"},
