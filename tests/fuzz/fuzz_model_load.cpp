@@ -1,6 +1,7 @@
 // Fuzz target: a .tern model file from an untrusted source. Loads it from memory; if it loads, creates a small
 // session and runs a few tokens through forward and append, so that everything the loader accepted is also
-// exercised by the planner and the kernels.
+// exercised by the planner and the kernels, and runs its tokenizer (if any) both ways on a text that meets every
+// stage of a tokenizer.json pipeline.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +40,22 @@ void run_session(const tern_model* model) {
   tern_session_free(s);
 }
 
+// Encodes a text with special-token text, several scripts, digits and whitespace runs in each mode, and decodes
+// what came out.
+void run_tokenizer(const tern_model* model) {
+  static const char kText[] = "<|begin|>The word  caf\xC3\xA9's 12345\t\r\n\xE6\x9D\xB1\xE4\xBA\xAC <s></s> "
+                              "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD <|end|> \xFF\xFE";
+  int32_t ids[256];
+  char text[1024];
+  for (unsigned flags : {0u, unsigned(TERN_TOKENIZE_ADD_SPECIAL), unsigned(TERN_TOKENIZE_SPECIALS_AS_TEXT)}) {
+    int64_t n = 0;
+    if (tern_tokenize_with(model, kText, sizeof kText - 1, flags, ids, 256, &n) != TERN_OK) continue;
+    size_t len = 0;
+    tern_detokenize(model, ids, n, text, sizeof text, &len);
+    for (int64_t i = 0; i < n; ++i) tern_token_to_text(model, ids[i], text, sizeof text, &len);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -52,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tern_model_info info;
     tern_model_get_info(model, &info);
     run_session(model);
+    run_tokenizer(model);
     tern_model_free(model);
   }
   std::free(buf);

@@ -168,6 +168,88 @@ def write(path, data):
         f.write(data)
 
 
+def byte_level_chars():
+    """GPT-2's printable stand-in for each byte (tokenizers' bytes_char)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+def tokenizer_seeds():
+    """Two small tokenizer.json files exercising most of the pipeline: a byte-level BPE (Llama 3's pre-tokenizer
+    pattern, NFC, added tokens with every flag, a template) and a Metaspace Unigram with byte fallback."""
+    chars = byte_level_chars()
+    vocab = {chars[b]: b for b in range(256)}
+    merges = []
+    for a, b in [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"), ("e", "r"), ("Ġ", "s"), ("o", "n")]:
+        vocab.setdefault(a, len(vocab))
+        vocab.setdefault(b, len(vocab))
+        vocab[a + b] = len(vocab)
+        merges.append(f"{a} {b}")
+    n = len(vocab)
+    added = [
+        {"id": n, "content": "<|begin|>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+         "special": True},
+        {"id": n + 1, "content": "<|end|>", "single_word": False, "lstrip": True, "rstrip": True, "normalized": False,
+         "special": True},
+        {"id": n + 2, "content": "word", "single_word": True, "lstrip": False, "rstrip": False, "normalized": True,
+         "special": False},
+    ]
+    pattern = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+               "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+    bpe = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<|begin|>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<|begin|>": {"id": "<|begin|>", "ids": [n], "tokens": ["<|begin|>"]}}},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                  "vocab": vocab, "merges": merges},
+    }
+    pieces = [["<unk>", 0.0]] + [[f"<0x{b:02X}>", 0.0] for b in range(256)]
+    rng = random.Random(5)
+    for word in ["▁the", "▁and", "▁of", "the", "▁in", "▁a", "e", "t", "a", "o", "n", "▁", "s", "h", "r", "d"]:
+        pieces.append([word, -rng.uniform(1.0, 12.0)])
+    unigram = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True}],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "NFKC"}, {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+        "post_processor": None,
+        "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+        "model": {"type": "Unigram", "unk_id": 0, "vocab": pieces, "byte_fallback": True},
+    }
+    return {"hf_bpe": bpe, "hf_unigram": unigram}
+
+
+def write_tokenizer_seeds(tern_convert):
+    """corpus/model_load/hf_*.tern: tiny Llama checkpoints (tools/reference/tokenizer_models.py) carrying them."""
+    make_model = os.path.join(HERE, "../../tools/reference/tokenizer_models.py")
+    for name, tokenizer in tokenizer_seeds().items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tokenizer.json")
+            with open(path, "w") as f:
+                json.dump(tokenizer, f, ensure_ascii=False)
+            subprocess.run([sys.executable, make_model, path, os.path.join(tmp, "ckpt")], check=True)
+            out = os.path.join(HERE, f"corpus/model_load/{name}.tern")
+            subprocess.run([tern_convert, os.path.join(tmp, "ckpt"), "-o", out, "--quiet"], check=True)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -192,6 +274,7 @@ def main():
                 json.dump(CONFIGS[name], f)
             out = os.path.join(HERE, f"corpus/model_load/{name}.tern")
             subprocess.run([tern_convert, tmp, "-o", out, "--quiet"], check=True)
+    write_tokenizer_seeds(tern_convert)
 
 
 if __name__ == "__main__":
