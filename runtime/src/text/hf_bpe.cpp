@@ -26,7 +26,10 @@ Result<HfBpe> HfBpe::create(const fb::HfTokenizer& table, const HfVocab* vocab) 
                           " ids, not a multiple of 3 (left, right, merged)");
     }
     const uint32_t count = merges->size() / 3;
-    bpe.merges_.reserve(count);
+    size_t slots = 2;
+    while (slots < 2 * size_t(count)) slots *= 2;
+    bpe.merge_slots_.assign(slots, MergeSlot{kNoPair, Merge{0, 0}});
+    bpe.merge_shift_ = 64 - __builtin_ctzll(slots);
     for (uint32_t rank = 0; rank < count; ++rank) {
       const int32_t left = merges->Get(3 * rank), right = merges->Get(3 * rank + 1), merged = merges->Get(3 * rank + 2);
       if (!is_token(left) || !is_token(right) || !is_token(merged)) {
@@ -35,8 +38,12 @@ Result<HfBpe> HfBpe::create(const fb::HfTokenizer& table, const HfVocab* vocab) 
                             ") names an id that is not a model token");
       }
       // A pair listed twice keeps its last rank and token, as the reference's map collected from the list does.
-      bpe.merges_[pair_key(left, right)] = Merge{rank, merged};
+      bpe.insert_merge(pair_key(left, right), Merge{rank, merged});
     }
+  }
+  if (bpe.merge_slots_.empty()) {  // no merges: two empty slots keep the lookup's loop valid
+    bpe.merge_slots_.assign(2, MergeSlot{kNoPair, Merge{0, 0}});
+    bpe.merge_shift_ = 63;
   }
   bpe.unk_id_ = table.unk_id();
   if (bpe.unk_id_ != -1 && !is_token(bpe.unk_id_)) {
@@ -56,7 +63,39 @@ Result<HfBpe> HfBpe::create(const fb::HfTokenizer& table, const HfVocab* vocab) 
   bpe.ignore_merges_ = table.ignore_merges();
   bpe.fuse_unk_ = table.fuse_unk();
   hf_byte_piece_ids(*vocab, bpe.byte_ids_);
+  bpe.short_char_ids_.assign(0x800, -1);
+  std::string utf8;
+  for (char32_t c = 0; c < 0x800; ++c) {
+    utf8.clear();
+    if (c < 0x80) {
+      utf8 += char(c);
+    } else {
+      utf8 += char(0xC0 | (c >> 6));
+      utf8 += char(0x80 | (c & 0x3F));
+    }
+    bpe.short_char_ids_[c] = vocab->find(utf8);
+  }
   return bpe;
+}
+
+void HfBpe::insert_merge(uint64_t key, Merge merge) {
+  for (size_t i = slot_of(key);; i = (i + 1) & (merge_slots_.size() - 1)) {
+    MergeSlot& slot = merge_slots_[i];
+    if (slot.key == kNoPair || slot.key == key) {
+      slot = MergeSlot{key, merge};
+      return;
+    }
+  }
+}
+
+int32_t HfBpe::find_char(std::string_view key) const {
+  const auto b0 = uint8_t(key[0]);
+  if (key.size() == 1) return b0 < 0x80 ? short_char_ids_[b0] : vocab_->find(key);
+  if (key.size() == 2 && (b0 & 0xE0) == 0xC0) {
+    const auto b1 = uint8_t(key[1]);
+    if ((b1 & 0xC0) == 0x80 && b0 >= 0xC2) return short_char_ids_[((b0 & 0x1F) << 6) | (b1 & 0x3F)];
+  }
+  return vocab_->find(key);
 }
 
 void HfBpe::add_symbol(Scratch* scratch, int32_t id, uint32_t length) const {
@@ -92,7 +131,7 @@ void HfBpe::encode_word(std::string_view word, Scratch* scratch, std::vector<int
       key = scratch->key;
     }
     start += length;
-    const int32_t id = vocab_->find(key);
+    const int32_t id = key.size() == length ? find_char(key) : vocab_->find(key);
     if (id >= 0) {
       if (unk >= 0) {
         add_symbol(scratch, unk, unk_length);
