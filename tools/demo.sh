@@ -15,7 +15,7 @@ echo
 echo
 "$build"/examples/tern-run out/kjv-byte.tern --score "$model"/heldout.txt --threads 1
 # kjv-llama: the same text learnt by a Llama-architecture model in Hugging Face's layout (config.json, safetensors,
-# tokenizer.model: RMS norms, rotary positions, grouped-query attention, SwiGLU); its generation ends at its
+# tokenizer.json: RMS norms, rotary positions, grouped-query attention, SwiGLU); its generation ends at its
 # end-of-sequence token.
 echo
 "$build"/converter/tern-convert examples/models/kjv-llama -o out/kjv-llama.tern
