@@ -32,6 +32,5 @@ namespace tern {
 bool hf_utf8_sequence(std::string_view s, size_t pos, size_t* length, char32_t* c);
 // Rust's String::from_utf8_lossy, appended to *out.
 void hf_append_utf8_lossy(std::string_view bytes, std::string* out);
-void hf_append_utf8(char32_t c, std::string* out);
 
 }  // namespace tern
