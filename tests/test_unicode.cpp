@@ -68,6 +68,30 @@ bool run_script(const std::string& interpreter, const std::string& script, const
   return true;
 }
 
+// Code points DerivedAge.txt does not date to Unicode 9.0 or before (the version of the normalization tables,
+// unicode.h): later or unassigned there; none (with a note) without the UCD's file.
+std::vector<bool> dated_after_9() {
+  std::vector<bool> after(0x110000, true);
+  std::ifstream in("/usr/share/unicode/DerivedAge.txt");
+  if (!in) {
+    WARN("no /usr/share/unicode/DerivedAge.txt (apt-get install unicode-data): normalization of all code points "
+         "compared");
+    return std::vector<bool>(0x110000, false);
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    unsigned first = 0, last = 0, major = 0, minor = 0;
+    if (std::sscanf(line.c_str(), "%X..%X ; %u.%u", &first, &last, &major, &minor) != 4) {
+      if (std::sscanf(line.c_str(), "%X ; %u.%u", &first, &major, &minor) != 3) continue;
+      last = first;
+    }
+    if (major <= 9 && last < after.size())
+      for (unsigned c = first; c <= last; ++c) after[c] = false;
+  }
+  return after;
+}
+
 // Strings to normalize: every assigned code point alone, then random sequences of starters, decomposable and
 // compatibility characters, Hangul jamo and syllables and combining marks of many classes.
 std::vector<std::vector<char32_t>> normalization_cases() {
@@ -102,30 +126,36 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
     return;
   std::ifstream out(scratch + "/out.txt");
   std::string line;
-  size_t i = 0, lower_checked = 0;
+  // The normalization forms follow Unicode 9.0 and Node's ICU a newer version: strings with a later character are
+  // left to tests/test_unicode_versions.cpp, whose expected values come from the tokenizers library itself.
+  const std::vector<bool> after_9 = dated_after_9();
+  size_t i = 0, lower_checked = 0, normalization_checked = 0;
   for (; std::getline(out, line) && i < cases.size(); ++i) {
     const std::vector<std::string> expected = split(line, '|');
     REQUIRE(expected.size() == 7);
     const std::string text = utf8_of(cases[i]);
     INFO("input " << hex_string(text));
-    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFC)) == expected[0]);
-    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFD)) == expected[1]);
-    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKC)) == expected[2]);
-    CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKD)) == expected[3]);
+    bool old = true;
+    for (char32_t c : cases[i]) old = old && !after_9[c];
+    if (old) {
+      CHECK(hex_string(unicode::normalize(text, unicode::Form::NFC)) == expected[0]);
+      CHECK(hex_string(unicode::normalize(text, unicode::Form::NFD)) == expected[1]);
+      CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKC)) == expected[2]);
+      CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKD)) == expected[3]);
+      ++normalization_checked;
+    }
     if (cases[i].size() == 1) {
       // Per character, so Final_Sigma's context never applies.
       CHECK(hex_string(unicode::to_lower(text)) == expected[4]);
       CHECK(unicode::is_white_space(cases[i][0]) == (expected[5] == "1"));
-      // Unicode 16 made the combining Latin letters U+0363..036F and U+1DD3..1DE6 Other_Alphabetic; Node's ICU
-      // is newer than the tables (unicode::kUnicodeVersion), so those are left out.
-      const char32_t c = cases[i][0];
-      if (!((c >= 0x363 && c <= 0x36F) || (c >= 0x1DD3 && c <= 0x1DE6)))
-        CHECK(unicode::is_alphanumeric(c) == (expected[6] == "1" || unicode::is_number(c)));
+      // Node's ICU (Unicode 17) and the tables (16.0) agree on Alphabetic.
+      CHECK(unicode::is_alphanumeric(cases[i][0]) == (expected[6] == "1" || unicode::is_number(cases[i][0])));
       ++lower_checked;
     }
   }
   CHECK(i == cases.size());
   CHECK(lower_checked > 100000);
+  CHECK(normalization_checked > 100000);
 }
 
 TEST_CASE("unicode: general categories match Python's unicodedata where its version assigns the code point",
@@ -142,6 +172,7 @@ TEST_CASE("unicode: general categories match Python's unicodedata where its vers
     char name[4] = {};
     REQUIRE(std::sscanf(line.c_str(), "%X %2s", &cp, name) == 2);
     INFO("U+" << line);
+    if (cp == 0x1171E) continue;  // AHOM SIGN MEDIAL RA: Mn until Unicode 15.1, Mc in the tables' 16.0
     CHECK(std::string(kCategoryNames[size_t(unicode::category(char32_t(cp)))]) == name);
     ++checked;
   }
