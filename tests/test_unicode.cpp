@@ -127,7 +127,7 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
   std::ifstream out(scratch + "/out.txt");
   std::string line;
   // The normalization forms follow Unicode 9.0 and Node's ICU a newer version: strings with a later character are
-  // left to tests/test_unicode_versions.cpp, whose expected values come from the tokenizers library itself.
+  // left to the test below, whose expected values come from the tokenizers library itself.
   const std::vector<bool> after_9 = dated_after_9();
   size_t i = 0, lower_checked = 0, normalization_checked = 0;
   for (; std::getline(out, line) && i < cases.size(); ++i) {
@@ -179,6 +179,42 @@ TEST_CASE("unicode: general categories match Python's unicodedata where its vers
   CHECK(checked > 250000);
   CHECK(unicode::category(0x110000) == Category::Cn);
   CHECK(unicode::category(0xFFFFFFFF) == Category::Cn);
+}
+
+// The Unicode version of each group of facts (unicode.h), pinned by what the tokenizers library makes of the
+// characters of blocks that Unicode 8.0 .. 17.0 added to (tests/fixtures/unicode_versions.txt, written by
+// tools/reference/make_unicode_versions_fixture.js; the line layout is there).
+TEST_CASE("unicode: each group of facts follows the tokenizers library's Unicode version", "[unicode]") {
+  std::ifstream in(test::source_path("tests/fixtures/unicode_versions.txt"));
+  REQUIRE(in);
+  const auto chars = [](const std::string& field) {
+    std::vector<char32_t> out;
+    if (field == "-") return out;
+    for (const std::string& h : split(field, ' ')) out.push_back(char32_t(std::stoul(h, nullptr, 16)));
+    return out;
+  };
+  std::string line;
+  size_t checked = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = split(line, '|');
+    REQUIRE(f.size() == 12);
+    INFO(line);
+    const char32_t c = char32_t(std::stoul(f[0], nullptr, 16));
+    const std::string text = utf8_of({c});
+    CHECK(kCategoryNames[size_t(unicode::category(c))] == f[1]);
+    CHECK(unicode::is_white_space(c) == (f[2] == "1"));
+    CHECK(unicode::normalize(text, unicode::Form::NFC) == utf8_of(chars(f[3])));
+    CHECK(unicode::normalize(text, unicode::Form::NFD) == utf8_of(chars(f[4])));
+    CHECK(unicode::normalize(text, unicode::Form::NFKC) == utf8_of(chars(f[5])));
+    CHECK(unicode::normalize(text, unicode::Form::NFKD) == utf8_of(chars(f[6])));
+    CHECK(unicode::to_lower(text) == utf8_of(chars(f[7])));
+    CHECK(unicode::is_combining_mark_unicode9(c) == (f[8] == "-"));
+    CHECK(unicode::is_punctuation_unicode8(c) == (f[9] == "1"));
+    CHECK(unicode::normalize(utf8_of({'a', c, 0x334}), unicode::Form::NFD) == utf8_of(chars(f[10])));
+    CHECK(unicode::normalize(utf8_of({'a', 0x301, c}), unicode::Form::NFD) == utf8_of(chars(f[11])));
+    ++checked;
+  }
+  CHECK(checked > 1800);
 }
 
 TEST_CASE("unicode: grapheme cluster starts match GraphemeBreakTest.txt", "[unicode]") {
