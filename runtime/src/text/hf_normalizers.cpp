@@ -154,7 +154,7 @@ void apply_strip_accents(Piece* piece) {
   for (size_t i = 0; i < in.size();) {
     char32_t c;
     const size_t n = unicode::decode_utf8(in, i, &c);
-    if (!unicode::is_mark(c)) {
+    if (!unicode::is_combining_mark_unicode9(c)) {
       text.append(in.substr(i, n));
       origin.insert(origin.end(), piece->origin.begin() + i, piece->origin.begin() + i + n);
     }

@@ -40,11 +40,12 @@ const std::array<char32_t, 256>& byte_chars() {
   return table;
 }
 
-// pre_tokenizers/punctuation.rs' is_punc: ASCII punctuation or a Unicode punctuation category.
+// pre_tokenizers/punctuation.rs' is_punc: ASCII punctuation or a Unicode punctuation category (of Unicode 8.0, the
+// unicode_categories crate's).
 bool is_punctuation(char32_t c) {
   const bool ascii = (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
                      (c >= '{' && c <= '~');
-  return ascii || unicode::is_punctuation(c);
+  return ascii || unicode::is_punctuation_unicode8(c);
 }
 
 // Whitespace's Invert(\w+|[^\w\s]+) spans: the runs of word characters and the runs of other non-space characters

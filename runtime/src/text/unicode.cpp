@@ -126,6 +126,8 @@ void compose(std::u32string* s) {
 Category category(char32_t c) { return Category(record(c) & 0x1F); }
 bool is_white_space(char32_t c) { return (record(c) >> 9) & 1; }
 bool is_alphanumeric(char32_t c) { return ((record(c) >> 10) & 1) || is_number(c); }
+bool is_combining_mark_unicode9(char32_t c) { return (record(c) >> 12) & 1; }
+bool is_punctuation_unicode8(char32_t c) { return (record(c) >> 13) & 1; }
 
 size_t decode_utf8(std::string_view s, size_t pos, char32_t* c) {
   if (pos >= s.size()) return 0;

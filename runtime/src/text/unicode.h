@@ -11,7 +11,7 @@
 
 namespace tern::unicode {
 
-extern const char* const kUnicodeVersion;  // "15.0.0"
+extern const char* const kUnicodeVersion;  // "16.0.0": the categories' version (the others are above)
 
 // General_Category; unassigned code points (and anything above U+10FFFF) are Cn.
 enum class Category : uint8_t {
@@ -26,6 +26,11 @@ inline bool is_punctuation(char32_t c) { Category k = category(c); return k >= C
 bool is_white_space(char32_t c);
 // Rust's char::is_alphanumeric: Alphabetic (DerivedCoreProperties.txt) or Nd, Nl, No.
 bool is_alphanumeric(char32_t c);
+// General_Category M as of Unicode 9.0: unicode-normalization-alignments' is_combining_mark (StripAccents).
+bool is_combining_mark_unicode9(char32_t c);
+// General_Category P as of Unicode 8.0: the unicode_categories crate's is_punctuation (BertPreTokenizer,
+// Punctuation).
+bool is_punctuation_unicode8(char32_t c);
 
 // UTF-8. decode_utf8 reads the character at s[pos] and returns its length in bytes (>= 1 while pos < size); an
 // invalid or truncated sequence reads as U+FFFD of length 1.

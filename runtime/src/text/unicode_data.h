@@ -10,7 +10,9 @@ namespace tern::unicode::data {
 extern const char* const kVersion;
 
 // Per code point, a packed record: bits 0-4 General_Category (unicode::Category order), 5-8 Grapheme_Cluster_Break
-// (GraphemeBreak order), 9 White_Space, 10 Alphabetic, 11 Extended_Pictographic.
+// (GraphemeBreak order), 9 White_Space, 10 Alphabetic, 11 Extended_Pictographic, 12 General_Category M of Unicode 9.0
+// (unicode-normalization-alignments' is_combining_mark), 13 General_Category P of Unicode 8.0 (the unicode_categories
+// crate's is_punctuation).
 // record(c) = kRecords[kStage2[kStage1[c >> kShift] * kBlock + (c & (kBlock - 1))]] for c <= U+10FFFF.
 enum class GraphemeBreak : uint8_t {
   Other, CR, LF, Control, Extend, ZWJ, RegionalIndicator, Prepend, SpacingMark, L, V, T, LV, LVT
