@@ -1,5 +1,10 @@
 #include "json_text.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
 #include <unordered_set>
 #include <vector>
 
@@ -20,7 +25,16 @@ class BoundedDomParser {
   bool boolean(bool v) { return dom_.boolean(v); }
   bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
   bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    if (serde_floats_ && !serde_json_f64(s, &v)) {
+      out_of_range_ = s;
+      return false;
+    }
+    return dom_.number_float(v, s);
+  }
+  // Numbers with a fraction or exponent read as serde_json reads them (serde_json_f64).
+  void read_floats_as_serde() { serde_floats_ = true; }
+  const std::string& out_of_range() const { return out_of_range_; }
   bool string(json::string_t& v) { return dom_.string(v); }
   bool binary(json::binary_t& v) { return dom_.binary(v); }
   bool start_object(std::size_t n) {
@@ -67,6 +81,8 @@ class BoundedDomParser {
   std::string* duplicate_;
   std::unordered_set<std::string> top_keys_;
   bool every_object_ = false;
+  bool serde_floats_ = false;
+  std::string out_of_range_;  // a number serde_json refuses as out of range
   std::vector<std::unordered_set<std::string>> open_keys_;  // [open objects], innermost last
   std::string repeated_key_;
   bool repeated_ = false;
@@ -156,12 +172,15 @@ Result<nlohmann::json> parse_json_unique_keys(std::string_view text) {
   json root;
   BoundedDomParser sax(root, nullptr);
   sax.check_every_object();
+  sax.read_floats_as_serde();
   const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &sax, json::input_format_t::json,
                                   /*strict=*/true, /*ignore_comments=*/false);
   if (sax.too_deep())
     return InvalidModel("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels of arrays and objects");
   if (sax.repeated())
     return InvalidModel("the key \"" + clip(sax.repeated_key()) + "\" appears twice in one object");
+  if (!sax.out_of_range().empty())
+    return InvalidModel("the number " + clip(sax.out_of_range(), 40) + " is out of a double's range");
   if (!ok) return InvalidModel("not valid JSON (syntax error at byte " + std::to_string(sax.syntax_error_at()) + ")");
   return root;
 }
@@ -178,6 +197,101 @@ std::string clip(std::string_view s, size_t max_chars) {
   if (max_chars < 4) max_chars = 4;
   if (s.size() <= max_chars) return std::string(s);
   return std::string(s.substr(0, utf8_prefix(s, max_chars - 3))) + "...";
+}
+
+namespace {
+
+// serde_json's POW10: the double nearest each power of ten, as Rust's `1eN` literals are (strtod rounds the same).
+const std::vector<double>& powers_of_ten() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(309);
+    for (int i = 0; i <= 308; ++i) t[size_t(i)] = std::strtod(("1e" + std::to_string(i)).c_str(), nullptr);
+    return t;
+  }();
+  return table;
+}
+
+// serde_json's overflow! check for `value * 10 + digit` against `limit`.
+template <class T>
+bool overflows(T value, T digit, T limit) {
+  return value >= limit / 10 && (value > limit / 10 || digit > limit % 10);
+}
+
+// f64_from_parts: false where serde_json reports NumberOutOfRange.
+bool f64_from_parts(bool positive, uint64_t significand, int64_t exponent, double* out) {
+  const auto& pow10 = powers_of_ten();
+  double f = double(significand);
+  for (;;) {
+    const uint64_t magnitude = exponent < 0 ? uint64_t(-exponent) : uint64_t(exponent);
+    if (magnitude < pow10.size()) {
+      if (exponent >= 0) {
+        f *= pow10[magnitude];
+        if (std::isinf(f)) return false;
+      } else {
+        f /= pow10[magnitude];
+      }
+      break;
+    }
+    if (f == 0.0) break;
+    if (exponent >= 0) return false;
+    f /= 1e308;
+    exponent += 308;
+  }
+  *out = positive ? f : -f;
+  return true;
+}
+
+}  // namespace
+
+bool serde_json_f64(std::string_view text, double* value) {
+  size_t i = 0;
+  const bool positive = !(i < text.size() && text[i] == '-');
+  if (!positive) ++i;
+  const auto digit_at = [&](size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
+  uint64_t significand = 0;
+  int64_t exponent = 0;
+  // The integer part; past u64's range its digits only scale (parse_long_integer).
+  for (; digit_at(i); ++i) {
+    const uint64_t digit = uint64_t(text[i] - '0');
+    if (exponent > 0 || overflows<uint64_t>(significand, digit, UINT64_MAX)) {
+      ++exponent;
+    } else {
+      significand = significand * 10 + digit;
+    }
+  }
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    // The fraction's digits, until one would overflow: it and the rest are dropped (parse_decimal_overflow).
+    bool dropping = false;
+    for (; digit_at(i); ++i) {
+      const uint64_t digit = uint64_t(text[i] - '0');
+      if (dropping || overflows<uint64_t>(significand, digit, UINT64_MAX)) {
+        dropping = true;
+        continue;
+      }
+      significand = significand * 10 + digit;
+      --exponent;
+    }
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool positive_exp = true;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) positive_exp = text[i++] == '+';
+    int32_t exp = 0;
+    for (; digit_at(i); ++i) {
+      const int32_t digit = text[i] - '0';
+      if (overflows<int32_t>(exp, digit, INT32_MAX)) {  // parse_exponent_overflow
+        if (significand != 0 && positive_exp) return false;
+        *value = positive ? 0.0 : -0.0;
+        return true;
+      }
+      exp = exp * 10 + digit;
+    }
+    // starting_exp.saturating_add / saturating_sub in i32.
+    const int64_t e = positive_exp ? exponent + exp : exponent - exp;
+    exponent = std::max<int64_t>(INT32_MIN, std::min<int64_t>(INT32_MAX, e));
+  }
+  return f64_from_parts(positive, significand, exponent, value);
 }
 
 }  // namespace tern::convert

