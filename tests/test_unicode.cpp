@@ -56,7 +56,7 @@ bool run_script(const std::string& interpreter, const std::string& script, const
                 const std::string& scratch) {
   std::vector<std::string> argv = {interpreter, test::source_path(script)};
   argv.insert(argv.end(), args.begin(), args.end());
-  test::ToolRun run = test::run_tool("/usr/bin/env", argv, scratch);
+  test::ToolRun run = test::run_build_machine_program("/usr/bin/env", argv, scratch);
   if (run.exit_code == 127) {
     WARN("skipped: no " << interpreter << " to compute the expected values");
     test::note_skipped();

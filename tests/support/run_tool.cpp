@@ -63,8 +63,11 @@ void set_limit(int resource, rlim_t value) {
 
 }  // namespace
 
-pid_t spawn_tool(const std::string& binary, const std::vector<std::string>& args, const std::string& out_path,
-                 const std::string& err_path, const ToolLimits& limits) {
+namespace {
+
+// fork + exec of `binary`, through the cross build's emulator when `emulated`.
+pid_t spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& out_path,
+            const std::string& err_path, const ToolLimits& limits, bool emulated) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
   if (kLimitAddressSpace) set_limit(RLIMIT_AS, kAddressSpace);
@@ -76,7 +79,7 @@ pid_t spawn_tool(const std::string& binary, const std::vector<std::string>& args
   if (out >= 0) dup2(out, 1);
   // Default dispositions, whatever the test runner set: the tools install their own.
   for (int sig : {SIGINT, SIGTERM, SIGXFSZ}) signal(sig, SIG_DFL);
-  std::vector<std::string> words = launcher_words();
+  std::vector<std::string> words = emulated ? launcher_words() : std::vector<std::string>();
   words.push_back(binary);
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(const_cast<char*>(w.c_str()));
@@ -84,6 +87,13 @@ pid_t spawn_tool(const std::string& binary, const std::vector<std::string>& args
   argv.push_back(nullptr);
   execv(argv[0], argv.data());
   _exit(127);
+}
+
+}  // namespace
+
+pid_t spawn_tool(const std::string& binary, const std::vector<std::string>& args, const std::string& out_path,
+                 const std::string& err_path, const ToolLimits& limits) {
+  return spawn(binary, args, out_path, err_path, limits, /*emulated=*/true);
 }
 
 ToolRun wait_for_tool(pid_t pid, const std::string& out_path, const std::string& err_path, int timeout_s) {
@@ -119,6 +129,12 @@ ToolRun run_tool(const std::string& binary, const std::vector<std::string>& args
                  const ToolLimits& limits) {
   const std::string out = scratch + "/stdout.txt", err = scratch + "/stderr.txt";
   return wait_for_tool(spawn_tool(binary, args, out, err, limits), out, err);
+}
+
+ToolRun run_build_machine_program(const std::string& program, const std::vector<std::string>& args,
+                                  const std::string& scratch) {
+  const std::string out = scratch + "/stdout.txt", err = scratch + "/stderr.txt";
+  return wait_for_tool(spawn(program, args, out, err, {}, /*emulated=*/false), out, err);
 }
 
 bool tool_address_space_limited() { return kLimitAddressSpace; }

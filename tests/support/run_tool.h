@@ -36,6 +36,10 @@ ToolRun wait_for_tool(pid_t pid, const std::string& out_path, const std::string&
 // spawn_tool + wait_for_tool, stdout and stderr in `scratch`.
 ToolRun run_tool(const std::string& binary, const std::vector<std::string>& args, const std::string& scratch,
                  const ToolLimits& limits = {});
+// run_tool for a program of the build machine (node, python3 computing expected values): never through a cross
+// build's emulator.
+ToolRun run_build_machine_program(const std::string& program, const std::vector<std::string>& args,
+                                  const std::string& scratch);
 // A tool of the build tree, `built` relative to it ("examples/tern-run "), as a shell command's first words. In a cross build the tools are the target's binaries,
 // which this machine runs only through the emulator (CMAKE_CROSSCOMPILING_EMULATOR, e.g. qemu-aarch64 -L SYSROOT):
 // then the emulator comes first. spawn_tool starts the tools the same way, and allows them more time there.
