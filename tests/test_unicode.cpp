@@ -69,15 +69,13 @@ bool run_script(const std::string& interpreter, const std::string& script, const
 }
 
 // Code points DerivedAge.txt does not date to Unicode 9.0 or before (the version of the normalization tables,
-// unicode.h): later or unassigned there; none (with a note) without the UCD's file.
-std::vector<bool> dated_after_9() {
+// unicode.h): later or unassigned there. Without the UCD's file every code point counts as later (*dated false),
+// so no normalization is compared against Node's newer ICU.
+std::vector<bool> dated_after_9(bool* dated) {
   std::vector<bool> after(0x110000, true);
   std::ifstream in("/usr/share/unicode/DerivedAge.txt");
-  if (!in) {
-    WARN("no /usr/share/unicode/DerivedAge.txt (apt-get install unicode-data): normalization of all code points "
-         "compared");
-    return std::vector<bool>(0x110000, false);
-  }
+  *dated = bool(in);
+  if (!in) return after;
   std::string line;
   while (std::getline(in, line)) {
     line = line.substr(0, line.find('#'));
@@ -128,7 +126,13 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
   std::string line;
   // The normalization forms follow Unicode 9.0 and Node's ICU a newer version: strings with a later character are
   // left to the test below, whose expected values come from the tokenizers library itself.
-  const std::vector<bool> after_9 = dated_after_9();
+  bool dated = false;
+  const std::vector<bool> after_9 = dated_after_9(&dated);
+  if (!dated) {
+    WARN("normalization not compared: no /usr/share/unicode/DerivedAge.txt to tell Unicode 9.0's characters "
+         "(apt-get install unicode-data; tools/install-deps.sh installs it)");
+    test::note_skipped();
+  }
   size_t i = 0, lower_checked = 0, normalization_checked = 0;
   for (; std::getline(out, line) && i < cases.size(); ++i) {
     const std::vector<std::string> expected = split(line, '|');
@@ -155,7 +159,7 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
   }
   CHECK(i == cases.size());
   CHECK(lower_checked > 100000);
-  CHECK(normalization_checked > 100000);
+  if (dated) CHECK(normalization_checked > 100000);
 }
 
 TEST_CASE("unicode: general categories match Python's unicodedata where its version assigns the code point",

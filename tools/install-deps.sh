@@ -13,6 +13,7 @@ packages=(
   clang-14 libclang-rt-14-dev   # libFuzzer and clang's sanitizer runtimes, for the fuzz targets (tools/test.sh)
   libvulkan-dev glslc spirv-tools        # the Vulkan backend: loader + headers, the shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (a CPU Vulkan device, for the tests) and the Khronos validation layer
+  unicode-data          # the Unicode Character Database text files the Unicode tests read (DerivedAge, GraphemeBreakTest)
 )
 
 missing=()
