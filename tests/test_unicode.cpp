@@ -123,7 +123,18 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
   if (!run_script("node", "tests/unicode/node_unicode.js", {scratch + "/in.txt", scratch + "/out.txt"}, scratch))
     return;
   std::ifstream out(scratch + "/out.txt");
-  std::string line;
+  std::string line, icu_version;
+  std::getline(out, icu_version);
+  // The per-character facts follow Unicode 16.0 and later (unicode.h): an older ICU (Debian's own Node.js has 15.0)
+  // would disagree on characters added or changed since.
+  unsigned icu_major = 0;
+  std::sscanf(icu_version.c_str(), "%u", &icu_major);
+  const bool per_character = icu_major >= 16;
+  if (!per_character) {
+    WARN("lower case, White_Space and Alphabetic not compared: Node's ICU has Unicode " << icu_version
+         << ", older than the tables' 16.0");
+    test::note_skipped();
+  }
   // The normalization forms follow Unicode 9.0 and Node's ICU a newer version: strings with a later character are
   // left to the test below, whose expected values come from the tokenizers library itself.
   bool dated = false;
@@ -148,7 +159,7 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
       CHECK(hex_string(unicode::normalize(text, unicode::Form::NFKD)) == expected[3]);
       ++normalization_checked;
     }
-    if (cases[i].size() == 1) {
+    if (per_character && cases[i].size() == 1) {
       // Per character, so Final_Sigma's context never applies.
       CHECK(hex_string(unicode::to_lower(text)) == expected[4]);
       CHECK(unicode::is_white_space(cases[i][0]) == (expected[5] == "1"));
@@ -158,7 +169,7 @@ TEST_CASE("unicode: normalization forms, lower case, White_Space and Alphabetic 
     }
   }
   CHECK(i == cases.size());
-  CHECK(lower_checked > 100000);
+  if (per_character) CHECK(lower_checked > 100000);
   if (dated) CHECK(normalization_checked > 100000);
 }
 

@@ -1,5 +1,5 @@
 // The expected values of tests/test_unicode.cpp, from Node's ICU: reads lines of hexadecimal code points (one
-// string per line) from argv[2] and writes, per line, to argv[3]:
+// string per line) from argv[2] and writes to argv[3] the Unicode version of Node's ICU, then per line:
 //   NFC|NFD|NFKC|NFKD|lower|white_space|alphabetic
 // each string as hexadecimal code points separated by spaces; lower is String.prototype.toLowerCase, and the two
 // flags (0/1, \p{White_Space} and \p{Alphabetic}) are those of the first code point.
@@ -15,4 +15,4 @@ for (const line of lines) {
     .map(hex).concat([/^\p{White_Space}$/u.test(first) ? 1 : 0, /^\p{Alphabetic}$/u.test(first) ? 1 : 0])
     .join('|'));
 }
-fs.writeFileSync(process.argv[3], out.join('\n') + '\n');
+fs.writeFileSync(process.argv[3], [process.versions.unicode].concat(out).join('\n') + '\n');
