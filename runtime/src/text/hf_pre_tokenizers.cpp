@@ -1,8 +1,8 @@
 // The pre-tokenizers of tokenizers 0.23 (pre_tokenizers/*.rs) on Pieces: each cuts every piece into words, in order.
-#include <array>
 #include <string>
 
 #include "text/hf_steps.h"
+#include "text/hf_utf8.h"
 #include "text/unicode.h"
 
 namespace tern::hf {
@@ -24,21 +24,6 @@ const char* pre_tokenizer_name(fb::HfPreTokenizer kind) {
 
 // pre_tokenizers/byte_level.rs' pattern (GPT-2's).
 constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-// GPT-2's bytes_to_unicode: the printable bytes ! to ~, U+00A1 to U+00AC and U+00AE to U+00FF stand for themselves;
-// the others, in byte order, for U+0100, U+0101, ...
-const std::array<char32_t, 256>& byte_chars() {
-  static const std::array<char32_t, 256> table = [] {
-    std::array<char32_t, 256> t{};
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[size_t(b)] = printable ? char32_t(b) : next++;
-    }
-    return t;
-  }();
-  return table;
-}
 
 // pre_tokenizers/punctuation.rs' is_punc: ASCII punctuation or a Unicode punctuation category (of Unicode 8.0, the
 // unicode_categories crate's).
@@ -74,13 +59,12 @@ Spans whitespace_spans(std::string_view text) {
 }
 
 void map_bytes(Piece* piece) {
-  const auto& chars = byte_chars();
   std::vector<Change> dest;
   dest.reserve(piece->text.size());
   for (size_t i = 0; i < piece->text.size();) {
     char32_t c;
     const size_t n = unicode::decode_utf8(piece->text, i, &c);
-    for (size_t k = 0; k < n; ++k) dest.push_back({chars[uint8_t(piece->text[i + k])], k > 0 ? 1 : 0});
+    for (size_t k = 0; k < n; ++k) dest.push_back({hf_byte_level_char(uint8_t(piece->text[i + k])), k > 0 ? 1 : 0});
     i += n;
   }
   transform(piece, dest, 0);

@@ -3,27 +3,33 @@
 namespace tern {
 namespace {
 
-bool stands_for_itself(int byte) { return (byte >= 33 && byte <= 126) || (byte >= 161 && byte <= 172) || byte >= 174; }
+// GPT-2's bytes_to_unicode both ways: the printable bytes ! to ~, U+00A1 to U+00AC and U+00AE to U+00FF stand for
+// themselves; the other 68, in byte order, for U+0100, U+0101, ... Built once; the pre-tokenizer maps every byte of
+// its text and the decoder every character of its tokens through them.
+struct ByteLevelTables {
+  char32_t chars[256];
+  int16_t bytes[256 + 68];  // -1: a character below U+0144 that stands for no byte
+  ByteLevelTables() {
+    for (int16_t& b : bytes) b = -1;
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      chars[b] = printable ? char32_t(b) : next++;
+      bytes[chars[b]] = int16_t(b);
+    }
+  }
+};
+
+const ByteLevelTables& byte_level_tables() {
+  static const ByteLevelTables tables;
+  return tables;
+}
 
 }  // namespace
 
-char32_t hf_byte_level_char(uint8_t byte) {
-  if (stands_for_itself(byte)) return byte;
-  int shifted = 0;  // how many bytes before this one do not stand for themselves
-  for (int b = 0; b < byte; ++b) shifted += !stands_for_itself(b);
-  return char32_t(256 + shifted);
-}
+char32_t hf_byte_level_char(uint8_t byte) { return byte_level_tables().chars[byte]; }
 
-int hf_byte_level_byte(char32_t c) {
-  if (c < 256) return stands_for_itself(int(c)) ? int(c) : -1;
-  if (c >= 256 + 68) return -1;
-  int index = int(c - 256);
-  for (int b = 0; b < 256; ++b) {
-    if (stands_for_itself(b)) continue;
-    if (index-- == 0) return b;
-  }
-  return -1;
-}
+int hf_byte_level_byte(char32_t c) { return c < 256 + 68 ? byte_level_tables().bytes[c] : -1; }
 
 bool hf_utf8_sequence(std::string_view s, size_t pos, size_t* length, char32_t* c) {
   const uint8_t lead = uint8_t(s[pos]);

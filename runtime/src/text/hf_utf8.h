@@ -1,5 +1,5 @@
-// UTF-8 stepping for the tokenizer.json models and decoders: the length of the character a lead byte starts, and
-// the GPT-2 byte <-> character table the ByteLevel components share.
+// UTF-8 stepping for the tokenizer.json models and decoders (the length of the character a lead byte starts), and
+// the GPT-2 byte <-> character table the ByteLevel pre-tokenizer and decoder share.
 #pragma once
 
 #include <cstddef>
