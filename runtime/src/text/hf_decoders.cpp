@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "text/hf_steps.h"
 #include "text/hf_utf8.h"
 
 namespace tern {
@@ -12,8 +13,7 @@ struct HfDecoders::Step {
   char32_t character = 0;  // METASPACE, STRIP: content's one character
   fb::HfPrependScheme prepend_scheme = fb::HfPrependScheme::ALWAYS;
   int32_t start = 0, stop = 0;
-  std::string literal;             // REPLACE with a literal pattern
-  std::unique_ptr<HfRegex> regex;  // REPLACE with a regular expression
+  hf::Pattern pattern;  // REPLACE: a literal or a regular expression, matched as the pipeline's Replace and Split
 };
 
 namespace {
@@ -124,15 +124,7 @@ Result<HfDecoders> HfDecoders::create(const fb::HfTokenizer& table, const HfVoca
           step.stop = s->stop();
           break;
         case fb::HfDecoder::REPLACE: {
-          const std::string_view pattern = view(s->pattern());
-          // An empty literal is the reference's escaped, empty regex: it matches at every character boundary.
-          if (s->pattern_is_regex() || pattern.empty()) {
-            auto compiled = HfRegex::compile(pattern);
-            if (!compiled.ok()) return InvalidModel(where + ": Replace pattern: " + compiled.status().message());
-            step.regex = std::move(compiled).value();
-          } else {
-            step.literal = std::string(pattern);
-          }
+          TERN_ASSIGN_OR_RETURN(step.pattern, hf::Pattern::from_step(*s, where + ": Replace pattern"));
           break;
         }
         default:
@@ -254,36 +246,14 @@ void HfDecoders::run(std::vector<std::string>* tokens, bool streamed) const {
         break;
       case fb::HfDecoder::REPLACE:
         for (std::string& t : in) {
-          if (t.empty()) continue;  // an empty token has no matches, not even an empty one
           std::string out;
-          size_t done = 0;
-          if (step.regex) {
-            // Onig's find_iter: after each match the search goes on from its end, and an empty match where the
-            // previous match ended is skipped by stepping one character.
-            size_t from = 0, begin, end;
-            bool after_match = false;
-            while (from <= t.size() && step.regex->find(t, from, &begin, &end)) {
-              if (begin == end && after_match && end == done) {
-                size_t length = 1;
-                char32_t c;
-                if (from < t.size()) hf_utf8_sequence(t, from, &length, &c);
-                from += length;
-                after_match = false;
-                continue;
-              }
-              out.append(t, done, begin - done);
+          for (const hf::Span& span : step.pattern.find_matches(t)) {
+            if (span.match) {
               out += step.content;
-              done = from = end;
-              after_match = true;
-            }
-          } else {
-            for (size_t at = t.find(step.literal); at != std::string::npos; at = t.find(step.literal, done)) {
-              out.append(t, done, at - done);
-              out += step.content;
-              done = at + step.literal.size();
+            } else {
+              out.append(t, span.begin, span.end - span.begin);
             }
           }
-          out.append(t, done, std::string::npos);
           t = std::move(out);
         }
         break;

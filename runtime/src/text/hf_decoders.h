@@ -23,7 +23,6 @@
 
 #include "format/status.h"
 #include "tern_generated.h"
-#include "text/hf_regex.h"
 #include "text/hf_vocab.h"
 
 namespace tern {
