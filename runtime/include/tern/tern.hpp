@@ -204,8 +204,8 @@ inline Error tokenize(const ModelHandle& model, const std::string& text, std::ve
 // Streamed token texts (token_to_text) -> text that never ends inside a UTF-8 character: a byte token may carry
 // half of one, so an incomplete tail is held back until the bytes that finish it arrive (or flush()).
 //   Utf8Stream s;  for each id: fputs(s.push(text).c_str(), out);  at the end: fputs(s.flush().c_str(), out);
-// A tail that can never be completed (an invalid lead, or a lead followed by a non-continuation byte) is released
-// as it is, so bad bytes pass through rather than stall the stream.
+// A tail that can never be completed (an invalid lead, or a lead followed by a byte no character continues it with)
+// is released as it is, so bad bytes pass through rather than stall the stream.
 class Utf8Stream {
  public:
   std::string push(const std::string& bytes) {
@@ -222,13 +222,22 @@ class Utf8Stream {
   }
 
  private:
-  // Bytes at the end of s that start a UTF-8 character and hold fewer than its length, all continuations; else 0.
+  // Bytes at the end of s that start a UTF-8 character and hold fewer than its length, each of them still able to
+  // become it (the second byte in the range the lead allows: E0 A0.., ED ..9F, F0 90.., F4 ..8F); else 0.
   static size_t incomplete_tail(const std::string& s) {
     for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
-      const unsigned char c = static_cast<unsigned char>(s[s.size() - back]);
+      const size_t pos = s.size() - back;
+      const unsigned char c = static_cast<unsigned char>(s[pos]);
       if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back for its lead
       const size_t length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? (c <= 0xEF ? 3 : 0) : c >= 0xC2 ? 2 : 0;
-      return length > back ? back : 0;
+      if (length <= back) return 0;  // ASCII, an invalid lead, or a character that ended within s
+      if (back >= 2) {
+        const unsigned char second = static_cast<unsigned char>(s[pos + 1]);
+        const unsigned char low = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        const unsigned char high = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        if (second < low || second > high) return 0;
+      }
+      return back;
     }
     return 0;
   }

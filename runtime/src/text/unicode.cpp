@@ -192,28 +192,6 @@ void append_utf8(char32_t c, std::string* out) {
   }
 }
 
-size_t complete_utf8_prefix(std::string_view s) {
-  // Only the last three bytes can be the start of a character cut short: hold them back when they are a lead byte
-  // and the continuation bytes that fit after it so far (a sequence that can no longer become valid is complete:
-  // it reads as U+FFFD bytes).
-  size_t n = s.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    size_t pos = n - back;
-    auto b0 = static_cast<unsigned char>(s[pos]);
-    if ((b0 & 0xC0) == 0x80) continue;  // a continuation byte: look further back for its lead
-    size_t need = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
-    if (need <= back) return n;  // ASCII, an invalid lead, or a sequence that ended within s
-    if (back >= 2) {
-      auto b1 = static_cast<unsigned char>(s[pos + 1]);
-      unsigned char lo = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;
-      unsigned char hi = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;
-      if (b1 < lo || b1 > hi) return n;
-    }
-    return pos;
-  }
-  return n;
-}
-
 std::string normalize(std::string_view text, Form form) {
   bool ascii = std::all_of(text.begin(), text.end(), [](char b) { return static_cast<unsigned char>(b) < 0x80; });
   if (ascii) return std::string(text);

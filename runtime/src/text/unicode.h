@@ -21,7 +21,6 @@ Category category(char32_t c);
 inline bool is_letter(char32_t c) { return category(c) <= Category::Lo; }                    // \p{L}
 inline bool is_mark(char32_t c) { Category k = category(c); return k >= Category::Mn && k <= Category::Me; }  // \p{M}
 inline bool is_number(char32_t c) { Category k = category(c); return k >= Category::Nd && k <= Category::No; }  // \p{N}
-inline bool is_punctuation(char32_t c) { Category k = category(c); return k >= Category::Pc && k <= Category::Po; }
 // The White_Space property (PropList.txt): Oniguruma's \s and Rust's char::is_whitespace.
 bool is_white_space(char32_t c);
 // Rust's char::is_alphanumeric: Alphabetic (DerivedCoreProperties.txt) or Nd, Nl, No.
@@ -36,8 +35,6 @@ bool is_punctuation_unicode8(char32_t c);
 // invalid or truncated sequence reads as U+FFFD of length 1.
 size_t decode_utf8(std::string_view s, size_t pos, char32_t* c);
 void append_utf8(char32_t c, std::string* out);
-// Length of the longest prefix of s that is whole UTF-8 characters (a streaming caller holds the rest back).
-size_t complete_utf8_prefix(std::string_view s);
 
 // Normalization forms (UAX #15) of valid UTF-8 text.
 enum class Form : uint8_t { NFC, NFD, NFKC, NFKD };
