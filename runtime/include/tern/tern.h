@@ -149,6 +149,22 @@ typedef struct {
                          * hashes) floats), which on a 65,536-token Reformer is most of the session's memory, and
                          * the routing layers' (each cluster's best keys, bounded by the window). An
                          * append at a position > 0 is then TERN_UNSUPPORTED. Other values: TERN_INVALID_ARGUMENT. */
+  /* Attention sinks (StreamingLLM, Xiao et al. 2023) for an endless stream in constant memory. 0 and 0 (default):
+   * off. sink_window W > 0: every attention op keeps the keys and values of the first sink_tokens S tokens and of
+   * the W most recent ones, as the reference code's evaluation loop does (streaming-llm's StartRecentKVCache with
+   * the Llama pos_shift attention): keys are cached before their rotation; in every call the cached keys are rotated
+   * by their index in the cache and each query by its own (the cache's length before the call plus its row); nothing
+   * is evicted inside a call, and after each call the cache is cut back to the first S entries and the W most recent.
+   * One new token so attends to up to S + W + 1 keys (itself included), and a call longer than S + W runs whole, as
+   * dense attention, before the cut. Results depend on how a sequence is cut into calls (the session never splits
+   * one). The state is S + W tokens (tern_session_plan), constant in the number of tokens, and the sequence limit
+   * is 2^31 (tern_session_sequence_limit). Needs every attention op to be dense (grouped-query included) with rotary
+   * positions (the Llama family): a model with learned absolute positions, or windowed or sparse attention, is
+   * TERN_UNSUPPORTED naming the op. max_tokens must be 0 (the state holds S + W tokens); max_batch 0 means S + W,
+   * capped at the model's max_context. A saved state carries S and W and loads only into a session with the same
+   * ones. S < 0, W < 0, S > 0 with W = 0, or S + W above 2^31: TERN_INVALID_ARGUMENT. */
+  int64_t sink_tokens;
+  int64_t sink_window;
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */
@@ -392,6 +408,17 @@ TERN_API tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed)
  *                       generator stays full until the next tern_generator_prompt.
  *   TERN_CONTEXT_SLIDE  the session is reset and the last keep_tokens tokens of the history are fed again (prefill),
  *                       then generation goes on: the next logits are those of a fresh session fed those tokens.
+ *   TERN_CONTEXT_SINKS  the session keeps attention sinks (tern_session_options.sink_window > 0; otherwise
+ *                       tern_generator_create fails with TERN_INVALID_ARGUMENT): it never fills, every token costs
+ *                       the same, nothing is fed again.
+ *   TERN_CONTEXT_SHIFT  as SLIDE, without the prefill: the cache entries of the last keep_tokens tokens move to the
+ *                       start of the cache and their keys are rotated to their new positions in place (llama.cpp's
+ *                       context shift), O(keep_tokens) rotations instead of a prefill; then the new tokens are fed
+ *                       after them (when they do not fit after keep_tokens, fewer are kept; when they do not fit at
+ *                       all, SLIDE's refill). An approximation of SLIDE (the kept tokens' deeper-layer keys and
+ *                       values were computed at their old positions), never chosen in its place. Needs every
+ *                       attention op to be dense with static rotary positions (the Llama family without dynamic or
+ *                       LongRoPE scaling): TERN_UNSUPPORTED at tern_generator_create otherwise, naming the op.
  * Models whose state is bounded (sliding or chunked windows, adaptive span, Transformer-XL or compressive memory,
  * with sinusoidal or relative positions) reach no such limit below 2^31 tokens: they continue without a prefill.
  *
@@ -399,13 +426,18 @@ TERN_API tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed)
  * different sessions run on any threads at once. */
 typedef struct tern_generator tern_generator;
 
-typedef enum { TERN_CONTEXT_STOP = 0, TERN_CONTEXT_SLIDE = 1 } tern_context_policy;
+typedef enum {
+  TERN_CONTEXT_STOP = 0,
+  TERN_CONTEXT_SLIDE = 1,
+  TERN_CONTEXT_SINKS = 2,
+  TERN_CONTEXT_SHIFT = 3
+} tern_context_policy;
 
 typedef struct {
   size_t struct_size;                 /* sizeof(tern_generator_options), set by tern_generator_options_init */
   tern_context_policy context_policy; /* TERN_CONTEXT_SLIDE by default */
-  int64_t keep_tokens;                /* SLIDE: tokens kept when the sequence is full, in [0, the sequence limit);
-                                       * 0 (default): half the sequence limit */
+  int64_t keep_tokens;                /* SLIDE and SHIFT: tokens kept when the sequence is full, in [0, the sequence
+                                       * limit); 0 (default): half the sequence limit */
 } tern_generator_options;
 
 /* Sets the defaults above and struct_size. NULL: nothing. */
@@ -440,7 +472,8 @@ TERN_API const float* tern_generator_logits(const tern_generator* generator, int
 /* The history: every id of the last prompt (all of it, also a part that did not fit), then every id appended or
  * generated since, oldest first. *n gets its length. Owned by the generator, valid until its next call. */
 TERN_API const int32_t* tern_generator_history(const tern_generator* generator, int64_t* n);
-/* How many times TERN_CONTEXT_SLIDE has refilled the session since the last prompt. */
+/* How many times the context policy made room since the last prompt: TERN_CONTEXT_SLIDE's refills and
+ * TERN_CONTEXT_SHIFT's shifts (0 under SINKS, which never needs to). */
 TERN_API int64_t tern_generator_slides(const tern_generator* generator);
 /* Message of the last failed call on this generator ("" if none). Owned by the generator. */
 TERN_API const char* tern_generator_last_error(const tern_generator* generator);

@@ -12,6 +12,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/sink_cache.h"
 #include "tern/tern.h"
 
 namespace tern {
@@ -33,6 +34,8 @@ struct BackendConfig {
   int threads = 1;
   // The caller named this backend (not TERN_BACKEND_AUTO): an option of another backend is refused, not ignored.
   bool named = false;
+  // Attention sinks, checked by the session (every ATTENTION dense, fed by a ROTARY node): off unless sinks.on().
+  SinkCache sinks;
 };
 
 class Backend {
@@ -58,6 +61,10 @@ class Backend {
   virtual Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) = 0;
   // Forget the sequence (streaming state back to empty).
   virtual void reset() = 0;
+  // Context shift (TERN_CONTEXT_SHIFT), checked by the session (every stateful op a dense ATTENTION fed by a static
+  // ROTARY node): of the `position` tokens held, the cache entries of the last `keep` move to positions 0..keep-1
+  // and their keys are rotated by -(position - keep) positions in place. No allocation.
+  virtual Status shift(int64_t keep, int64_t position) = 0;
 
   // The planner's numbers for calls of n tokens: packed_weight_bytes, arena_bytes (with scratch), row_chains and
   // row_block_rows. The session fills in the rest.

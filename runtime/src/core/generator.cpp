@@ -13,7 +13,8 @@ TokenGenerator::TokenGenerator(Session& session, const tern_generator_options& o
   for (const Node& node : session.model().nodes()) {
     if (node.code != fb::OpCode::ROTARY) continue;
     const auto* p = node.fb_op->params_as_RotaryParams();
-    if (p->scaling() == fb::RotaryScaling::LONGROPE) rope_switch_ = p->original_max_positions();
+    // With sinks no position passes S + W + a call: the long frequencies never apply.
+    if (p->scaling() == fb::RotaryScaling::LONGROPE && !session.sinks().on()) rope_switch_ = p->original_max_positions();
   }
 }
 
@@ -21,10 +22,15 @@ Result<TokenGenerator> TokenGenerator::create(Session& session, const tern_gener
   int policy = 0;  // a C caller may pass a number outside the enum
   static_assert(sizeof policy == sizeof options.context_policy, "an int-sized enum");
   std::memcpy(&policy, &options.context_policy, sizeof policy);
-  if (policy != TERN_CONTEXT_STOP && policy != TERN_CONTEXT_SLIDE) {
-    return InvalidArgument("tern_generator_options.context_policy must be TERN_CONTEXT_STOP (0) or TERN_CONTEXT_SLIDE (1), got " +
-                           std::to_string(policy));
+  if (policy < TERN_CONTEXT_STOP || policy > TERN_CONTEXT_SHIFT) {
+    return InvalidArgument("tern_generator_options.context_policy must be TERN_CONTEXT_STOP (0), SLIDE (1), SINKS (2) "
+                           "or SHIFT (3), got " + std::to_string(policy));
   }
+  if (policy == TERN_CONTEXT_SINKS && !session.sinks().on()) {
+    return InvalidArgument("TERN_CONTEXT_SINKS needs a session with attention sinks (tern_session_options.sink_window "
+                           "> 0)");
+  }
+  if (policy == TERN_CONTEXT_SHIFT) TERN_RETURN_IF_ERROR(session.check_shift());
   const int64_t limit = session.sequence_limit();
   if (options.keep_tokens < 0 || options.keep_tokens >= limit) {
     return InvalidArgument("tern_generator_options.keep_tokens must be in [0, " + std::to_string(limit) +
@@ -104,6 +110,11 @@ Status TokenGenerator::feed_tail(int64_t n) {
     return Status(TERN_CONTEXT_FULL, "the sequence is full: the session holds " + std::to_string(session_->position()) +
                                          " tokens, its sequence limit (tern_session_sequence_limit); TERN_CONTEXT_STOP "
                                          "feeds no more (start again with tern_generator_prompt)");
+  } else if (options_.context_policy == TERN_CONTEXT_SHIFT && n < limit_) {
+    // The last keep tokens' entries move to the start, rotated there; as many fewer as the new tokens need.
+    st = session_->shift(std::min(keep_, limit_ - n));
+    if (st.ok()) st = run(history_.data() + history_.size() - size_t(n), n);
+    ++slides_;
   } else {
     st = refill(std::min(limit_, std::max(keep_, n)));
     ++slides_;

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "ops/attention_kinds.h"
 #include "ops/op.h"
+#include "ops/rotary.h"
 
 namespace tern {
 namespace {
@@ -41,6 +42,37 @@ uint64_t address_space_limit_bytes() {
   struct rlimit limit {};
   if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
   return uint64_t(limit.rlim_cur);
+}
+
+// Attention sinks need every attention op dense with rotary positions (ops/sink_cache.h): TERN_UNSUPPORTED naming
+// the first op that is not.
+Status check_sinks(const Model& model) {
+  const char* why = "attention sinks (sink_window) rotate each cached key by its index in the cache, so every "
+                    "attention op must be dense with rotary positions";
+  bool any_attention = false;
+  for (const Node& node : model.nodes()) {
+    if (node.code == fb::OpCode::POSITION) {
+      return Unsupported(std::string(why) + ": the model has learned absolute positions (" + node.label() + ")");
+    }
+    if (node.code == fb::OpCode::ROTARY) {
+      bool feeds_attention = false;
+      for (const Node& user : model.nodes()) {
+        if (user.code == fb::OpCode::ATTENTION && rotary_feeding(model, user) == &node) feeds_attention = true;
+      }
+      if (!feeds_attention) return Unsupported(std::string(why) + ": " + node.label() + " feeds no attention op alone");
+    }
+    if (node.code != fb::OpCode::ATTENTION) continue;
+    any_attention = true;
+    const auto* p = node.fb_op->params_as_AttentionParams();
+    if (p->kind_type() != fb::AttentionKind::Dense) {
+      return Unsupported(std::string(why) + ": " + node.label() + " is " + attention_kind(node).name + " attention");
+    }
+    if (!rotary_feeding(model, node)) {
+      return Unsupported(std::string(why) + ": " + node.label() + " reads no rotary positions");
+    }
+  }
+  if (!any_attention) return Unsupported(std::string(why) + ": the model has no attention op");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -98,20 +130,39 @@ Status Session::build(const tern_session_options& options) {
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
   if (options.row_block_rows < 0) return InvalidArgument("row_block_rows must not be negative");
+  if (options.sink_tokens < 0 || options.sink_window < 0 || (options.sink_tokens > 0 && options.sink_window == 0) ||
+      options.sink_tokens > kMaxSequence || options.sink_window > kMaxSequence - options.sink_tokens) {
+    return InvalidArgument("sink_tokens " + std::to_string(options.sink_tokens) + " and sink_window " +
+                           std::to_string(options.sink_window) +
+                           ": the window must be positive when sinks are set (0 and 0: no sinks), both not negative, "
+                           "and their sum at most 2^31");
+  }
+  sinks_ = SinkCache{options.sink_tokens, options.sink_window};
+  if (sinks_.on()) {
+    TERN_RETURN_IF_ERROR(check_sinks(model_));
+    if (options.max_tokens != 0) {
+      return InvalidArgument("max_tokens " + std::to_string(options.max_tokens) + " with attention sinks: the state holds "
+                             "sink_tokens + sink_window = " + std::to_string(sinks_.capacity()) +
+                             " tokens; leave max_tokens 0");
+    }
+    if (forward_only_) return InvalidArgument("forward_only with attention sinks: sinks serve a stream of calls");
+  }
   // cpuinfo under-reports cores on some virtual machines; the OS count is the one to trust.
   threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  max_tokens_ = options.max_tokens > 0 ? options.max_tokens : model_.max_context();
+  max_tokens_ = sinks_.on() ? sinks_.capacity() : options.max_tokens > 0 ? options.max_tokens : model_.max_context();
   if (max_tokens_ <= 0) return InvalidArgument("the model has no context limit: set max_tokens");
   if (max_tokens_ > (int64_t(1) << 31)) return InvalidArgument("max_tokens " + std::to_string(max_tokens_) + " is too large");
   // A streaming session may hold far more tokens than one call needs: by default a call is at most one context.
   const int64_t default_batch = model_.max_context() > 0 ? std::min(max_tokens_, model_.max_context()) : max_tokens_;
-  max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, max_tokens_) : default_batch;
+  // With sinks a call may pass the S + W tokens the state holds: it runs whole before the cut.
+  const int64_t batch_cap = sinks_.on() ? kMaxSequence : max_tokens_;
+  max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, batch_cap) : default_batch;
 
   // Backend auto: a Vulkan GPU when there is one that runs the model, otherwise the CPU.
   std::vector<const BackendEntry*> candidates;
   if (backend != TERN_BACKEND_CPU) candidates.push_back(&vulkan_backend());
   if (backend != TERN_BACKEND_VULKAN) candidates.push_back(&cpu_backend());
-  BackendConfig config{&options, max_tokens_, max_batch_, threads_, backend != TERN_BACKEND_AUTO};
+  BackendConfig config{&options, max_tokens_, max_batch_, threads_, backend != TERN_BACKEND_AUTO, sinks_};
 
   // The planner's numbers before anything big is allocated: a session that cannot fit fails here rather than in
   // the allocator (or the OOM killer). The least arena any candidate needs keeps the estimate a lower bound; the
@@ -155,6 +206,46 @@ Status Session::build(const tern_session_options& options) {
     if (streaming != Streaming::kRowWise && streaming != Streaming::kAppends) splits_calls_ = false;
     sequence_limit_ = std::min(sequence_limit_, max_sequence(node, max_tokens_));
   }
+  if (sinks_.on()) {
+    // The cache is cut after each call, so a call cut in two would see less: calls stay whole, and the sequence
+    // goes on as long as positions count.
+    splits_calls_ = false;
+    sequence_limit_ = kMaxSequence;
+  }
+  return Status::Ok();
+}
+
+Status Session::check_shift() const {
+  const char* why = "a context shift rotates each cached key to its new position, so every op with state must be "
+                    "dense attention fed by static rotary positions";
+  if (sinks_.on()) return Unsupported(std::string(why) + ", in a session without attention sinks");
+  for (const Node& node : model_.nodes()) {
+    if (!find_op(node.code)->state_bytes) continue;
+    if (node.code != fb::OpCode::ATTENTION || node.fb_op->params_as_AttentionParams()->kind_type() != fb::AttentionKind::Dense) {
+      return Unsupported(std::string(why) + ": " + node.label() + " is not dense attention");
+    }
+    const Node* rotary = rotary_feeding(model_, node);
+    if (!rotary) return Unsupported(std::string(why) + ": " + node.label() + " reads no rotary positions");
+    if (rotary->fb_op->params_as_RotaryParams()->scaling() != fb::RotaryScaling::STATIC) {
+      return Unsupported(std::string(why) + ": " + rotary->label() + "'s frequencies depend on the call");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Session::shift(int64_t keep) {
+  if (keep < 0 || keep > position_) {
+    return InvalidArgument("a context shift keeps " + std::to_string(keep) + " of the " + std::to_string(position_) +
+                           " tokens the session holds");
+  }
+  TERN_RETURN_IF_ERROR(check_shift());
+  if (keep == position_) return Status::Ok();
+  Status st = backend_->shift(keep, position_);
+  if (!st.ok()) {
+    reset();
+    return st;
+  }
+  position_ = keep;
   return Status::Ok();
 }
 
@@ -228,7 +319,8 @@ tern_memory_plan Session::plan(int64_t n) const {
   for (const Node& node : model_.nodes()) {
     const OpDef* def = find_op(node.code);
     if (def->state_bytes && !(forward_only_ && state_serves_later_calls_only(node))) {
-      p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, n, backend_->kv_storage()));
+      const int64_t held = sinks_.on() ? sinks_.held(n) : n;  // sinks: the cache never passes S + W tokens
+      p.state_bytes = add_saturating(p.state_bytes, def->state_bytes(node, held, backend_->kv_storage()));
     }
     if (def->dense_bytes) p.dense_attention_bytes = std::max(p.dense_attention_bytes, def->dense_bytes(node, n));
   }

@@ -21,6 +21,13 @@ class Session {
   Status forward(const int32_t* ids, int64_t n, float* logits);  // reset, then append
   Status append(const int32_t* ids, int64_t n, float* logits);   // logits may be null
   void reset();
+  // Context shift (TERN_CONTEXT_SHIFT): keeps the last `keep` of the tokens held, moved to positions 0..keep-1 with
+  // their keys rotated there; the position becomes keep. check_shift: TERN_UNSUPPORTED naming the op when the model
+  // cannot shift (every op with state must be dense attention fed by static rotary positions).
+  Status shift(int64_t keep);
+  Status check_shift() const;
+  // Attention sinks (tern_session_options.sink_tokens / sink_window); off unless sinks().on().
+  const SinkCache& sinks() const { return sinks_; }
   tern_memory_plan plan(int64_t n) const;
   tern_memory_plan allocated() const;
   // The streaming state as a self-checking byte blob (core/session_state.cpp). save_state with buf null returns the
@@ -73,6 +80,7 @@ class Session {
   int64_t max_batch_ = 0;
   int64_t position_ = 0;
   int64_t sequence_limit_ = 0;
+  SinkCache sinks_;
   bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
   bool forward_only_ = false;     // tern_session_options.forward_only: no call continues a sequence

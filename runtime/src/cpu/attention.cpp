@@ -5,6 +5,7 @@
 // into the store), so a query sees the same rounded keys and values however the sequence was cut into calls.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "cpu/parallel.h"
 #include "ops/attention_kinds.h"
 #include "ops/op.h"
+#include "ops/rotary.h"
 
 namespace tern::cpu {
 namespace {
@@ -34,15 +36,15 @@ struct KeySource {
   int64_t k_offset;    // heads.k or 0: where a row's keys start
   int64_t v_offset;    // heads.v or kv_inner: where a row's values start
   int64_t pos0;
-  const KvStore<T>* store;
+  const KvStore<T>* store;  // null: the rows of positions before pos0 sit before `call` in the same buffer
   const HeadLayout* heads;
   const T* key(int h, int64_t j, int dh) const {
     const int kv = heads->kv_head(h);
-    return j >= pos0 ? call + (j - pos0) * stride + k_offset + int64_t(kv) * dh : store->key(kv, j);
+    return j >= pos0 || !store ? call + (j - pos0) * stride + k_offset + int64_t(kv) * dh : store->key(kv, j);
   }
   const T* value(int h, int64_t j, int dh) const {
     const int kv = heads->kv_head(h);
-    return j >= pos0 ? call + (j - pos0) * stride + v_offset + int64_t(kv) * dh : store->value(kv, j);
+    return j >= pos0 || !store ? call + (j - pos0) * stride + v_offset + int64_t(kv) * dh : store->value(kv, j);
   }
 };
 
@@ -249,9 +251,11 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call
 template <typename T>
 class AttentionKernel : public CpuKernel {
  public:
-  AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg)
+  // rotary: the ROTARY node feeding a dense op, for a context shift; null otherwise.
+  AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg, const Node* rotary)
       : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
         max_batch_(cfg.max_batch), heads_(head_layout(node)), store_(pattern, heads_, cfg.max_tokens) {
+    if (rotary && pattern.kind == PatternKind::kDense) rotary_ = Rotary::of(*rotary);
     scale_ = node.fb_op->params_as_AttentionParams()->scale();
     softcap_ = node.fb_op->params_as_AttentionParams()->logit_softcap();
   }
@@ -295,6 +299,26 @@ class AttentionKernel : public CpuKernel {
   void save_state(int64_t position, uint8_t* out) const override { store_.save(position, out); }
   void load_state(int64_t position, const uint8_t* in) override { store_.load(position, in); }
 
+  // Dense only (slot j holds position j; the session checks): positions position-keep.. move to 0.., their keys
+  // rotated back by d = position - keep positions: R(p - d) k = R(-d) R(p) k.
+  Status shift(int64_t keep, int64_t position) override {
+    if (!rotary_) return Unsupported(node_.label() + ": a context shift needs the rotary op that feeds it");
+    const int64_t d = position - keep;
+    const int pairs = rotary_->pairs();
+    float cos_sin[2 * 2048];  // rotary_dim <= head_dim <= 4096 (ops/rotary.cpp)
+    for (int k = 0; k < pairs; ++k) rotary_cos_sin(-d, rotary_->inv_freq[k], 1.0f, &cos_sin[k], &cos_sin[pairs + k]);
+    float row[4096];
+    for (int h = 0; h < heads_.kv_heads; ++h) {
+      for (int64_t e = 0; e < keep; ++e) {
+        store_.read_key(h, d + e, row);
+        rotary_->rotate(cos_sin, cos_sin + pairs, row, row, 1);
+        store_.write_key(h, e, row);
+        store_.move_value(h, d + e, e);
+      }
+    }
+    return Status::Ok();
+  }
+
  private:
   const Node& node_;
   AttentionPattern pattern_;
@@ -305,6 +329,7 @@ class AttentionKernel : public CpuKernel {
   KvStore<T> store_;
   float scale_ = 1.0f;
   float softcap_ = 0.0f;
+  std::optional<Rotary> rotary_;
 };
 
 }  // namespace
@@ -313,6 +338,14 @@ class AttentionKernel : public CpuKernel {
 int64_t attention_scratch_floats(int head_dim, int threads) {
   const int64_t slots = std::max(threads, 1);
   return tile_floats(kTile, head_dim) * slots + 2 * slots * (int64_t(head_dim) + 2);
+}
+
+void attend_contiguous(pthreadpool_t pool, int threads, const ContiguousAttention& a) {
+  const int64_t stride = 2 * a.heads->kv_inner();
+  const KeySource<float> src{a.kv + a.held * stride, stride, 0, a.heads->kv_inner(), a.held, nullptr, a.heads};
+  AttentionCall<float> call{a.pattern, src, a.q, int64_t(a.heads->heads) * a.heads->head_dim, a.n, a.heads->heads,
+                            a.heads->head_dim, a.scale, a.softcap, a.out, &isa()};
+  run_attention(pool, threads, call, a.scratch);
 }
 
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
@@ -324,16 +357,18 @@ void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
   run_attention(pool, threads, call, args.scratch);
 }
 
-Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, const Model& /*model*/,
+Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, const Model& model,
                                                            const KernelConfig& cfg) {
+  if (cfg.sinks.on()) return make_sink_attention(node, model, cfg);
   const auto* p = node.fb_op->params_as_AttentionParams();
   TERN_ASSIGN_OR_RETURN(auto pattern, AttentionPattern::from(*p, node.label()));
+  const Node* rotary = rotary_feeding(model, node);
   const uint64_t state =
       KvStateLayout(pattern, head_layout(node), cfg.max_tokens, cfg.half_kv ? sizeof(uint16_t) : sizeof(float)).bytes();
   if (state > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": attention state of " + std::to_string(state) + " bytes is too large");
   try {
-    if (cfg.half_kv) return std::unique_ptr<CpuKernel>(new AttentionKernel<uint16_t>(node, pattern, cfg));
-    return std::unique_ptr<CpuKernel>(new AttentionKernel<float>(node, pattern, cfg));
+    if (cfg.half_kv) return std::unique_ptr<CpuKernel>(new AttentionKernel<uint16_t>(node, pattern, cfg, rotary));
+    return std::unique_ptr<CpuKernel>(new AttentionKernel<float>(node, pattern, cfg, rotary));
   } catch (const std::bad_alloc&) {
     return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
   }

@@ -85,7 +85,8 @@ Status CpuBackend::build(const BackendConfig& config) {
 
   const auto& nodes = model_.nodes();
   half_kv_ = config.options->kv_storage == TERN_KV_STORAGE_F16;
-  KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_, config.options->forward_only == 1};
+  KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_, config.options->forward_only == 1,
+                   config.sinks};
   std::vector<bool> stateful(nodes.size(), false);
   // LSH layers run inside their attention op, one head at a time (cpu/lsh_fold.h).
   const std::vector<LshFold> folds = find_lsh_folds(model_);
@@ -279,6 +280,13 @@ const DeviceInfo& CpuBackend::device() const {
 
 void CpuBackend::reset() {
   for (auto& k : kernels_) k->reset();
+}
+
+Status CpuBackend::shift(int64_t keep, int64_t position) {
+  for (auto& k : kernels_) {
+    if (k->has_state()) TERN_RETURN_IF_ERROR(k->shift(keep, position));
+  }
+  return Status::Ok();
 }
 
 void CpuBackend::plan(int64_t n, tern_memory_plan* p) const {

@@ -28,6 +28,7 @@ class CpuBackend : public Backend {
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
   void reset() override;
+  Status shift(int64_t keep, int64_t position) override;
   void plan(int64_t n, tern_memory_plan* p) const override;
   void allocated(tern_memory_plan* p) const override;
   tern_kv_storage kv_storage() const override { return half_kv_ ? TERN_KV_STORAGE_F16 : TERN_KV_STORAGE_F32; }

@@ -55,31 +55,30 @@ class RmsNormKernel : public CpuKernel {
 
 class RotaryKernel : public CpuKernel {
  public:
-  RotaryKernel(const Node& node, int64_t width, int64_t max_batch)
-      : node_(node), width_(width), max_batch_(max_batch), rotary_(Rotary::of(node)), freq_(size_t(rotary_.pairs())) {}
+  // rotate false (a session with attention sinks): the rows pass unrotated; the attention op they feed rotates
+  // them by their index in its cache (ops/sink_cache.h).
+  RotaryKernel(const Node& node, int64_t width, int64_t max_batch, bool rotate)
+      : node_(node), width_(width), max_batch_(max_batch), rotary_(Rotary::of(node)), freq_(size_t(rotary_.pairs())),
+        rotate_(rotate) {}
   Status run(const RunContext& ctx) override {
     const int pairs = rotary_.pairs();
+    const float* x = ctx.in(node_, 0);
+    float* out = ctx.out(node_, 0);
+    if (!rotate_) {
+      if (out != x) std::copy(x, x + ctx.n * width_, out);
+      return Status::Ok();
+    }
     // cos | sin [n, 2, pairs] of this block's positions, shared by every head.
     float* cos_sin = ctx.scratch;
     rotary_.cos_sin_table(ctx.pos0, ctx.n, ctx.call_end, freq_.data(), cos_sin);
-    const float* x = ctx.in(node_, 0);
-    float* out = ctx.out(node_, 0);
     parallel_for(ctx.pool, size_t(ctx.n), kRowTile, [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) {
         const float* xi = x + int64_t(i) * width_;
         float* oi = out + int64_t(i) * width_;
         const float* c = cos_sin + 2 * int64_t(i) * pairs;
-        const float* s = c + pairs;
         if (oi != xi)
           for (int64_t col = 0; col < width_; ++col) oi[col] = xi[col];
-        for (int h = 0; h < rotary_.heads; ++h) {
-          const int64_t base = int64_t(h) * rotary_.head_dim;
-          for (int k = 0; k < pairs; ++k) {
-            const float a = xi[base + rotary_.first(k)], bb = xi[base + rotary_.second(k)];
-            oi[base + rotary_.first(k)] = a * c[k] - bb * s[k];
-            oi[base + rotary_.second(k)] = bb * c[k] + a * s[k];
-          }
-        }
+        rotary_.rotate(c, c + pairs, xi, oi, rotary_.heads);
       }
     });
     return Status::Ok();
@@ -93,6 +92,7 @@ class RotaryKernel : public CpuKernel {
   int64_t width_, max_batch_;
   Rotary rotary_;
   std::vector<float> freq_;  // [pairs] of the current call
+  bool rotate_ = true;
 };
 
 class GatedActivationKernel : public CpuKernel {
@@ -125,7 +125,7 @@ Result<std::unique_ptr<CpuKernel>> make_rms_norm(const Node& node, const Model& 
   return std::unique_ptr<CpuKernel>(new RmsNormKernel(node, in_width(node, model)));
 }
 Result<std::unique_ptr<CpuKernel>> make_rotary(const Node& node, const Model& model, const KernelConfig& cfg) {
-  return std::unique_ptr<CpuKernel>(new RotaryKernel(node, in_width(node, model), cfg.max_batch));
+  return std::unique_ptr<CpuKernel>(new RotaryKernel(node, in_width(node, model), cfg.max_batch, !cfg.sinks.on()));
 }
 Result<std::unique_ptr<CpuKernel>> make_gated_activation(const Node& node, const Model& model, const KernelConfig&) {
   return std::unique_ptr<CpuKernel>(new GatedActivationKernel(node, in_width(node, model) / 2));

@@ -9,6 +9,7 @@
 
 #include "format/model.h"
 #include "format/status.h"
+#include "ops/sink_cache.h"
 
 namespace tern {
 
@@ -42,6 +43,9 @@ struct KernelConfig {
   bool half_kv = false;
   // tern_session_options.forward_only: no call continues a sequence, so state only a later call reads is not kept.
   bool forward_only = false;
+  // Attention sinks (tern_session_options.sink_tokens / sink_window): off unless sinks.on(). Then every ATTENTION
+  // node is dense and fed by a ROTARY node, which passes its rows unrotated.
+  SinkCache sinks;
 };
 
 class CpuKernel {
@@ -70,6 +74,9 @@ class CpuKernel {
   // True if the kernel copied every weight it uses into its own packed form at creation and never reads the model's
   // copies again: the backend may then drop those pages of the mapped file from memory (Model::release_pages).
   virtual bool weights_packed() const { return false; }
+  // Context shift (Backend::shift): a dense attention kernel moves and rotates its cache; the session calls it
+  // only on models whose stateful ops all can.
+  virtual Status shift(int64_t /*keep*/, int64_t /*position*/) { return Unsupported("this op cannot shift its state"); }
   virtual uint64_t scratch_bytes() const { return 0; }        // all threads together
   // Scratch a call of n tokens needs (for the planner); kernels whose scratch grows with n override it.
   virtual uint64_t scratch_bytes_for(int64_t /*n*/) const { return scratch_bytes(); }

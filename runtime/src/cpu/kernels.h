@@ -9,6 +9,7 @@
 #include "cpu/lsh_fold.h"
 #include "cpu/kernel.h"
 #include "ops/attention_pattern.h"
+#include "ops/head_layout.h"
 #include "ops/op.h"
 
 namespace tern::cpu {
@@ -73,5 +74,22 @@ struct AttentionArgs {
 };
 int64_t attention_scratch_floats(int head_dim, int threads);
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args);
+
+// Causal attention of n queries at positions held..held+n-1 over keys and values that all sit in one buffer: kv
+// [held + n, 2 * kv_inner] (k | v per row, float32), q [n, heads*dh]; out [n, heads*dh]; scratch as above.
+struct ContiguousAttention {
+  const AttentionPattern* pattern;
+  const HeadLayout* heads;
+  const float* q;
+  const float* kv;
+  int64_t held, n;
+  float scale, softcap;
+  float* out;
+  float* scratch;
+};
+void attend_contiguous(pthreadpool_t pool, int threads, const ContiguousAttention& args);
+
+// Dense attention of a session with attention sinks (ops/sink_cache.h), cpu/attention_sinks.cpp.
+Result<std::unique_ptr<CpuKernel>> make_sink_attention(const Node& node, const Model& model, const KernelConfig& cfg);
 
 }  // namespace tern::cpu

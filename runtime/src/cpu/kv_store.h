@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/huge_pages.h"
+#include "format/half.h"
 #include "ops/kv_state.h"
 
 namespace tern::cpu {
@@ -48,6 +50,16 @@ class KvStore {
 
   uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(T); }
 
+  // Key/value head h's key at position j as float32 row [dh], and back (rounded to float16 under T = uint16_t).
+  void read_key(int h, int64_t j, float* row) const { widen(&k_[index(h, j)], row); }
+  void write_key(int h, int64_t j, const float* row) { narrow(row, &k_[index(h, j)]); }
+  void read_value(int h, int64_t j, float* row) const { widen(&v_[index(h, j)], row); }
+  void write_value(int h, int64_t j, const float* row) { narrow(row, &v_[index(h, j)]); }
+  // Head h's value of position `from` copied to position `to`.
+  void move_value(int h, int64_t from, int64_t to) {
+    std::memmove(&v_[index(h, to)], &v_[index(h, from)], size_t(heads_.head_dim) * sizeof(T));
+  }
+
   // Saved state (KvStateLayout): keys then values, per key/value head its used slots, as elements of T.
   uint64_t saved_bytes(int64_t position) const { return layout_.saved_bytes(position); }
   void save(int64_t position, uint8_t* out) const {
@@ -66,6 +78,20 @@ class KvStore {
   }
 
  private:
+  void widen(const T* in, float* out) const {
+    if constexpr (std::is_same_v<T, float>) {
+      std::memcpy(out, in, size_t(heads_.head_dim) * sizeof(float));
+    } else {
+      tern::halves_to_floats(in, out, 0, size_t(heads_.head_dim));
+    }
+  }
+  void narrow(const float* in, T* out) const {
+    if constexpr (std::is_same_v<T, float>) {
+      std::memcpy(out, in, size_t(heads_.head_dim) * sizeof(float));
+    } else {
+      tern::floats_to_halves(in, out, 0, size_t(heads_.head_dim));
+    }
+  }
   size_t index(int h, int64_t j) const {
     return (size_t(h) * size_t(slots_) + size_t(layout_.slot(j))) * size_t(heads_.head_dim);
   }

@@ -118,6 +118,20 @@ void Rotary::cos_sin_table(int64_t pos0, int64_t n, int64_t call_end, float* f, 
   }
 }
 
+const Node* rotary_feeding(const Model& model, const Node& attention) {
+  if (attention.inputs.empty()) return nullptr;
+  const int value = attention.inputs[0];
+  const int producer = model.values()[size_t(value)].producer;
+  if (producer < 0 || model.nodes()[size_t(producer)].code != fb::OpCode::ROTARY) return nullptr;
+  for (const Node& node : model.nodes()) {
+    if (node.index == attention.index) continue;
+    for (int v : node.inputs) {
+      if (v == value) return nullptr;
+    }
+  }
+  return &model.nodes()[size_t(producer)];
+}
+
 void rotary_cos_sin(int64_t position, float f, float attention_factor, float* cos_out, float* sin_out) {
   const float angle = float(position) * f;
   *cos_out = float(std::cos(double(angle))) * attention_factor;

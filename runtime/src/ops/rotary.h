@@ -33,7 +33,27 @@ struct Rotary {
   // Columns (a, b) of pair i within a head block.
   int first(int i) const { return interleaved ? 2 * i : i; }
   int second(int i) const { return interleaved ? 2 * i + 1 : i + rotary_dim / 2; }
+  // Rotates `blocks` head blocks of one row, x [blocks * head_dim] into out (which may be x), by the cos and sin
+  // [pairs()] of one position (a row of cos_sin_table), in float32 as the CPU kernel does; the columns past
+  // rotary_dim are copied.
+  void rotate(const float* cos, const float* sin, const float* x, float* out, int blocks) const {
+    for (int h = 0; h < blocks; ++h) {
+      const float* xb = x + int64_t(h) * head_dim;
+      float* ob = out + int64_t(h) * head_dim;
+      if (ob != xb)
+        for (int c = rotary_dim; c < head_dim; ++c) ob[c] = xb[c];
+      for (int k = 0; k < pairs(); ++k) {
+        const float a = xb[first(k)], b = xb[second(k)];
+        ob[first(k)] = a * cos[k] - b * sin[k];
+        ob[second(k)] = b * cos[k] + a * sin[k];
+      }
+    }
+  }
 };
+
+// The ROTARY node whose output is `attention`'s input 0 and no other op's input, or null: the rotation that
+// attention sinks (ops/sink_cache.h) and a context shift redo for the keys an attention op caches.
+const Node* rotary_feeding(const Model& model, const Node& attention);
 
 // cos and sin of float32(position) * f as transformers computes them (the angle rounded to float32), each multiplied
 // by attention_factor.

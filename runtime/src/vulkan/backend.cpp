@@ -27,6 +27,7 @@ class VulkanBackend : public Backend {
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
   void reset() override {}  // a run reads only the state of the positions before it: nothing to forget
+  Status shift(int64_t, int64_t) override { return Unsupported("a context shift is not yet implemented on Vulkan"); }
   void plan(int64_t n, tern_memory_plan* p) const override {
     p->packed_weight_bytes = weight_bytes_;
     p->arena_bytes = plain_plan(model_, n).bytes;
@@ -89,6 +90,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     }
     ignored_ = "activations float32 (activation_storage F16 is a CPU option)";
   }
+  if (backend_config.sinks.on()) return Unsupported("attention sinks are not yet implemented on Vulkan");
   if (options.kv_storage == TERN_KV_STORAGE_F16) {
     if (backend_config.named) {
       return Unsupported("kv_storage F16 is a CPU option: the Vulkan backend keeps keys and values in float32 "
