@@ -157,7 +157,17 @@ TEST_CASE("tern-run: bad command lines give status 2 and one line naming the fla
   expect_error(run(with_model({"--score", "x", "--stride", "4", "--segment", "8"})), 2,
                "--stride (windows) and --segment (streamed through the state) are two ways to score; give one");
   expect_error(run(with_model({"--plan", "8", "--stride", "4"})), 2, "--stride needs --score");
-  expect_error(run(with_model({"--prompt", "x", "--context", "stop", "--keep", "4"})), 2, "--keep is what --context slide keeps");
+  expect_error(run(with_model({"--prompt", "x", "--context", "stop", "--keep", "4"})), 2,
+               "--keep is what --context slide or shift keeps; it does nothing with --context stop");
+  expect_error(run(with_model({"--prompt", "x", "--context", "fast"})), 2, "--context must be stop, slide, shift or sinks, got 'fast'");
+  expect_error(run(with_model({"--prompt", "x", "--sinks", "4"})), 2, "--sinks needs --window W");
+  expect_error(run(with_model({"--prompt", "x", "--context", "sinks"})), 2, "--context sinks needs --window W");
+  expect_error(run(with_model({"--prompt", "x", "--window", "8", "--context", "slide"})), 2,
+               "it goes with --context sinks, not --context slide");
+  expect_error(run(with_model({"--prompt", "x", "--window", "8", "--max-tokens", "64"})), 2,
+               "--max-tokens with --window: the session holds --sinks + --window = 8 tokens");
+  expect_error(run(with_model({"--plan", "8", "--window", "8"})), 2, "--window (attention sinks) is for generation");
+  expect_error(run(with_model({"--prompt", "x", "--window", "0"})), 2, "--window must be an integer in [1, ");
   expect_error(run(with_model({"--plan", "99999999999"})), 2, "--plan: '99999999999' is not a token count in [1, 2147483648]");
   expect_error(run(with_model({"--plan", "8,0"})), 2, "--plan: '0' is not a token count");
   expect_error(run(with_model({"--plan", "2147483649"})), 2, "--plan: '2147483649' is not a token count");
@@ -219,6 +229,9 @@ TEST_CASE("tern-run: the option grid is checked against the model before any wor
                "for --max-batch 64 + state");
   expect_error(run(with_model({"--prompt", "A", "--memory-budget", "1000"})), 1, "more than --memory-budget 1000 bytes");
   expect_error(run(with_model({"--prompt", "A", "--f16-weights"})), 1, "--f16-weights is a Vulkan option");
+  // Sinks rotate cached keys: a model with learned positions is refused, naming the op.
+  expect_error(run(with_model({"--prompt", "A", "--sinks", "4", "--window", "8"})), 1, "learned absolute positions");
+  expect_error(run(with_model({"--prompt", "A", "--context", "shift"})), 1, "reads no rotary positions", false);
   std::string many = "[0";
   for (int i = 0; i < 1100; ++i) many += ",1";
   expect_error(run(with_model({"--ids", scratch_file("many.json", many + "]")})), 1,

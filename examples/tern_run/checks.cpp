@@ -30,14 +30,16 @@ bool check_prompt(const Options& opt, int64_t limit, std::string* error) {
              " tokens; give at least " + str(tokens) + ", or leave it out to keep the prompt's last tokens";
     return false;
   }
-  if (opt.generator.context_policy != TERN_CONTEXT_SLIDE) return true;
+  const tern_context_policy policy = opt.generator.context_policy;
+  if (policy != TERN_CONTEXT_SLIDE && policy != TERN_CONTEXT_SHIFT) return true;
+  const std::string flag = policy == TERN_CONTEXT_SLIDE ? "--context slide" : "--context shift";
   if (opt.generator.keep_tokens >= limit) {
     *error = "--keep " + str(opt.generator.keep_tokens) + " must be less than the context of " + str(limit) +
              " tokens (" + context_source(opt) + ")";
     return false;
   }
   if (limit < 2) {
-    *error = "--context slide needs a context of at least 2 tokens (it keeps some and generates after them); " +
+    *error = flag + " needs a context of at least 2 tokens (it keeps some and generates after them); " +
              context_source(opt) + " is " + str(limit) + ": use --context stop";
     return false;
   }

@@ -134,14 +134,21 @@ int generate(Run& run) {
     std::fprintf(stderr, "tern-run: the context is full after %lld generated tokens (--context stop)\n",
                  static_cast<long long>(generated));
   }
-  const bool slide = opt.generator.context_policy == TERN_CONTEXT_SLIDE;
+  const tern_context_policy policy = opt.generator.context_policy;
+  const bool slide = policy == TERN_CONTEXT_SLIDE || policy == TERN_CONTEXT_SHIFT;
   const int64_t keep = opt.generator.keep_tokens > 0 ? opt.generator.keep_tokens : std::max<int64_t>(1, limit / 2);
+  const char* policy_name = policy == TERN_CONTEXT_STOP    ? "stop"
+                            : policy == TERN_CONTEXT_SLIDE ? "slide"
+                            : policy == TERN_CONTEXT_SHIFT ? "shift"
+                                                           : "sinks";
   run.report["generate"] = {{"text", text},
                             {"ids", out_ids},
                             {"prompt_tokens", ids.size()},
                             {"prompt_tokens_kept", kept},
                             {"tokens_generated", generated},
-                            {"context_policy", slide ? "slide" : "stop"},
+                            {"context_policy", policy_name},
+                            {"sink_tokens", opt.window > 0 ? json(opt.sinks) : json(nullptr)},
+                            {"sink_window", opt.window > 0 ? json(opt.window) : json(nullptr)},
                             {"sequence_limit", limit},
                             {"keep_tokens", slide ? json(keep) : json(nullptr)},
                             {"refills", generator.slides()},
@@ -156,8 +163,8 @@ int generate(Run& run) {
   std::printf("generated: %lld tokens in %.3f s (%.1f tokens/s", static_cast<long long>(generated), gen_s,
               double(generated) / gen_s);
   if (generator.slides() > 0) {
-    std::printf(", %lld context refills keeping %lld tokens", static_cast<long long>(generator.slides()),
-                static_cast<long long>(keep));
+    std::printf(", %lld context %s keeping %lld tokens", static_cast<long long>(generator.slides()),
+                policy == TERN_CONTEXT_SHIFT ? "shifts" : "refills", static_cast<long long>(keep));
   }
   std::printf(ended ? "; ended at the end-of-sequence token)\n" : ")\n");
   return 0;

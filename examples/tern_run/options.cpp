@@ -63,12 +63,21 @@ Generation (the library's sampler and generator; docs/generation.md):
                         (default 1)
   --repeat-last-n N     tokens of the history the penalty looks at, 0 for all (default 64)
   --seed S              random seed; the same seed gives the same text on every platform (default 1)
-  --context stop|slide  when the sequence reaches the session's limit: stop, or keep the last --keep tokens,
-                        feed them again and go on (default slide). Models whose state is bounded (windows,
-                        memories, sinusoidal positions) have no such limit and never refill. A prompt longer
-                        than the model's context keeps its last tokens and says so; one longer than --max-tokens
-                        is an error
-  --keep N              tokens --context slide keeps, less than the context (default: half the context)
+  --context stop|slide|shift|sinks
+                        when the sequence reaches the session's limit: stop; slide: keep the last --keep
+                        tokens, feed them again and go on (default); shift: keep the last --keep tokens' cache
+                        entries and rotate their keys to their new positions instead of feeding them again
+                        (rotary models; an approximation of slide, far cheaper); sinks: the session keeps
+                        attention sinks (--window) and never fills (the default with --window). Models whose
+                        state is bounded (windows, memories, sinusoidal positions) have no such limit and never
+                        refill. A prompt longer than the model's context keeps its last tokens and says so; one
+                        longer than --max-tokens is an error
+  --keep N              tokens --context slide or shift keeps, less than the context (default: half the context)
+  --sinks S             attention sinks (StreamingLLM): keep the first S tokens' keys and values besides the
+                        --window most recent, for a chat that never fills, in constant memory (rotary models:
+                        the Llama family; default 0)
+  --window W            the most recent tokens kept with --sinks (alone: a window without sinks); the state
+                        holds S + W tokens, and a prompt longer than that runs whole before the cut
 Scoring and logits:
   --stride S            score window stride in tokens, less than the window (default: half the window)
   --segment N           feed --ids, --score and --perplexity through the streaming state N tokens at a time
@@ -181,7 +190,7 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
                  {"--prompt", "--score", "--ids", "--logits-out", "--plan", "-n", "--tokens", "--temperature", "--top-k",
                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--context", "--keep",
                   "--stride", "--segment", "--threads", "--max-tokens", "--max-batch", "--backend", "--memory-budget",
-                  "--device", "--prompt-specials"},
+                  "--device", "--prompt-specials", "--sinks", "--window"},
                  {"-h", "--help", "--version", "--perplexity", "--f16-weights", "--f16-activations", "--f16-kv", "--json",
                   "--ignore-eos"});
   auto usage_error = [&](const std::string& message) {
@@ -217,6 +226,8 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
   opt->max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
   opt->memory_budget = args.get_int("--memory-budget", 0, 1, INT64_MAX);
   opt->device = args.get_int("--device", -1, 0, 1 << 20);
+  opt->sinks = args.get_int("--sinks", 0, 0, int64_t(1) << 30);
+  opt->window = args.get_int("--window", 0, 1, int64_t(1) << 30);
   if (!args.ok()) return usage_error(args.error());
   std::string error;
   if (!cli::check_threads("--threads", opt->threads, &error)) return usage_error(error);
@@ -272,12 +283,29 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
   else if (backend == "auto") opt->backend = TERN_BACKEND_AUTO;
   else if (backend == "vulkan") opt->backend = TERN_BACKEND_VULKAN;
   else return usage_error("--backend must be cpu, auto or vulkan, got '" + backend + "'");
-  const std::string context_policy = args.get("--context", "slide");
+  const bool sinks = opt->window > 0;
+  const std::string context_policy = args.get("--context", sinks ? "sinks" : "slide");
   if (context_policy == "stop") opt->generator.context_policy = TERN_CONTEXT_STOP;
   else if (context_policy == "slide") opt->generator.context_policy = TERN_CONTEXT_SLIDE;
-  else return usage_error("--context must be stop or slide, got '" + context_policy + "'");
-  if (args.has("--keep") && opt->generator.context_policy == TERN_CONTEXT_STOP) {
-    return usage_error("--keep is what --context slide keeps; it does nothing with --context stop");
+  else if (context_policy == "shift") opt->generator.context_policy = TERN_CONTEXT_SHIFT;
+  else if (context_policy == "sinks") opt->generator.context_policy = TERN_CONTEXT_SINKS;
+  else return usage_error("--context must be stop, slide, shift or sinks, got '" + context_policy + "'");
+  if (args.has("--keep") && opt->generator.context_policy != TERN_CONTEXT_SLIDE &&
+      opt->generator.context_policy != TERN_CONTEXT_SHIFT) {
+    return usage_error("--keep is what --context slide or shift keeps; it does nothing with --context " + context_policy);
+  }
+  if (args.has("--sinks") && !sinks) return usage_error("--sinks needs --window W, the recent tokens kept beside the sinks");
+  if (context_policy == "sinks" && !sinks) return usage_error("--context sinks needs --window W (and --sinks S)");
+  if (sinks) {
+    if (context_policy != "sinks") {
+      return usage_error("--window keeps attention sinks, which never fill the context: it goes with --context sinks, "
+                         "not --context " + context_policy);
+    }
+    if (opt->max_tokens > 0) {
+      return usage_error("--max-tokens with --window: the session holds --sinks + --window = " +
+                         str(opt->sinks + opt->window) + " tokens");
+    }
+    if (!args.has("--prompt")) return usage_error("--window (attention sinks) is for generation: give --prompt");
   }
   if (!opt->has_prompt && opt->score_path.empty() && opt->ids_path.empty() && opt->plan.empty()) {
     return usage_error("nothing to do: give --prompt, --score, --ids or --plan; see --help");

@@ -24,8 +24,9 @@ struct Options {
   std::string tokens_flag = "--tokens";  // -n or --tokens, as typed
   int64_t tokens = 200, stride = 0, segment = 0, threads = 0, max_tokens = 0, max_batch = 0;
   int64_t memory_budget = 0;
+  int64_t sinks = 0, window = 0;     // --sinks, --window: attention sinks (window 0: none)
   tern_sampler_options sampler;      // --temperature, --top-k, --top-p, --min-p, --repeat-*, --seed
-  tern_generator_options generator;  // --context, --keep
+  tern_generator_options generator;  // --context, --keep (--window: sinks)
   tern_backend backend = TERN_BACKEND_CPU;
   int64_t device = -1;  // vulkaninfo's numbering; -1: the best device
   bool f16_weights = false, f16_activations = false, f16_kv = false;

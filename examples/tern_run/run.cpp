@@ -70,6 +70,12 @@ int run_all(Options& opt) {
       so.max_batch = std::max(so.max_batch, model_segment > 0 ? std::min(prompt, model_segment) : prompt);
     }
   }
+  so.sink_tokens = opt.sinks;
+  so.sink_window = opt.window;
+  // With sinks a prompt longer than the state runs whole, as the reference does, before the cut.
+  if (opt.window > 0 && opt.max_batch == 0 && int64_t(opt.prompt_ids.size()) > opt.sinks + opt.window) {
+    so.max_batch = int64_t(opt.prompt_ids.size());
+  }
   so.memory_budget_bytes = uint64_t(opt.memory_budget);
   so.device = int(opt.device + 1);  // the API counts from 1, 0 being "the best"
   so.weight_storage = opt.f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;
