@@ -44,12 +44,12 @@ fi
 # Transformer-XL; compressive), the compressed-weight kernels (NEON) with every golden in f16, int8 and int4, the
 # float16 KV state's kernels, and the tokenizers (SentencePiece against libsentencepiece, tokenizer.json's pipeline,
 # models and decoders against tokenizers' fixtures, the regular expressions and Unicode tables; char is unsigned
-# there).
+# there), and attention sinks and context shift against their PyTorch goldens.
 ci_executables=(test_backend_ops test_ops test_attention test_cpu_isa test_lsh test_routing test_transfo_xl_ops
                 test_adaptive_span test_models test_reformer test_transfo_xl test_compressive test_quant_kernels
                 test_compressed_weights test_kv_storage test_sentencepiece test_tokenizers test_hf_pipeline test_hf_model
-                test_hf_regex test_unicode)
-ci_tests='^(test_backend_ops:.* on CPU$|test_ops:|test_attention:|test_cpu_isa:|test_lsh:|test_routing:|test_transfo_xl_ops:|test_adaptive_span:|test_models:reference family: full forward|test_reformer:reformer goldens|test_transfo_xl:transfo-xl goldens|test_compressive:compressive goldens|test_quant_kernels:|test_compressed_weights:|test_kv_storage:|test_sentencepiece:|test_tokenizers:|test_hf_pipeline:|test_hf_model:|test_hf_regex:|test_unicode:)'
+                test_hf_regex test_unicode test_sinks)
+ci_tests='^(test_backend_ops:.* on CPU$|test_ops:|test_attention:|test_cpu_isa:|test_lsh:|test_routing:|test_transfo_xl_ops:|test_adaptive_span:|test_models:reference family: full forward|test_reformer:reformer goldens|test_transfo_xl:transfo-xl goldens|test_compressive:compressive goldens|test_quant_kernels:|test_compressed_weights:|test_kv_storage:|test_sentencepiece:|test_tokenizers:|test_hf_pipeline:|test_hf_model:|test_hf_regex:|test_unicode:|test_sinks:attention sinks and context shift match)'
 # Vulkan-only test cases, left out of the runs under qemu (the others run their CPU halves).
 vulkan_only='^test_vulkan_|on Vulkan$|on Vulkan matches the CPU path|Vulkan rejects'
 step() { echo "aarch64: $*"; }
