@@ -8,6 +8,9 @@
 //   kv_head*HEAD_DIM, kv_head = h / (heads / kv_heads)); state [slots, 2*kv_inner] (k | v of past positions, in
 //   slot state_slot(j)), kv_inner = kv_heads * HEAD_DIM; out [n, heads * HEAD_DIM].
 // Keys at positions >= pos0 come from qkv, older ones from the state (kv_append.comp writes it after this).
+// SINKS (attention sinks, ops/sink_cache.h; ops_attention.cpp): qkv is the call's rows rotated by sink_view.comp and
+// the state its view of the cache [ring = S + W, 2*kv_inner], entry e at slot e; the call's rows are indices
+// held..held+n-1 after the held = min(pos0, S + W) cache entries, so pos0 here is held.
 // A score is q·k of the scaled query, then soft-capped (softcap > 0: cap * tanh(score / cap)) before the softmax,
 // in the CPU path's order.
 #include "common/interface.glsl"
@@ -75,7 +78,11 @@ void main() {
   kv = h / uint(heads / pc.kv_heads);
   bool second = split && int(h) >= heads / 2;
   uint n = call.n;
+#ifdef SINKS
+  pos0 = int(min(call.pos0, ring));
+#else
   pos0 = int(call.pos0);
+#endif
   uint r0 = gl_WorkGroupID.x * BQ;
   uint r = r0 + gl_LocalInvocationID.x;
   bool live = r < n;

@@ -27,7 +27,7 @@ class VulkanBackend : public Backend {
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
   void reset() override {}  // a run reads only the state of the positions before it: nothing to forget
-  Status shift(int64_t, int64_t) override { return Unsupported("a context shift is not yet implemented on Vulkan"); }
+  Status shift(int64_t keep, int64_t position) override;
   void plan(int64_t n, tern_memory_plan* p) const override {
     p->packed_weight_bytes = weight_bytes_;
     p->arena_bytes = plain_plan(model_, n).bytes;
@@ -61,6 +61,9 @@ class VulkanBackend : public Backend {
   std::unique_ptr<vk::Memory> memory_;
   std::unique_ptr<vk::PipelineCache> pipelines_;
   std::unique_ptr<vk::Program> program_;
+  // A context shift's dispatches (vk::Lowering::shift): one per dense attention op fed by static rotary positions;
+  // null where the session cannot shift (attention sinks, forward_only).
+  std::unique_ptr<vk::Program> shift_program_;
   vk::Slice ids_;     // host: [max_batch] int32
   vk::Slice output_;  // host: [max_batch, vocab] float
   int64_t vocab_ = 0;
@@ -90,7 +93,6 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     }
     ignored_ = "activations float32 (activation_storage F16 is a CPU option)";
   }
-  if (backend_config.sinks.on()) return Unsupported("attention sinks are not yet implemented on Vulkan");
   if (options.kv_storage == TERN_KV_STORAGE_F16) {
     if (backend_config.named) {
       return Unsupported("kv_storage F16 is a CPU option: the Vulkan backend keeps keys and values in float32 "
@@ -145,6 +147,11 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   low.f16_weights = config.f16_weights;
   low.f16_storage = ctx_->f16_storage_enabled();
   low.forward_only = options.forward_only != 0;
+  low.sinks = backend_config.sinks;
+  if (!backend_config.sinks.on() && !options.forward_only) {
+    shift_program_ = std::make_unique<vk::Program>(*ctx_, *memory_, *pipelines_, config.max_batch);
+    low.shift = shift_program_.get();
+  }
   const auto& values = model.values();
   low.values.resize(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
@@ -171,7 +178,15 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   saved_states_ = std::move(low.saved_states);
   saved_index_.assign(nodes.size(), -1);
   for (size_t i = 0; i < saved_states_.size(); ++i) saved_index_[size_t(saved_states_[i].node)] = int(i);
+  if (shift_program_) TERN_RETURN_IF_ERROR(shift_program_->finish());
   return program_->finish();
+}
+
+// Every stateful op is dense attention fed by static rotary positions (Session::check_shift), so each has its
+// kv_shift dispatch: keep entries of the position's move to slots 0.., keys rotated, on the device.
+Status VulkanBackend::shift(int64_t keep, int64_t position) {
+  if (!shift_program_) return Unsupported("a context shift needs a session that continues sequences, without sinks");
+  return shift_program_->run(keep, position, nullptr);
 }
 
 Status VulkanBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {

@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "format/model.h"
+#include "ops/attention_pattern.h"
 #include "ops/head_layout.h"
+#include "ops/rotary.h"
+#include "ops/sink_cache.h"
 #include "vulkan/program.h"
 #include "vulkan/push_constants.h"
 
@@ -95,6 +98,10 @@ class Lowering {
   bool f16_weights = false;  // weight_storage F16: LINEAR weights and EMBEDDING tables stored F32 as float16
   bool f16_storage = false;  // storageBuffer16BitAccess enabled: float16 weights of the file read as they are
   bool forward_only = false;  // tern_session_options.forward_only: no state that only a later call would read
+  SinkCache sinks;            // attention sinks (BackendConfig::sinks): ROTARY passes rows, dense ATTENTION keeps a sink cache
+  // The dispatches of a context shift (VulkanBackend::shift), run apart from the forward pass with n = the entries
+  // kept and pos0 = the positions held; null where the session cannot shift (sinks, forward_only).
+  Program* shift = nullptr;
   // A table computed on the host at session creation (e.g. sinusoid frequencies), uploaded with the weights.
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
@@ -198,9 +205,16 @@ Status lower_gated_activation(const Node& node, Lowering& low);
 // shaders/attention.comp's push constants with the head layout's fields set (heads, row, q/k/v columns, kv_heads);
 // the lowering sets the pattern's.
 AttentionPush attention_push(const HeadLayout& heads);
+// shaders/attention.comp's dispatch for the op (or its variant `shader`): spec constants, shared memory, workgroups
+// of query rows per head; push constants and bindings are set on the result.
+DispatchSpec attention_dispatch(const Node& node, const Lowering& low, const AttentionPattern& pattern, const char* shader);
 // ATTENTION by kind (the kind table is in op_table.cpp).
 Status lower_windowed_attention(const Node& node, Lowering& low);  // Dense, SlidingWindow, ChunkedLocal, Strided, Fixed
 Status lower_relative_xl(const Node& node, Lowering& low);
+// ops_sinks.cpp: dense ATTENTION under attention sinks, and the context shift of a dense state [slots, 2*kv_inner]
+// (added to low.shift).
+Status lower_sink_attention(const Node& node, Lowering& low);
+Status lower_kv_shift(const Node& node, Lowering& low, const Rotary& rotary, const Slice& state);
 Status lower_compressive(const Node& node, Lowering& low);
 Status lower_adaptive_embedding(const Node& node, Lowering& low);
 Status lower_adaptive_log_softmax(const Node& node, Lowering& low);

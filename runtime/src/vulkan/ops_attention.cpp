@@ -1,10 +1,12 @@
 // Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local, strided, fixed; merged or
 // split heads): shaders/attention.comp,
-// then shaders/kv_append.comp to keep what later calls can reach in the op's device state.
+// then shaders/kv_append.comp to keep what later calls can reach in the op's device state. With attention sinks:
+// ops_sinks.cpp.
 #include <iterator>
 
 #include "ops/attention_kinds.h"
 #include "ops/kv_state.h"
+#include "ops/rotary.h"
 #include "vulkan/ops.h"
 
 namespace tern::vk {
@@ -25,6 +27,25 @@ static_assert(std::size(kShaderPatternKind) == size_t(PatternKind::kFixed) + 1, 
 
 }  // namespace
 
+DispatchSpec attention_dispatch(const Node& node, const Lowering& low, const AttentionPattern& pattern, const char* shader) {
+  const int dh = head_layout(node).head_dim;
+  uint32_t key_tile = kKeyTile;
+  while (key_tile > 1 && 2ull * key_tile * uint64_t(dh) * sizeof(float) > low.ctx.limits().max_compute_shared_memory_size) {
+    key_tile /= 2;
+  }
+  DispatchSpec a;
+  a.where = where(node);
+  a.node = node.index;
+  a.shader = shader;
+  a.spec = {kQueryRows, uint32_t(dh), key_tile, kShaderPatternKind[size_t(pattern.kind)]};
+  a.local_size = {kQueryRows, 1, 1};
+  a.shared_bytes = uint32_t(std::min<uint64_t>(2ull * key_tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
+  a.groups = [q_heads = head_layout(node).heads](int64_t n) {
+    return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(q_heads), 1};
+  };
+  return a;
+}
+
 AttentionPush attention_push(const HeadLayout& heads) {
   AttentionPush push;
   push.heads = heads.heads;
@@ -37,10 +58,10 @@ AttentionPush attention_push(const HeadLayout& heads) {
 }
 
 Status lower_windowed_attention(const Node& node, Lowering& low) {
+  if (low.sinks.on()) return lower_sink_attention(node, low);  // dense with rotary positions: the session checks
   const auto* p = node.fb_op->params_as_AttentionParams();
   TERN_ASSIGN_OR_RETURN(auto pattern, AttentionPattern::from(*p, node.label()));
   const HeadLayout heads = head_layout(node);
-  const int dh = heads.head_dim;
   const int64_t kv_inner = heads.kv_inner();
   // The slots of ops/kv_state.h, as [slot][k | v] rows of every key/value head here; saved as KvStateLayout says.
   const AttentionPattern& pat = pattern;
@@ -67,18 +88,16 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
         }
   };
   low.saved_states.push_back(std::move(saved));
-
-  uint32_t key_tile = kKeyTile;
-  while (key_tile > 1 && 2ull * key_tile * uint64_t(dh) * sizeof(float) > low.ctx.limits().max_compute_shared_memory_size) {
-    key_tile /= 2;
+  // A session that may shift its context (VulkanBackend::shift): the state's move and rotation, for a dense op fed by
+  // static rotary positions (the session checks that every stateful op is one before it shifts).
+  if (low.shift && pat.kind == PatternKind::kDense && !pat.split) {
+    const Node* rotary = rotary_feeding(low.model, node);
+    if (rotary && !Rotary::of(*rotary).per_call()) {
+      TERN_RETURN_IF_ERROR(lower_kv_shift(node, low, Rotary::of(*rotary), state));
+    }
   }
-  DispatchSpec a;
-  a.where = where(node);
-  a.node = node.index;
-  a.shader = "attention";
-  a.spec = {kQueryRows, uint32_t(dh), key_tile, kShaderPatternKind[size_t(pat.kind)]};
-  a.local_size = {kQueryRows, 1, 1};
-  a.shared_bytes = uint32_t(std::min<uint64_t>(2ull * key_tile * uint64_t(dh) * sizeof(float), UINT32_MAX));
+
+  DispatchSpec a = attention_dispatch(node, low, pattern, "attention");
   AttentionPush attention = attention_push(heads);
   attention.window = int32_t(std::min<int64_t>(pattern.window, INT32_MAX));
   attention.chunk = int32_t(std::max<int64_t>(1, std::min<int64_t>(pattern.chunk, INT32_MAX)));
@@ -91,9 +110,6 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   attention.split = pat.split ? 1 : 0;
   attention.softcap = p->logit_softcap();  // validated: finite, >= 0 (0: none)
   a.push.set(attention);
-  a.groups = [q_heads = heads.heads](int64_t n) {
-    return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(q_heads), 1};
-  };
   const Binding qkv = low.values[node.inputs[0]];  // [n, heads.row]
   a.bindings = {qkv, {state, 0, 0, "attention state"}, low.values[node.outputs[0]]};
   TERN_RETURN_IF_ERROR(low.program.add(std::move(a)));

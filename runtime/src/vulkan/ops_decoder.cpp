@@ -38,6 +38,17 @@ Status lower_rotary(const Node& node, Lowering& low) {
   const Rotary rotary = Rotary::of(node);  // inv_freq (and long_inv_freq) F32: the loader allows nothing else
   const int64_t w = width(low, node.outputs[0]);
   const int pairs = rotary.pairs();
+  if (low.sinks.on()) {
+    // Attention sinks: the rows pass unrotated (rotary.comp with no head block to rotate copies every column); the
+    // attention op they feed rotates them by their index in its cache (ops_sinks.cpp). The table is not read.
+    RotaryPush copy;
+    copy.width = uint32_t(w);
+    copy.head_dim = uint32_t(rotary.head_dim);
+    copy.pairs = uint32_t(pairs);
+    DispatchSpec s = elementwise(node, "rotary", w, copy);
+    s.bindings = {low.values[node.inputs[0]], low.values[node.inputs[0]], low.values[node.outputs[0]]};
+    return low.program.add(std::move(s));
+  }
   // cos | sin [max_batch, 2, pairs], written by the host for each call: the call's frequencies (from its last
   // position, for DYNAMIC_NTK and LONGROPE) and each row's angle as the CPU path computes them (rotary_cos_sin).
   auto write = [rotary, f = std::vector<float>(size_t(pairs))](int64_t n, int64_t pos0, float* cos_sin) mutable {

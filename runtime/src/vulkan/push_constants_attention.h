@@ -53,7 +53,7 @@ TERN_PUSH_FIELD(AttentionPush, softcap, 92);
 TERN_PUSH_SIZE(AttentionPush, 16);
 
 // shaders/kv_append.comp: kv_inner = kv_heads * head_dim; block 0 unless the kind is fixed; row, k_col and v_col
-// from the head layout (ops/head_layout.h).
+// from the head layout (ops/head_layout.h); sinks: S of the SINKS variant (kv_append_sinks, ring = W), 0 otherwise.
 struct KvAppendPush {
   BindingOffsets off{};
   uint32_t kv_inner = 0;
@@ -63,13 +63,55 @@ struct KvAppendPush {
   uint32_t row = 0;
   uint32_t k_col = 0;
   uint32_t v_col = 0;
+  uint32_t sinks = 0;
 };
 TERN_PUSH_FIELD(KvAppendPush, kv_inner, 32);
 TERN_PUSH_FIELD(KvAppendPush, ring, 36);
 TERN_PUSH_FIELD(KvAppendPush, block, 40);
 TERN_PUSH_FIELD(KvAppendPush, summary, 44);
 TERN_PUSH_KV_COLUMNS(KvAppendPush, 48);
-TERN_PUSH_SIZE(KvAppendPush, 7);
+TERN_PUSH_FIELD(KvAppendPush, sinks, 60);
+TERN_PUSH_SIZE(KvAppendPush, 8);
+
+// shaders/sink_view.comp (attention sinks, ops/sink_cache.h): S and W, the head layout (ops/head_layout.h) and the
+// rotary pairs (ops/rotary.h) of the keys and queries it rotates.
+struct SinkViewPush {
+  BindingOffsets off{};
+  uint32_t sinks = 0;
+  uint32_t window = 0;
+  uint32_t heads = 0;
+  uint32_t kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t pairs = 0;
+  uint32_t interleaved = 0;
+  uint32_t row = 0;
+  uint32_t q_col = 0;
+  uint32_t k_col = 0;
+  uint32_t v_col = 0;
+};
+TERN_PUSH_FIELD(SinkViewPush, sinks, 32);
+TERN_PUSH_FIELD(SinkViewPush, window, 36);
+TERN_PUSH_FIELD(SinkViewPush, heads, 40);
+TERN_PUSH_FIELD(SinkViewPush, kv_heads, 44);
+TERN_PUSH_FIELD(SinkViewPush, head_dim, 48);
+TERN_PUSH_FIELD(SinkViewPush, pairs, 52);
+TERN_PUSH_FIELD(SinkViewPush, interleaved, 56);
+TERN_PUSH_QKV_COLUMNS(SinkViewPush, 60);
+TERN_PUSH_SIZE(SinkViewPush, 11);
+
+// shaders/kv_shift.comp (a context shift of a dense state): kv_inner = kv_heads * head_dim, the rotary pairs.
+struct KvShiftPush {
+  BindingOffsets off{};
+  uint32_t kv_inner = 0;
+  uint32_t head_dim = 0;
+  uint32_t pairs = 0;
+  uint32_t interleaved = 0;
+};
+TERN_PUSH_FIELD(KvShiftPush, kv_inner, 32);
+TERN_PUSH_FIELD(KvShiftPush, head_dim, 36);
+TERN_PUSH_FIELD(KvShiftPush, pairs, 40);
+TERN_PUSH_FIELD(KvShiftPush, interleaved, 44);
+TERN_PUSH_SIZE(KvShiftPush, 4);
 
 // shaders/adaptive_span.comp: eps 0 when unmasked; mask_at and pe_at index the tables; total_slots = sum(cap).
 struct AdaptiveSpanPush {
