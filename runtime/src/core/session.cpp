@@ -251,7 +251,7 @@ Status Session::build(const tern_session_options& options) {
   };
 
   const bool fitted = !sinks_.on() && options.max_tokens == 0 && model_.max_context() == 0;
-  MemoryLimit limit = fitted ? fitting_limit(options.memory_budget_bytes) : memory_limit(options.memory_budget_bytes);
+  const MemoryLimit limit = fitted ? fitting_limit(options.memory_budget_bytes) : memory_limit(options.memory_budget_bytes);
   // max_batch for a session of `tokens`: the app's, within max_tokens; by default a call is at most one context
   // (a streaming session may hold far more tokens than one call needs), and at most kFittedBatch tokens in a
   // fitted context (millions of tokens of state must not size the arena for a call of as many).
@@ -291,8 +291,7 @@ Status Session::build(const tern_session_options& options) {
 
   // A fitted context is held to its limit by the backend's exact check too (the budget, or half of MemAvailable).
   tern_session_options backend_options = options;
-  backend_options.memory_budget_bytes = limit.bytes;
-  if (!fitted) backend_options.memory_budget_bytes = options.memory_budget_bytes;
+  if (fitted) backend_options.memory_budget_bytes = limit.bytes;
   tern_memory_plan exact{};
   BackendConfig config{&backend_options, max_tokens_, max_batch_, threads_, named, sinks_, fitted ? &exact : nullptr};
   std::string passed_over;  // backend auto: why the candidate before the one taken was not
