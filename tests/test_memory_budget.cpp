@@ -5,11 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "attention_cases.h"
 #include "convert.h"
 #include "op_graph.h"
 #include "run_tool.h"
@@ -45,6 +47,22 @@ Created create(const tern_model* model, int64_t max_tokens, uint64_t budget) {
   tern_session* s = nullptr;
   tern_status st = tern_session_create(model, &so, &s);
   return {st, st == TERN_OK ? "" : tern_last_error(), s};
+}
+
+// ids -> EMBEDDING [64, 3 * 16] -> dense ATTENTION (2 heads of 8, no positions), with no context limit: every token
+// keeps its key and value, 2 * 16 floats = 128 bytes of state, for as long as the session holds it.
+constexpr uint64_t kDenseStatePerToken = 2 * 16 * sizeof(float);
+tern_model* dense_model_without_context_limit() {
+  namespace fb = tern::fb;
+  tern::test::OpGraph g = tern::test::start_graph(64, 3 * 16, 7);
+  const int32_t y = g.graph.add_value("y", fb::DType::F32, 16).value();
+  fb::AttentionParamsT p;
+  p.heads = 2;
+  p.head_dim = 8;
+  p.scale = 0.35f;
+  p.kind = tern::test::backend_attention_kinds()[0].fb;  // dense
+  REQUIRE(g.graph.add_op(fb::OpCode::ATTENTION, "attn", {g.x}, {y}, {}, p).ok());
+  return tern::test::finish_and_load(g, y, "budget_dense_no_limit", 0);
 }
 
 uint64_t total(const tern_memory_plan& p) { return p.packed_weight_bytes + p.arena_bytes + p.state_bytes; }
@@ -231,4 +249,134 @@ TEST_CASE("packed weights: each tensor's mapped pages go once it is packed, so c
   const double weights_mib = double(kLayers * kWidth * kWidth * 4) / double(1 << 20);
   CHECK(mib > weights_mib);               // the packed copy is resident
   CHECK(mib < weights_mib * 1.4 + 24.0);  // the mapped one is not, beyond a layer or two (and the process's own ~15 MiB)
+}
+
+TEST_CASE("memory budget: without max_tokens, a model without a context limit takes the most tokens that fit",
+          "[budget][context]") {
+  tern_model* model = dense_model_without_context_limit();
+  const uint64_t budget = uint64_t(4) << 20;
+  Created s = create(model, 0, budget);
+  INFO(s.message);
+  REQUIRE(s.status == TERN_OK);
+  const int64_t max_tokens = tern_session_max_tokens(s.session);
+  tern_memory_plan mem, next;
+  REQUIRE(tern_session_memory(s.session, &mem) == TERN_OK);
+  REQUIRE(tern_session_plan(s.session, max_tokens + 1, &next) == TERN_OK);
+  INFO("max_tokens " << max_tokens << ", allocated " << total(mem));
+  CHECK(max_tokens > 4096);  // 4 MiB holds tens of thousands of 128-byte tokens
+  CHECK(max_tokens < int64_t(budget / kDenseStatePerToken));
+  CHECK(mem.n_tokens == 4096);  // max_batch: capped, not the fitted context
+  CHECK(mem.state_bytes == uint64_t(max_tokens) * kDenseStatePerToken);
+  CHECK(next.state_bytes == mem.state_bytes + kDenseStatePerToken);
+  // What was allocated fits; one token more of state would not.
+  CHECK(total(mem) <= budget);
+  CHECK(mem.packed_weight_bytes + mem.arena_bytes + next.state_bytes > budget);
+  const std::string note = tern_session_context_note(s.session);
+  CHECK(note == "max_tokens " + std::to_string(max_tokens) + ": the largest whose plan (" + std::to_string(total(mem)) +
+                    " bytes, calls of up to 4096 tokens) fits its memory budget of " + std::to_string(budget) +
+                    " bytes (the model has no context limit)");
+  tern_session_free(s.session);
+
+  // The app's max_batch is kept (within the fitted context).
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = 1;
+  so.max_batch = 100;
+  so.memory_budget_bytes = budget;
+  tern_session* batched = nullptr;
+  REQUIRE(tern_session_create(model, &so, &batched) == TERN_OK);
+  REQUIRE(tern_session_memory(batched, &mem) == TERN_OK);
+  CHECK(mem.n_tokens == 100);
+  CHECK(tern_session_max_tokens(batched) > max_tokens);  // a smaller arena leaves more for the state
+  tern_session_free(batched);
+
+  // Not even one token: refused with the numbers.
+  Created none = create(model, 0, 1000);
+  INFO(none.message);
+  CHECK(none.status == TERN_OUT_OF_MEMORY);
+  CHECK_THAT(none.message, Catch::Contains("no context limit, and not even max_tokens 1 fits"));
+  CHECK_THAT(none.message, Catch::Contains("memory budget of 1000 bytes"));
+  tern_model_free(model);
+}
+
+TEST_CASE("memory budget: an explicit max_tokens that cannot fit is refused at once, naming the largest that fits",
+          "[budget][context]") {
+  tern_model* model = dense_model_without_context_limit();
+  const uint64_t rss_before = peak_rss_bytes();
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t huge = int64_t(1) << 30;  // 128 GiB of keys and values
+  Created s = create(model, huge, uint64_t(1) << 20);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(s.message);
+  CHECK(s.status == TERN_OUT_OF_MEMORY);
+  CHECK(s.session == nullptr);
+  CHECK(seconds < 5.0);
+  CHECK(peak_rss_bytes() < rss_before + (uint64_t(32) << 20));
+  CHECK_THAT(s.message, Catch::Contains("state " + std::to_string(uint64_t(huge) * kDenseStatePerToken) +
+                                        " for max_tokens " + std::to_string(huge)));
+  CHECK_THAT(s.message, Catch::Contains("memory budget of 1048576 bytes"));
+  const std::string marker = "the largest max_tokens that could fit is ";
+  const size_t at = s.message.find(marker);
+  REQUIRE(at != std::string::npos);
+  const int64_t largest = std::strtoll(s.message.c_str() + at + marker.size(), nullptr, 10);
+  CHECK(largest > 0);
+  CHECK(largest < int64_t((uint64_t(1) << 20) / kDenseStatePerToken));
+  // One token more is refused by the same check before allocating; at `largest` that check passes (the exact one
+  // after packing, which knows the kernels' scratch, may still refuse).
+  Created over = create(model, largest + 1, uint64_t(1) << 20);
+  INFO(over.message);
+  CHECK(over.status == TERN_OUT_OF_MEMORY);
+  CHECK_THAT(over.message, Catch::Contains("before packing weights"));
+  CHECK_THAT(over.message, Catch::Contains("could fit is " + std::to_string(largest) + " "));
+  Created at_largest = create(model, largest, uint64_t(1) << 20);
+  INFO(at_largest.message);
+  CHECK_THAT(at_largest.message, !Catch::Contains("before packing weights"));
+  tern_session_free(at_largest.session);
+  tern_model_free(model);
+}
+
+TEST_CASE("memory budget: without a budget, a context is fitted to half of MemAvailable", "[budget][context]") {
+  // Transformer-XL's memory is bounded (mem_len per layer): every max_tokens fits, up to the 2^31 positions.
+  tern_model* model = load_golden("transfo_xl_plain");
+  Created s = create(model, 0, 0);
+  INFO(s.message);
+  REQUIRE(s.status == TERN_OK);
+  CHECK(tern_session_max_tokens(s.session) == int64_t(1) << 31);
+  tern_memory_plan mem;
+  REQUIRE(tern_session_memory(s.session, &mem) == TERN_OK);
+  CHECK(mem.n_tokens == 4096);
+  const std::string note = tern_session_context_note(s.session);
+  CHECK_THAT(note, Catch::StartsWith("max_tokens 2147483648: the most positions a sequence can reach"));
+  CHECK_THAT(note, Catch::Contains("fits half of MemAvailable ("));
+  tern_session_free(s.session);
+
+  // The app's max_tokens, and the model's context, say so.
+  Created set = create(model, 64, 0);
+  REQUIRE(set.status == TERN_OK);
+  CHECK(std::string(tern_session_context_note(set.session)) == "max_tokens 64: set by the app");
+  tern_session_free(set.session);
+  tern_model_free(model);
+  tern_model* bounded = load_golden("pre_tied_learned_gelu");
+  Created own = create(bounded, 0, 0);
+  REQUIRE(own.status == TERN_OK);
+  tern_model_info info;
+  REQUIRE(tern_model_get_info(bounded, &info) == TERN_OK);
+  CHECK(std::string(tern_session_context_note(own.session)) ==
+        "max_tokens " + std::to_string(info.max_context) + ": the model's context");
+  tern_session_free(own.session);
+  tern_model_free(bounded);
+}
+
+TEST_CASE("tern-run --plan: a model without a context limit shows the context the session chose", "[budget][cli]") {
+  const std::string dir = tern::test::scratch_dir("budget_cli_context");
+  tern::convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(tern::convert::convert_checkpoint(tern::test::source_path("tests/goldens/transfo_xl_plain"), dir + "/m.tern", opts).ok());
+  const std::string cmd = tern::test::tool_command("examples/tern-run ") + dir + "/m.tern --plan 8 --memory-budget 100000000 >" +
+                          dir + "/out.txt 2>" + dir + "/err.txt";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string why = "max_tokens 2147483648: the most positions a sequence can reach";
+  CHECK_THAT(tern::test::read_file(dir + "/out.txt"), Catch::Contains(why));
+  CHECK_THAT(tern::test::read_file(dir + "/err.txt"), Catch::Contains("context: " + why));
+  CHECK_THAT(tern::test::read_file(dir + "/err.txt"), Catch::Contains("its memory budget of 100000000 bytes"));
 }

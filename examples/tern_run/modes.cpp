@@ -51,6 +51,7 @@ int write_logits(const std::string& path, const std::vector<float>& logits, int6
 int print_plan(Run& run) {
   // row chains / block rows: row-wise op chains run in blocks of that many rows (their inner values need only that).
   if (!run.opt.json) {
+    std::printf("%s\n", run.session.context_note().c_str());  // what the state of every row is sized for
     std::printf("%10s %14s %14s %14s %14s %16s %10s %10s\n", "n", "weights", "packed", "arena", "state",
                 "dense n x n", "row chains", "block rows");
   }

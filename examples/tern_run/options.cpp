@@ -37,7 +37,8 @@ Runs a converted model on the CPU or on a Vulkan device. One or more of:
 Output:
   --json                one JSON object on stdout when everything asked has run, nothing else there (the
                         generated text is not streamed): "model", "description", "tokenizer" (its name, "" when
-                        the file has none), "context", "backend" {"name",
+                        the file has none), "context", "context_note" (the session's max_tokens and why),
+                        "backend" {"name",
                         "device", "driver", "weights", "activations"}, "threads", "load_seconds", then one member
                         per mode given: "plan" [{"n", "weight_bytes", "packed_weight_bytes", "arena_bytes",
                         "state_bytes", "dense_attention_bytes" (null past 2^64 - 1), "row_chains",
@@ -85,7 +86,9 @@ Scoring and logits:
                         tgt_len; else 128 for streamed scoring, and one call for --ids); not with --stride
 Session:
   --threads N           CPU threads, at most this machine's hardware threads (default 0: every hardware thread)
-  --max-tokens N        tokens the session holds (default: the model's context)
+  --max-tokens N        tokens the session holds (default: the model's context; for a model without one, what
+                        the mode needs (a prompt and -n, --ids, a streamed --score), or for --plan the most that
+                        fit --memory-budget, else half of MemAvailable; the session's choice and why: on stderr)
   --max-batch N         most tokens in one call (default: max-tokens, capped at the model's context; with
                         --ids alone, the ids of one call: all of them, or --segment)
   --memory-budget BYTES fail at load unless the session fits in BYTES (default: no budget)

@@ -101,6 +101,7 @@ int run_all(Options& opt) {
                  f16_activations ? ", activations between row blocks: float16" : "",
                  f16_kv ? ", attention keys and values: float16" : "");
   }
+  std::fprintf(stderr, "context: %s\n", session.context_note().c_str());
   const int64_t context = opt.max_tokens > 0 ? opt.max_tokens : info.max_context;
   const double load_s = load_timer.seconds();
   std::fprintf(stderr, "model: %s (%s), context %lld, loaded in %.3f s\n", opt.model_path.c_str(), info.description,
@@ -115,6 +116,7 @@ int run_all(Options& opt) {
       {"description", info.description},
       {"tokenizer", tern_model_tokenizer(model.get())},
       {"context", context},
+      {"context_note", session.context_note()},
       {"backend",
        {{"name", vulkan ? "vulkan" : "cpu"},
         {"device", where.device_name},

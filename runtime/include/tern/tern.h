@@ -130,12 +130,23 @@ typedef struct {
                          * with TERN_INVALID_ARGUMENT */
   tern_backend backend; /* TERN_BACKEND_CPU by default */
   int threads;          /* 0: one per hardware thread */
-  int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context */
-  int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens, capped at the model's max_context */
+  int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context, or, for a
+                         * model without one (max_context 0: Transformer-XL, ...), the largest max_tokens (at most
+                         * 2^31) whose plan (state for max_tokens + arena for max_batch + tables computed at
+                         * creation, then the exact total once weights are packed) fits memory_budget_bytes or,
+                         * without a budget, half of the memory available at creation (MemAvailable of
+                         * /proc/meminfo, physical memory where there is none; the other half is left to the app
+                         * and the mapped weights), found by bisection; TERN_OUT_OF_MEMORY when not even 1 fits.
+                         * tern_session_max_tokens and tern_session_context_note say what was taken and why. */
+  int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens, capped at the model's max_context,
+                         * or at 4096 where max_tokens was fitted to memory (see max_tokens) */
   uint64_t memory_budget_bytes; /* 0: none. Most bytes the session may allocate (packed weights + arena + scratch +
                                  * state; weights mapped from the file are not counted): creation fails with
-                                 * TERN_OUT_OF_MEMORY and the planner's numbers when the plan does not fit. Without a
-                                 * budget, a plan larger than the machine's physical memory fails the same way. */
+                                 * TERN_OUT_OF_MEMORY when the plan does not fit, before anything big is allocated,
+                                 * with the planner's numbers (the bytes for max_tokens and max_batch, the budget) and
+                                 * the largest max_tokens that would fit. Without a budget, a plan larger than the
+                                 * machine's physical memory fails the same way. With max_tokens 0 on a model without
+                                 * a context limit, max_tokens is fitted to it (see max_tokens). */
   int device;           /* Vulkan device. 0: the best one (discrete GPU > integrated > virtual > CPU implementation);
                          * N >= 1: the loader's device N-1 (what vulkaninfo lists as GPU N-1). Ignored on the CPU. */
   int64_t row_block_rows;       /* 0: each chain of row-wise ops picks its block (256..1024 rows, see
@@ -323,6 +334,14 @@ TERN_API int64_t tern_session_vocab_size(const tern_session* session);
 /* Message of the last failed call on this session ("" when none failed), owned by the session and valid until its
  * next failing call or tern_session_free. NULL session: "null session". */
 TERN_API const char* tern_session_last_error(const tern_session* session);
+/* Tokens of state the session was created for: the app's max_tokens, or the one the session chose (see
+ * tern_session_options.max_tokens). NULL session: 0. Constant for the session's life. */
+TERN_API int64_t tern_session_max_tokens(const tern_session* session);
+/* One line saying what max_tokens the session took and why, e.g. "max_tokens 4096: set by the app",
+ * "max_tokens 1024: the model's context", or, on a model without a context limit, "max_tokens 123456: the largest
+ * whose plan (... bytes, calls of up to 4096 tokens) fits half of MemAvailable (... of ... bytes) (the model has no
+ * context limit)". Owned by the session, valid until tern_session_free; NULL session: "null session". */
+TERN_API const char* tern_session_context_note(const tern_session* session);
 
 /* ---------------------------------------------------------------------------------------------------------------
  * Generation: sampling, a generator that feeds a session token by token, and text <-> ids through the model's tokenizer.

@@ -82,6 +82,9 @@ class SessionHandle {
   }
   int64_t position() const { return tern_session_position(get()); }
   int64_t vocab_size() const { return tern_session_vocab_size(get()); }
+  int64_t max_tokens() const { return tern_session_max_tokens(get()); }
+  // Why max_tokens is what it is (tern_session_context_note).
+  std::string context_note() const { return tern_session_context_note(get()); }
 
  private:
   explicit SessionHandle(tern_session* s) : session_(s, tern_session_free) {}

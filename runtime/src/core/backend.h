@@ -36,6 +36,9 @@ struct BackendConfig {
   bool named = false;
   // Attention sinks, checked by the session (every ATTENTION dense, fed by a ROTARY node): off unless sinks.on().
   SinkCache sinks;
+  // Where not null, a backend that checks its exact need against the budget (check_fits with packed true) writes
+  // that need here first: a session that fitted max_tokens to the budget refits with it when the check fails.
+  tern_memory_plan* exact_need = nullptr;
 };
 
 class Backend {

@@ -238,6 +238,12 @@ const char* tern_session_last_error(const tern_session* session) {
   return session ? session->last_error.c_str() : "null session";
 }
 
+int64_t tern_session_max_tokens(const tern_session* session) { return session ? session->session->max_tokens() : 0; }
+
+const char* tern_session_context_note(const tern_session* session) {
+  return session ? session->session->context_note().c_str() : "null session";
+}
+
 }  // extern "C"
 
 namespace tern::capi {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -44,6 +45,81 @@ uint64_t address_space_limit_bytes() {
   return uint64_t(limit.rlim_cur);
 }
 
+// MemAvailable of /proc/meminfo in bytes (what the kernel can hand out without swapping); 0 where it cannot be read.
+uint64_t available_memory_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+  std::fclose(f);
+  return found && kib <= UINT64_MAX / 1024 ? uint64_t(kib) * 1024 : 0;
+}
+
+// What a session's need is checked against, and how a message names it ("its memory budget of N bytes").
+struct MemoryLimit {
+  uint64_t bytes = 0;  // 0: unknown, nothing to check
+  std::string name;
+};
+
+// check_fits's limit: the budget; without one, the process's address-space limit or the machine's memory, the less.
+MemoryLimit memory_limit(uint64_t budget) {
+  if (budget) return {budget, "its memory budget of " + std::to_string(budget) + " bytes"};
+  const uint64_t physical = physical_memory_bytes(), address_space = address_space_limit_bytes();
+  if (address_space > 0 && (physical == 0 || address_space < physical)) {
+    return {address_space, "the process's address-space limit (ulimit -v) of " + std::to_string(address_space) + " bytes"};
+  }
+  return {physical, "this machine's memory of " + std::to_string(physical) + " bytes"};
+}
+
+// The limit a fitted context (no max_tokens, no context limit in the model) must fit: the budget; without one, half
+// of MemAvailable at creation (physical memory where /proc/meminfo has none), the other half left to the app, the
+// model's mapped weights and everything else on the machine; within the address-space limit.
+MemoryLimit fitting_limit(uint64_t budget) {
+  if (budget) return memory_limit(budget);
+  const uint64_t available = available_memory_bytes();
+  const uint64_t base = available ? available : physical_memory_bytes();
+  MemoryLimit limit{base / 2, "half of " + std::string(available ? "MemAvailable" : "this machine's memory") + " (" +
+                                  std::to_string(base / 2) + " of " + std::to_string(base) + " bytes)"};
+  const uint64_t address_space = address_space_limit_bytes();
+  if (address_space > 0 && address_space < limit.bytes) limit = memory_limit(0);
+  return limit;
+}
+
+uint64_t total_of(const tern_memory_plan& need) {
+  return add_saturating(add_saturating(need.packed_weight_bytes, need.arena_bytes), need.state_bytes);
+}
+
+// The largest n in [1, hi] for which fits(n) holds, or 0 when fits(1) does not, by bisection: for a need that grows
+// with n (the state with max_tokens, the arena with max_batch), fits(n) holds and fits(n + 1) does not, unless n is hi.
+template <typename Fits>
+int64_t largest_fitting(int64_t hi, Fits fits) {
+  if (hi < 1 || !fits(1)) return 0;
+  if (fits(hi)) return hi;
+  int64_t lo = 1;  // fits(lo), !fits(hi)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+Status check_fits_within(const tern_memory_plan& need, bool packed, const MemoryLimit& limit, const Model& model,
+                         int64_t max_tokens, int64_t max_batch) {
+  const uint64_t total = total_of(need);
+  if (limit.bytes == 0 || total <= limit.bytes) return Status::Ok();
+  return OutOfMemory(std::string("the session needs ") + (packed ? "" : "at least ") + std::to_string(total) +
+                     " bytes (" + (packed ? "packed weights " + std::to_string(need.packed_weight_bytes) + " + "
+                               : need.packed_weight_bytes ? "tables computed at creation " + std::to_string(need.packed_weight_bytes) + " + "
+                                                          : "") +
+                     "arena " + std::to_string(need.arena_bytes) + " for max_batch " + std::to_string(max_batch) +
+                     " + state " + std::to_string(need.state_bytes) + " for max_tokens " + std::to_string(max_tokens) +
+                     (packed ? "" : ", before packing weights") + "), more than " + limit.name +
+                     "; the model's " + std::to_string(model.weight_bytes()) +
+                     " bytes of weights are mapped from its file and not counted");
+}
+
 // Attention sinks need every attention op dense with rotary positions (ops/sink_cache.h): TERN_UNSUPPORTED naming
 // the first op that is not.
 Status check_sinks(const Model& model) {
@@ -79,23 +155,7 @@ Status check_sinks(const Model& model) {
 
 Status check_fits(const tern_memory_plan& need, bool packed, uint64_t budget, const Model& model, int64_t max_tokens,
                   int64_t max_batch) {
-  const uint64_t physical = physical_memory_bytes(), address_space = address_space_limit_bytes();
-  const bool by_address_space = !budget && address_space > 0 && (physical == 0 || address_space < physical);
-  const uint64_t limit = budget ? budget : by_address_space ? address_space : physical;
-  const uint64_t total = add_saturating(add_saturating(need.packed_weight_bytes, need.arena_bytes), need.state_bytes);
-  if (limit == 0 || total <= limit) return Status::Ok();
-  return OutOfMemory(std::string("the session needs ") + (packed ? "" : "at least ") + std::to_string(total) +
-                     " bytes (" + (packed ? "packed weights " + std::to_string(need.packed_weight_bytes) + " + "
-                               : need.packed_weight_bytes ? "tables computed at creation " + std::to_string(need.packed_weight_bytes) + " + "
-                                                          : "") +
-                     "arena " + std::to_string(need.arena_bytes) + " for max_batch " + std::to_string(max_batch) +
-                     " + state " + std::to_string(need.state_bytes) + " for max_tokens " + std::to_string(max_tokens) +
-                     (packed ? "" : ", before packing weights") + "), more than " +
-                     (budget             ? "its memory budget of "
-                      : by_address_space ? "the process's address-space limit (ulimit -v) of "
-                                         : "this machine's memory of ") + std::to_string(limit) +
-                     " bytes; the model's " + std::to_string(model.weight_bytes()) +
-                     " bytes of weights are mapped from its file and not counted");
+  return check_fits_within(need, packed, memory_limit(budget), model, max_tokens, max_batch);
 }
 
 Result<std::unique_ptr<Session>> Session::create(const Model& model, const tern_session_options& options) {
@@ -149,45 +209,131 @@ Status Session::build(const tern_session_options& options) {
   }
   // cpuinfo under-reports cores on some virtual machines; the OS count is the one to trust.
   threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  max_tokens_ = sinks_.on() ? sinks_.capacity() : options.max_tokens > 0 ? options.max_tokens : model_.max_context();
-  if (max_tokens_ <= 0) return InvalidArgument("the model has no context limit: set max_tokens");
-  if (max_tokens_ > (int64_t(1) << 31)) return InvalidArgument("max_tokens " + std::to_string(max_tokens_) + " is too large");
-  // A streaming session may hold far more tokens than one call needs: by default a call is at most one context.
-  const int64_t default_batch = model_.max_context() > 0 ? std::min(max_tokens_, model_.max_context()) : max_tokens_;
-  // With sinks a call may pass the S + W tokens the state holds: it runs whole before the cut.
-  const int64_t batch_cap = sinks_.on() ? kMaxSequence : max_tokens_;
-  max_batch_ = options.max_batch > 0 ? std::min(options.max_batch, batch_cap) : default_batch;
+  const bool named = backend != TERN_BACKEND_AUTO;
 
   // Backend auto: a Vulkan GPU when there is one that runs the model, otherwise the CPU.
   std::vector<const BackendEntry*> candidates;
   if (backend != TERN_BACKEND_CPU) candidates.push_back(&vulkan_backend());
   if (backend != TERN_BACKEND_VULKAN) candidates.push_back(&cpu_backend());
-  BackendConfig config{&options, max_tokens_, max_batch_, threads_, backend != TERN_BACKEND_AUTO, sinks_};
 
   // The planner's numbers before anything big is allocated: a session that cannot fit fails here rather than in
-  // the allocator (or the OOM killer). The least arena any candidate needs keeps the estimate a lower bound; the
-  // backend checks its exact total once its weights are packed.
-  tern_memory_plan estimate{};
-  estimate.arena_bytes = UINT64_MAX;
-  for (const BackendEntry* entry : candidates) {
-    estimate.arena_bytes = std::min(estimate.arena_bytes, entry->arena_lower_bound(model_, config));
-  }
-  // With kv_storage F16 the estimate counts float16 keys and values: a lower bound under backend auto too (a
-  // Vulkan session keeps them in float32, and checks its own exact total).
+  // the allocator (or the OOM killer), and a session without max_tokens on a model without a context limit takes
+  // the most tokens that fit. The least arena any candidate needs keeps the estimate a lower bound; the backend
+  // checks its exact total once its weights are packed. With kv_storage F16 the estimate counts float16 keys and
+  // values: a lower bound under backend auto too (a Vulkan session keeps them in float32, and checks its own total).
   const tern_kv_storage requested_kv = options.kv_storage;
-  for (const Node& node : model_.nodes()) {
-    const OpDef* def = find_op(node.code);
-    if (def->state_bytes) estimate.state_bytes = add_saturating(estimate.state_bytes, def->state_bytes(node, max_tokens_, requested_kv));
-    if (def->setup_bytes) estimate.packed_weight_bytes = add_saturating(estimate.packed_weight_bytes, def->setup_bytes(node, max_batch_));
-  }
-  TERN_RETURN_IF_ERROR(check_fits(estimate, false, options.memory_budget_bytes, model_, max_tokens_, max_batch_));
+  auto state_need = [&](int64_t tokens) {
+    uint64_t bytes = 0;
+    for (const Node& node : model_.nodes()) {
+      const OpDef* def = find_op(node.code);
+      if (def->state_bytes) bytes = add_saturating(bytes, def->state_bytes(node, tokens, requested_kv));
+    }
+    return bytes;
+  };
+  tern_memory_plan calls_for_batch{};  // calls_need's last answer, for its n_tokens
+  auto calls_need = [&](int64_t tokens, int64_t batch) {  // tables computed at creation and the arena
+    if (calls_for_batch.n_tokens == batch) return calls_for_batch;
+    const BackendConfig config{&options, tokens, batch, threads_, named, sinks_};
+    tern_memory_plan p{};
+    p.n_tokens = batch;
+    p.arena_bytes = UINT64_MAX;
+    for (const BackendEntry* entry : candidates) p.arena_bytes = std::min(p.arena_bytes, entry->arena_lower_bound(model_, config));
+    for (const Node& node : model_.nodes()) {
+      const OpDef* def = find_op(node.code);
+      if (def->setup_bytes) p.packed_weight_bytes = add_saturating(p.packed_weight_bytes, def->setup_bytes(node, batch));
+    }
+    return calls_for_batch = p;
+  };
+  auto need = [&](int64_t tokens, int64_t batch) {
+    tern_memory_plan p = calls_need(tokens, batch);
+    p.state_bytes = state_need(tokens);
+    return p;
+  };
 
+  const bool fitted = !sinks_.on() && options.max_tokens == 0 && model_.max_context() == 0;
+  const MemoryLimit limit = fitted ? fitting_limit(options.memory_budget_bytes) : memory_limit(options.memory_budget_bytes);
+  // max_batch for a session of `tokens`: the app's, within max_tokens; by default a call is at most one context
+  // (a streaming session may hold far more tokens than one call needs), and at most kFittedBatch tokens in a
+  // fitted context (millions of tokens of state must not size the arena for a call of as many).
+  auto batch_for = [&](int64_t tokens) {
+    if (options.max_batch > 0) return std::min(options.max_batch, tokens);
+    if (fitted) return std::min(kFittedBatch, tokens);
+    return model_.max_context() > 0 ? std::min(tokens, model_.max_context()) : tokens;
+  };
+  auto fits = [&](int64_t tokens) { return total_of(need(tokens, batch_for(tokens))) <= limit.bytes; };
+  if (fitted) {
+    if (limit.bytes == 0) {
+      return InvalidArgument("the model has no context limit and this machine's memory is unknown: set max_tokens");
+    }
+    max_tokens_ = largest_fitting(kMaxSequence, fits);
+    if (max_tokens_ == 0) {
+      const Status st = check_fits_within(need(1, 1), false, limit, model_, 1, 1);
+      return OutOfMemory("the model has no context limit, and not even max_tokens 1 fits: " + st.message());
+    }
+    max_batch_ = batch_for(max_tokens_);
+  } else {
+    max_tokens_ = sinks_.on() ? sinks_.capacity() : options.max_tokens > 0 ? options.max_tokens : model_.max_context();
+    if (max_tokens_ > kMaxSequence) return InvalidArgument("max_tokens " + std::to_string(max_tokens_) + " is too large");
+    // With sinks a call may pass the S + W tokens the state holds: it runs whole before the cut.
+    max_batch_ = sinks_.on() && options.max_batch > 0 ? std::min(options.max_batch, kMaxSequence) : batch_for(max_tokens_);
+    Status st = check_fits_within(need(max_tokens_, max_batch_), false, limit, model_, max_tokens_, max_batch_);
+    if (!st.ok()) {
+      if (sinks_.on()) return st;
+      // The same lower bound for smaller sessions: the largest max_tokens it lets through (the exact check, once
+      // weights are packed and the kernels' scratch is known, may take fewer).
+      const int64_t largest = largest_fitting(max_tokens_ - 1, fits);
+      if (largest == 0) return OutOfMemory(st.message() + "; not even max_tokens 1 fits");
+      return OutOfMemory(st.message() + "; the largest max_tokens that could fit is " + std::to_string(largest) +
+                         " (max_batch " + std::to_string(batch_for(largest)) + ": at least " +
+                         std::to_string(total_of(need(largest, batch_for(largest)))) + " bytes)");
+    }
+  }
+
+  // A fitted context is held to its limit by the backend's exact check too (the budget, or half of MemAvailable).
+  tern_session_options backend_options = options;
+  if (fitted) backend_options.memory_budget_bytes = limit.bytes;
+  tern_memory_plan exact{};
+  BackendConfig config{&backend_options, max_tokens_, max_batch_, threads_, named, sinks_, fitted ? &exact : nullptr};
   std::string passed_over;  // backend auto: why the candidate before the one taken was not
-  for (const BackendEntry* entry : candidates) {
-    Status st = create_backend(*entry, config);
-    if (st.ok()) break;
-    if (config.named || entry == candidates.back()) return st;
-    passed_over = st.message();
+  auto create_first = [&]() {
+    passed_over.clear();
+    for (const BackendEntry* entry : candidates) {
+      Status st = create_backend(*entry, config);
+      if (st.ok()) return st;
+      if (config.named || entry == candidates.back()) return st;
+      passed_over = st.message();
+    }
+    return Status::Ok();
+  };
+  Status created = create_first();
+  if (!created.ok() && fitted && created.code() == TERN_OUT_OF_MEMORY && total_of(exact) > 0) {
+    // The packed weights and the exact arena passed what the estimate counted: fit again with what calls really
+    // take (constant in max_tokens while max_batch does not grow), once.
+    const uint64_t calls = add_saturating(exact.packed_weight_bytes, exact.arena_bytes);
+    const int64_t refit = largest_fitting(max_tokens_ - 1, [&](int64_t tokens) {
+      return add_saturating(calls, state_need(tokens)) <= limit.bytes;
+    });
+    if (refit == 0) return OutOfMemory("the model has no context limit, and not even max_tokens 1 fits: " + created.message());
+    max_tokens_ = config.max_tokens = refit;
+    max_batch_ = config.max_batch = batch_for(refit);
+    created = create_first();
+  }
+  if (!created.ok()) return created;
+  context_note_ = "max_tokens " + std::to_string(max_tokens_) + ": ";
+  if (sinks_.on()) {
+    context_note_ += "sink_tokens " + std::to_string(sinks_.sinks) + " + sink_window " + std::to_string(sinks_.window) +
+                     ", the attention sinks' cache";
+  } else if (options.max_tokens > 0) {
+    context_note_ += "set by the app";
+  } else if (!fitted) {
+    context_note_ += "the model's context";
+  } else {
+    const std::string plan = "plan (" + std::to_string(total_of(allocated())) + " bytes, calls of up to " +
+                             std::to_string(max_batch_) + " tokens)";
+    context_note_ += max_tokens_ == kMaxSequence
+                         ? "the most positions a sequence can reach (2^31; the model has no context limit), whose " +
+                               plan + " fits " + limit.name
+                         : "the largest whose " + plan + " fits " + limit.name + " (the model has no context limit)";
   }
   if (!config.named) {
     const std::string ignored = backend_->ignored_options();

@@ -60,6 +60,12 @@ class Session {
   // The most positions a sequence of a session without a limit of its own may reach (positions are uint32 on the
   // device, and rings index int32 positions).
   static constexpr int64_t kMaxSequence = int64_t(1) << 31;
+  // max_batch by default in a session whose max_tokens was fitted to memory (context_note): a call of a few
+  // thousand tokens keeps the arena small next to a state of millions.
+  static constexpr int64_t kFittedBatch = 4096;
+  // Why max_tokens is what it is (tern_session_context_note): "max_tokens N: " then the app's, the model's context,
+  // the sinks' cache, or the largest whose plan fits the budget (or half of MemAvailable at creation).
+  const std::string& context_note() const { return context_note_; }
   int64_t max_batch() const { return max_batch_; }
   int threads() const { return threads_; }
   const Model& model() const { return model_; }
@@ -81,6 +87,7 @@ class Session {
   int64_t position_ = 0;
   int64_t sequence_limit_ = 0;
   SinkCache sinks_;
+  std::string context_note_;
   bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
   bool forward_only_ = false;     // tern_session_options.forward_only: no call continues a sequence

@@ -169,6 +169,7 @@ Status CpuBackend::build(const BackendConfig& config) {
   // + alignment slack: the kernels' vector loads of their scratch tiles must not split cache lines.
   const size_t scratch_floats = scratch / sizeof(float) + kArenaAlignment / sizeof(float);
   exact.arena_bytes = (arena_floats + scratch_floats + sink_floats + staging_floats) * sizeof(float);
+  if (config.exact_need) *config.exact_need = exact;
   TERN_RETURN_IF_ERROR(
       check_fits(exact, true, options.memory_budget_bytes, model_, config.max_tokens, max_batch_));
   try {
