@@ -564,9 +564,40 @@ class HFDecoder:
             call_lens = np.full(n, int(positions.max()) + 1)
         if c["model_type"] == "gpt2":
             return self._forward_gpt2(ids, positions, cache)
+        ropes = {t: rope_tables(c, t, positions, call_lens) for t in c["rope"]}
+
+        def attend(i, layer_type, q, k, v):
+            return self._rope_cache_attend(i, layer_type, q, k, v, positions, ropes, cache)
+
+        return self.decode(ids, attend)
+
+    def _rope_cache_attend(self, i, layer_type, q, k, v, positions, ropes, cache):
+        """forward's attention step of layer i: rotates the call's q [H, n, d] and k [KV, n, d] at `positions` with
+        `ropes` (rope_tables per layer type), appends k and v to cache[i] when there is a cache (keys cached after
+        rotation) and attends over it. Returns [H, n, d]."""
+        cos, sin = ropes[layer_type]
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        k_pos = positions
+        if cache is not None:
+            if len(cache) <= i:
+                cache.append((k, v, positions))
+            else:
+                pk, pv, pp = cache[i]
+                cache[i] = (torch.cat([pk, k], 1), torch.cat([pv, v], 1), np.concatenate([pp, positions]))
+            k, v, k_pos = cache[i]
+        return self._attend(q, k, v, positions, k_pos, layer_type)
+
+    def decode(self, ids, attend):
+        """The Llama-family decoder (every model_type but gpt2) with its attention step left to
+        `attend(i, layer_type, q, k, v)`: q [H, n, d], k and v [KV, n, d] are the call's rows of layer i, q and k NOT
+        rotated (after the q/k norms where the model has them); it returns the attention output [H, n, d] before
+        o_proj. forward passes _rope_cache_attend; streaming_sinks.py passes its sink cache and context shift, which
+        rotate keys their own way. ids [n]. Returns logits [n, V]."""
+        c = self.cfg
+        ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        n = ids.shape[0]
         x = self.w["model.embed_tokens.weight"][ids] * c["embed_scale"]
         H, KV, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
-        ropes = {t: rope_tables(c, t, positions, call_lens) for t in c["rope"]}
         for i, lt in enumerate(c["layer_types"]):
             p = f"model.layers.{i}."
             h = self._rms(x, p + "input_layernorm.weight")
@@ -583,17 +614,7 @@ class HFDecoder:
             if c["qk_norm"]:
                 q = self._rms(q, p + "self_attn.q_norm.weight")
                 k = self._rms(k, p + "self_attn.k_norm.weight")
-            cos, sin = ropes[lt]
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-            k_pos = positions
-            if cache is not None:
-                if len(cache) <= i:
-                    cache.append((k, v, positions))
-                else:
-                    pk, pv, pp = cache[i]
-                    cache[i] = (torch.cat([pk, k], 1), torch.cat([pv, v], 1), np.concatenate([pp, positions]))
-                k, v, k_pos = cache[i]
-            a = self._attend(q, k, v, positions, k_pos, lt)
+            a = attend(i, lt, q, k, v)
             a = a.transpose(0, 1).reshape(n, H * D)
             a = self._lin(a, p + "self_attn.o_proj", c["o_bias"])
             if c["sandwich"]:

@@ -46,56 +46,6 @@ def _check_rotary(model):
         raise ValueError("attention sinks and context shift are defined here for dense (full) attention layers only")
 
 
-def _layers(model, ids, attend):
-    """The decoder of hf_decoders.HFDecoder.forward with the attention left to `attend(i, layer_type, q, k, v)`:
-    q [H, n, d], k and v [KV, n, d] the call's rows, q and k NOT rotated (after the q/k norms where the model has
-    them); it returns [H, n, d]. Returns logits [n, vocab] float64."""
-    m, c = model, model.cfg
-    ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
-    n = ids.shape[0]
-    H, KV, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
-    x = m.w["model.embed_tokens.weight"][ids] * c["embed_scale"]
-    act = hf.ACTIVATIONS[c["hidden_act"]]
-    for i, lt in enumerate(c["layer_types"]):
-        p = f"model.layers.{i}."
-        h = m._rms(x, p + "input_layernorm.weight")
-        if c["fused"]:
-            q, k, v = m._lin(h, p + "self_attn.qkv_proj").split([H * D, KV * D, KV * D], dim=-1)
-        else:
-            q = m._lin(h, p + "self_attn.q_proj", c["qkv_bias"])
-            k = m._lin(h, p + "self_attn.k_proj", c["qkv_bias"])
-            v = m._lin(h, p + "self_attn.v_proj", c["qkv_bias"])
-        q = q.view(n, H, D).transpose(0, 1)
-        k = k.view(n, KV, D).transpose(0, 1)
-        v = v.view(n, KV, D).transpose(0, 1)
-        if c["qk_norm"]:
-            q = m._rms(q, p + "self_attn.q_norm.weight")
-            k = m._rms(k, p + "self_attn.k_norm.weight")
-        a = attend(i, lt, q, k, v)
-        a = m._lin(a.transpose(0, 1).reshape(n, H * D), p + "self_attn.o_proj", c["o_bias"])
-        if c["sandwich"]:
-            x = x + m._rms(a, p + "post_attention_layernorm.weight")
-            h = m._rms(x, p + "pre_feedforward_layernorm.weight")
-        else:
-            x = x + a
-            h = m._rms(x, p + "post_attention_layernorm.weight")
-        if c["fused"]:
-            gate, up = m._lin(h, p + "mlp.gate_up_proj").chunk(2, dim=-1)
-        else:
-            gate = m._lin(h, p + "mlp.gate_proj", c["mlp_bias"])
-            up = m._lin(h, p + "mlp.up_proj", c["mlp_bias"])
-        mlp = m._lin(act(gate) * up, p + "mlp.down_proj", c["mlp_bias"])
-        if c["sandwich"]:
-            mlp = m._rms(mlp, p + "post_feedforward_layernorm.weight")
-        x = x + mlp
-    x = m._rms(x, "model.norm.weight")
-    head = m.w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else m.w["lm_head.weight"]
-    logits = x @ head.T
-    if c.get("final_softcap"):
-        logits = torch.tanh(logits / c["final_softcap"]) * c["final_softcap"]
-    return logits
-
-
 def _causal_attend(model, q, k, v, q_index, k_index, layer_type):
     """Dense attention of q [H, n, d] over k, v [KV, m, d] (already rotated), query at index q_index[r] seeing the
     keys with k_index <= q_index[r]."""
@@ -148,7 +98,7 @@ class SinkStream:
             return _causal_attend(self.m, qr, kr, vals, index[held:], index, lt)
 
         with torch.no_grad():
-            logits = _layers(self.m, ids, attend).numpy()
+            logits = self.m.decode(ids, attend).numpy()
         self.positions = np.concatenate([self.positions, np.arange(self.fed, self.fed + n)])
         self.fed += n
         self._cut()
@@ -216,7 +166,7 @@ class ShiftGenerator:
                                   np.arange(p0 + n), lt)
 
         with torch.no_grad():
-            logits = _layers(self.m, ids, attend).numpy()
+            logits = self.m.decode(ids, attend).numpy()
         self.position += n
         return logits
 
