@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Draws the perplexity of each segment of tools/bench/streaming_bench's score runs, one line a policy (slide, shift,
-window, sinks), and, where the results hold the soak, its resident set against the tokens generated (Debian's
-python3-matplotlib). The results file is tools/bench/streaming/results.json: {"score": {policy: the --json of a
+window, sinks), the same relative to slide's (the policies differ by less than the segments do), and, where the
+results hold the soak, its resident set against the tokens generated (Debian's python3-matplotlib). The results file is tools/bench/streaming/results.json: {"score": {policy: the --json of a
 score run}, "soak": the --json of the soak run}.
 Usage: streaming_chart.py RESULTS.json OUT.png|OUT.svg"""
 import argparse
@@ -23,25 +23,31 @@ def main():
     a = ap.parse_args()
     doc = json.load(open(a.results))
     soak = doc.get("soak")
-    fig, axes = plt.subplots(1, 2 if soak else 1, figsize=(12 if soak else 7, 4.2), squeeze=False)
-    ax = axes[0][0]
-    budget = None
-    for policy in ["slide", "shift", "window", "sinks"]:
-        run = doc["score"].get(policy)
-        if not run:
-            continue
-        budget = run["budget"]
+    fig, axes = plt.subplots(1, 3 if soak else 2, figsize=(17 if soak else 12, 4.4), squeeze=False)
+    ax, ax_rel = axes[0][0], axes[0][1]
+    runs = {p: doc["score"][p] for p in ["slide", "shift", "window", "sinks"] if p in doc["score"]}
+    base = runs.get("slide")
+    for policy, run in runs.items():
         color, line, label = STYLE[policy]
         xs = [s["end_token"] / 1e3 for s in run["segments"]]
         ys = [s["perplexity"] for s in run["segments"]]
-        ax.plot(xs, ys, line, color=color, label=f"{label}: {run['perplexity']:.2f}", marker=".", markersize=4)
+        ax.plot(xs, ys, line, color=color, label=f"{label}: {run['perplexity']:.3f}", marker=".", markersize=4)
+        if base:
+            rel = [100 * (y / b["perplexity"] - 1) for y, b in zip(ys, base["segments"])]
+            ax_rel.plot(xs, rel, line, color=color, label=label, marker=".", markersize=4)
+    first = next(iter(runs.values()))
     ax.set_xlabel("tokens streamed (thousands)")
-    ax.set_ylabel(f"perplexity of each {doc['score'][next(iter(doc['score']))]['segment']:,}-token segment")
-    ax.set_title(f"kjv-llama, cache budget {budget} tokens")
+    ax.set_ylabel(f"perplexity of each {first['segment']:,}-token segment")
+    ax.set_title(f"kjv-llama, cache budget {first['budget']} tokens")
     ax.grid(alpha=0.3)
     ax.legend(title="policy: overall perplexity", fontsize=8)
+    ax_rel.set_xlabel("tokens streamed (thousands)")
+    ax_rel.set_ylabel("segment perplexity vs slide's (%)")
+    ax_rel.set_title("relative to slide")
+    ax_rel.grid(alpha=0.3)
+    ax_rel.legend(fontsize=8)
     if soak:
-        ax = axes[0][1]
+        ax = axes[0][2]
         xs = [m["tokens"] / 1e3 for m in soak["marks"]]
         ys = [m["rss_bytes"] / 2**20 for m in soak["marks"]]
         ax.plot(xs, ys, "o-", color="C2", label="RSS (VmRSS)")
