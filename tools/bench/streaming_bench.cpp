@@ -80,7 +80,8 @@ struct Loaded {
 
 // Loads the model, creates the session and binds a generator; false with the message printed.
 bool open(const std::string& path, const tern_session_options& so, const tern_generator_options& go, Loaded* out) {
-  if (tern_model_load(path.c_str(), &out->model) != TERN_OK || tern_session_create(out->model, &so, &out->session) != TERN_OK ||
+  if (tern_model_load(path.c_str(), &out->model) != TERN_OK ||
+      tern_session_create(out->model, &so, &out->session) != TERN_OK ||
       tern_generator_create(out->session, &go, &out->generator) != TERN_OK) {
     std::fprintf(stderr, "streaming_bench: %s\n", tern_last_error());
     return false;
@@ -92,7 +93,8 @@ bool open(const std::string& path, const tern_session_options& so, const tern_ge
 // after the line that reaches `enough` ids (0: every line) and counts the lines in *lines.
 bool read_sequence(const tern_model* model, const std::string& path, bool per_line, int64_t enough,
                    std::vector<int32_t>* ids, int64_t* lines, std::string* error) {
-  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return tern::cli::read_ids_json(path, ids, error);
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0)
+    return tern::cli::read_ids_json(path, ids, error);
   std::string text;
   if (!tern::cli::read_file(path, uint64_t(1) << 30, "a text to score", &text, error)) return false;
   auto encode = [&](const std::string& s, uint32_t flags) {
@@ -106,7 +108,8 @@ bool read_sequence(const tern_model* model, const std::string& path, bool per_li
     if (!encode(text, TERN_TOKENIZE_ADD_SPECIAL)) *error = tern_last_error();
     return error->empty();
   }
-  const int32_t bos = tern_model_special_token(model, TERN_TOKEN_BOS), eos = tern_model_special_token(model, TERN_TOKEN_EOS);
+  const int32_t bos = tern_model_special_token(model, TERN_TOKEN_BOS),
+                eos = tern_model_special_token(model, TERN_TOKEN_EOS);
   if (bos < 0 || eos < 0) {
     *error = "--per-line needs a model with BOS and EOS tokens";
     return false;
@@ -208,11 +211,15 @@ int score(tern::cli::Args& args) {
       const double now = all.seconds();
       const double ppl = std::exp(seg_nll / double(std::max<int64_t>(seg_scored, 1)));
       const double rate = double(fed - seg_begin) / (now - seg_start), running = double(fed) / now;
-      std::printf("%10lld %10lld %10.3f %12.1f %14.1f\n", static_cast<long long>(fed), static_cast<long long>(seg_scored),
-                  ppl, rate, running);
+      std::printf("%10lld %10lld %10.3f %12.1f %14.1f\n", static_cast<long long>(fed),
+                  static_cast<long long>(seg_scored), ppl, rate, running);
       std::fflush(stdout);
-      segments.push_back({{"end_token", fed}, {"scored", seg_scored}, {"mean_nll", seg_nll / double(seg_scored)},
-                          {"perplexity", ppl}, {"tokens_per_s", rate}, {"running_tokens_per_s", running}});
+      segments.push_back({{"end_token", fed},
+                          {"scored", seg_scored},
+                          {"mean_nll", seg_nll / double(seg_scored)},
+                          {"perplexity", ppl},
+                          {"tokens_per_s", rate},
+                          {"running_tokens_per_s", running}});
       seg_begin = fed;
       seg_start = now;
       seg_nll = 0;
@@ -223,19 +230,36 @@ int score(tern::cli::Args& args) {
   const double ppl = std::exp(total_nll / double(total_scored));
   const uint64_t peak = proc_status_bytes("VmHWM");
   const int64_t refills = tern_generator_slides(m.generator);
-  std::printf("\n%s: perplexity %.4f over %lld scored tokens (%.4f nats/token), %.1f tokens/s (%.1f s), peak RSS %.1f "
-              "MiB, refills %lld\n",
-              policy.c_str(), ppl, static_cast<long long>(total_scored), total_nll / double(total_scored),
-              double(ids.size()) / seconds, seconds, mib(peak), static_cast<long long>(refills));
+  std::printf(
+      "\n%s: perplexity %.4f over %lld scored tokens (%.4f nats/token), %.1f tokens/s (%.1f s), peak RSS %.1f "
+      "MiB, refills %lld\n",
+      policy.c_str(), ppl, static_cast<long long>(total_scored), total_nll / double(total_scored),
+      double(ids.size()) / seconds, seconds, mib(peak), static_cast<long long>(refills));
   if (args.has("--json")) {
-    json j = {{"mode", "score"}, {"policy", policy}, {"model", args.positional()[1]}, {"input", args.positional()[2]},
-              {"budget", budget}, {"sink_tokens", so.sink_tokens}, {"sink_window", so.sink_window},
-              {"max_tokens", so.max_tokens}, {"keep_tokens", (policy == "slide" || policy == "shift") ? keep : 0},
-              {"per_line", per_line}, {"lines", lines}, {"tokens", ids.size()}, {"scored", total_scored},
-              {"threads", threads}, {"segment", segment}, {"segments", segments}, {"perplexity", ppl},
-              {"mean_nll", total_nll / double(total_scored)}, {"seconds", seconds},
-              {"tokens_per_s", double(ids.size()) / seconds}, {"peak_rss_bytes", peak}, {"refills", refills},
-              {"cpu", tern_cpu_description()}, {"version", tern_version()}};
+    json j = {{"mode", "score"},
+              {"policy", policy},
+              {"model", args.positional()[1]},
+              {"input", args.positional()[2]},
+              {"budget", budget},
+              {"sink_tokens", so.sink_tokens},
+              {"sink_window", so.sink_window},
+              {"max_tokens", so.max_tokens},
+              {"keep_tokens", (policy == "slide" || policy == "shift") ? keep : 0},
+              {"per_line", per_line},
+              {"lines", lines},
+              {"tokens", ids.size()},
+              {"scored", total_scored},
+              {"threads", threads},
+              {"segment", segment},
+              {"segments", segments},
+              {"perplexity", ppl},
+              {"mean_nll", total_nll / double(total_scored)},
+              {"seconds", seconds},
+              {"tokens_per_s", double(ids.size()) / seconds},
+              {"peak_rss_bytes", peak},
+              {"refills", refills},
+              {"cpu", tern_cpu_description()},
+              {"version", tern_version()}};
     if (!write_json(args.get("--json"), j)) {
       std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", args.get("--json").c_str());
       return 1;
@@ -318,7 +342,8 @@ int soak(tern::cli::Args& args) {
       const double rate = double(t - last_mark) / (now - last_time);
       std::printf("%10lld %12.2f %12.1f %14.1f\n", static_cast<long long>(t), mib(rss), rate, double(t) / now);
       std::fflush(stdout);
-      marks.push_back({{"tokens", t}, {"rss_bytes", rss}, {"tokens_per_s", rate}, {"running_tokens_per_s", double(t) / now}});
+      marks.push_back(
+          {{"tokens", t}, {"rss_bytes", rss}, {"tokens_per_s", rate}, {"running_tokens_per_s", double(t) / now}});
       last_mark = t;
       last_time = now;
     }
@@ -329,16 +354,32 @@ int soak(tern::cli::Args& args) {
   const uint64_t peak = proc_status_bytes("VmHWM");
   const double growth = rss_10k > 0 ? (double(peak) - double(rss_10k)) / double(rss_10k) : 0.0;
   const bool holds = rss_10k > 0 && growth <= 0.01;
-  std::printf("\npeak RSS (VmHWM) %.2f MiB; RSS after 10,000 tokens %.2f MiB: the peak is %+.2f%% of it, %s 1%%; "
-              "%.1f tokens/s over %lld tokens (%.1f s)\n",
-              mib(peak), mib(rss_10k), 100.0 * growth, holds ? "within" : "NOT within", double(tokens) / seconds,
-              static_cast<long long>(tokens), seconds);
+  std::printf("\npeak RSS (VmHWM) %.2f MiB; %.1f tokens/s over %lld tokens (%.1f s)\n", mib(peak),
+              double(tokens) / seconds, static_cast<long long>(tokens), seconds);
+  if (rss_10k > 0) {
+    std::printf("RSS after 10,000 tokens %.2f MiB: the peak is %+.2f%% of it, %s 1%%\n", mib(rss_10k), 100.0 * growth,
+                holds ? "within" : "NOT within");
+  } else {
+    std::printf("fewer than 10,000 tokens: no RSS mark to compare the peak with\n");
+  }
   if (args.has("--json")) {
-    json j = {{"mode", "soak"}, {"direct", direct}, {"model", args.positional()[1]}, {"tokens", tokens}, {"sink_tokens", sinks},
-              {"sink_window", window}, {"seed", seed}, {"threads", threads}, {"marks", marks},
-              {"rss_after_10000_bytes", rss_10k}, {"peak_rss_bytes", peak}, {"peak_over_rss_10000", growth},
-              {"within_1_percent", holds}, {"seconds", seconds}, {"tokens_per_s", double(tokens) / seconds},
-              {"cpu", tern_cpu_description()}, {"version", tern_version()}};
+    json j = {{"mode", "soak"},
+              {"direct", direct},
+              {"model", args.positional()[1]},
+              {"tokens", tokens},
+              {"sink_tokens", sinks},
+              {"sink_window", window},
+              {"seed", seed},
+              {"threads", threads},
+              {"marks", marks},
+              {"rss_after_10000_bytes", rss_10k},
+              {"peak_rss_bytes", peak},
+              {"peak_over_rss_10000", growth},
+              {"within_1_percent", holds},
+              {"seconds", seconds},
+              {"tokens_per_s", double(tokens) / seconds},
+              {"cpu", tern_cpu_description()},
+              {"version", tern_version()}};
     if (!write_json(args.get("--json"), j)) {
       std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", args.get("--json").c_str());
       return 1;
@@ -356,12 +397,13 @@ int main(int argc, char** argv) {
                        {"--per-line", "--direct", "-h", "--help"});
   const std::string mode = args.positional().empty() ? "" : args.positional()[0];
   if (args.has("-h") || args.has("--help") || (mode != "score" && mode != "soak")) {
-    std::fprintf(stderr,
-                 "usage: streaming_bench score MODEL.tern TEXT_OR_IDS --policy slide|window|sinks|shift [--budget 256]\n"
-                 "                       [--sinks 4] [--keep N] [--segment 10000] [--tokens N] [--per-line]\n"
-                 "                       [--threads 1] [--json out.json]\n"
-                 "       streaming_bench soak MODEL.tern [--tokens 1000000] [--sinks 4] [--window 252] [--threads 1]\n"
-                 "                       [--seed 1] [--direct] [--json out.json]\n");
+    std::fprintf(
+        stderr,
+        "usage: streaming_bench score MODEL.tern TEXT_OR_IDS --policy slide|window|sinks|shift [--budget 256]\n"
+        "                       [--sinks 4] [--keep N] [--segment 10000] [--tokens N] [--per-line]\n"
+        "                       [--threads 1] [--json out.json]\n"
+        "       streaming_bench soak MODEL.tern [--tokens 1000000] [--sinks 4] [--window 252] [--threads 1]\n"
+        "                       [--seed 1] [--direct] [--json out.json]\n");
     return args.has("-h") || args.has("--help") ? 0 : 2;
   }
   return mode == "score" ? score(args) : soak(args);

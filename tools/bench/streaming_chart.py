@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Draws the perplexity of each segment of tools/bench/streaming_bench's score runs, one line a policy (slide, shift,
 window, sinks), the same relative to slide's (the policies differ by less than the segments do), and, where the
-results hold the soak, its resident set against the tokens generated (Debian's python3-matplotlib). The results file is tools/bench/streaming/results.json: {"score": {policy: the --json of a
-score run}, "soak": the --json of the soak run}.
+results hold the soaks, their resident set against the tokens generated (Debian's python3-matplotlib). The results
+file is tools/bench/streaming/results.json: {"score": {policy: the --json of a score run}, "soak": the --json of the
+soak run, "soak_direct": the same with --direct}.
 Usage: streaming_chart.py RESULTS.json OUT.png|OUT.svg"""
 import argparse
 import json
@@ -48,16 +49,23 @@ def main():
     ax_rel.legend(fontsize=8)
     if soak:
         ax = axes[0][2]
-        xs = [m["tokens"] / 1e3 for m in soak["marks"]]
-        ys = [m["rss_bytes"] / 2**20 for m in soak["marks"]]
-        ax.plot(xs, ys, "o-", color="C2", label="RSS (VmRSS)")
-        base = soak["rss_after_10000_bytes"] / 2**20
-        ax.axhline(base * 1.01, color="gray", linestyle=":", label="1% above RSS after 10,000 tokens")
-        ax.axhline(soak["peak_rss_bytes"] / 2**20, color="C3", linestyle="--", label="peak (VmHWM)")
-        ax.set_ylim(0, max(max(ys), soak["peak_rss_bytes"] / 2**20) * 1.15)
+        top = 0
+        for run, color, label in [(soak, "C2", "tern_generator_next"),
+                                  (doc.get("soak_direct"), "C0", "tern_session_append (--direct)")]:
+            if not run:
+                continue
+            xs = [m["tokens"] / 1e3 for m in run["marks"]]
+            ys = [m["rss_bytes"] / 2**20 for m in run["marks"]]
+            peak = run["peak_rss_bytes"] / 2**20
+            ax.plot(xs, ys, "o-", color=color, markersize=4,
+                    label=f"{label}: peak {peak:.2f} MiB, {100 * run['peak_over_rss_10000']:+.1f}%")
+            ax.axhline(run["rss_after_10000_bytes"] / 2**20 * 1.01, color=color, linestyle=":", linewidth=1)
+            top = max(top, max(ys), peak)
+        ax.set_ylim(0, top * 1.25)
         ax.set_xlabel("tokens generated (thousands)")
-        ax.set_ylabel("MiB")
-        ax.set_title(f"sinks soak: {soak['sink_tokens']} + {soak['sink_window']}, {soak['tokens']:,} tokens")
+        ax.set_ylabel("resident set, VmRSS (MiB)")
+        ax.set_title(f"sinks soak: {soak['sink_tokens']} + {soak['sink_window']}, {soak['tokens']:,} tokens "
+                     "(dotted: +1% of RSS at 10,000)", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
