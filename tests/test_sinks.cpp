@@ -237,3 +237,75 @@ TEST_CASE("attention sinks and shift refuse what they cannot serve, naming it", 
   }
   tern_model_free(llama);
 }
+
+TEST_CASE("a SINKS generator keeps a bounded history; the cut changes no sampled token", "[sinks][generation]") {
+  tern_model* model = load_model("hf_llama_gqa");
+  tern_session_options o;
+  tern_session_options_init(&o);
+  o.threads = 1;
+  o.sink_tokens = 4, o.sink_window = 28;
+  tern_sampler_options so;
+  tern_sampler_options_init(&so);
+  so.temperature = 1.0f;
+  so.repetition_penalty = 1.3f;
+  so.repetition_last_n = 8;  // within both histories below
+  const std::vector<int32_t> prompt = test::random_ids(12, 288, 11);
+  // Tokens sampled with the history cut to `history` tokens (0: the SINKS default), and the longest history seen.
+  auto generate = [&](int64_t history, int64_t tokens, size_t* longest) {
+    tern_session* s = nullptr;
+    REQUIRE(tern_session_create(model, &o, &s) == TERN_OK);
+    tern_generator_options go;
+    tern_generator_options_init(&go);
+    go.context_policy = TERN_CONTEXT_SINKS;
+    go.history_tokens = history;
+    tern_generator* gen = nullptr;
+    INFO(tern_last_error());
+    REQUIRE(tern_generator_create(s, &go, &gen) == TERN_OK);
+    tern_sampler* sampler = nullptr;
+    REQUIRE(tern_sampler_create(&so, &sampler) == TERN_OK);
+    REQUIRE(tern_generator_prompt(gen, prompt.data(), int64_t(prompt.size()), nullptr) == TERN_OK);
+    std::vector<int32_t> out;
+    *longest = 0;
+    for (int64_t i = 0; i < tokens; ++i) {
+      int32_t t = -1;
+      REQUIRE(tern_generator_next(gen, sampler, &t) == TERN_OK);
+      out.push_back(t);
+      int64_t n = 0;
+      const int32_t* h = tern_generator_history(gen, &n);
+      *longest = std::max(*longest, size_t(n));
+      REQUIRE(n >= 1);
+      REQUIRE(h[n - 1] == t);  // the newest token is always kept
+    }
+    CHECK(tern_generator_slides(gen) == 0);
+    tern_sampler_free(sampler);
+    tern_generator_free(gen);
+    tern_session_free(s);
+    return out;
+  };
+  size_t longest_cut = 0, longest_whole = 0, longest_default = 0;
+  const std::vector<int32_t> cut = generate(16, 400, &longest_cut);
+  const std::vector<int32_t> whole = generate(int64_t(1) << 20, 400, &longest_whole);
+  CHECK(cut == whole);
+  CHECK(longest_cut <= 32);
+  CHECK(longest_whole == 412);
+  generate(0, 9000, &longest_default);  // SINKS: the last 4096, cut at twice that
+  CHECK(longest_default == 8191);
+
+  // Elsewhere the history must hold what a refill feeds again.
+  tern_session_options dense;
+  tern_session_options_init(&dense);
+  dense.max_tokens = 64;
+  tern_session* s = nullptr;
+  REQUIRE(tern_session_create(model, &dense, &s) == TERN_OK);
+  tern_generator_options go;
+  tern_generator_options_init(&go);
+  go.history_tokens = 10;
+  tern_generator* gen = nullptr;
+  CHECK(tern_generator_create(s, &go, &gen) == TERN_INVALID_ARGUMENT);
+  CHECK(std::string(tern_last_error()).find("history_tokens must be 0") != std::string::npos);
+  CHECK(std::string(tern_last_error()).find("sequence limit 64") != std::string::npos);
+  go.history_tokens = -1;
+  CHECK(tern_generator_create(s, &go, &gen) == TERN_INVALID_ARGUMENT);
+  tern_session_free(s);
+  tern_model_free(model);
+}

@@ -457,6 +457,13 @@ typedef struct {
   tern_context_policy context_policy; /* TERN_CONTEXT_SLIDE by default */
   int64_t keep_tokens;                /* SLIDE and SHIFT: tokens kept when the sequence is full, in [0, the sequence
                                        * limit); 0 (default): half the sequence limit */
+  int64_t history_tokens;             /* the most tokens the history keeps (tern_generator_history, the repetition
+                                       * penalty's view), the oldest dropped first. 0 (default): every token since
+                                       * the prompt under STOP, SLIDE and SHIFT; the last 4096 under SINKS, whose
+                                       * stream never ends and whose memory stays constant. Otherwise at least 1,
+                                       * and under STOP, SLIDE and SHIFT at least the sequence limit (a refill feeds
+                                       * up to that many again). The history then holds between history_tokens and
+                                       * twice as many (it is cut in one move when it reaches twice). */
 } tern_generator_options;
 
 /* Sets the defaults above and struct_size. NULL: nothing. */
@@ -489,7 +496,8 @@ TERN_API tern_status tern_generator_next(tern_generator* generator, tern_sampler
  * prompt. */
 TERN_API const float* tern_generator_logits(const tern_generator* generator, int64_t* vocab);
 /* The history: every id of the last prompt (all of it, also a part that did not fit), then every id appended or
- * generated since, oldest first. *n gets its length. Owned by the generator, valid until its next call. */
+ * generated since, oldest first; under history_tokens (tern_generator_options), only the most recent of them. *n
+ * gets its length. Owned by the generator, valid until its next call. */
 TERN_API const int32_t* tern_generator_history(const tern_generator* generator, int64_t* n);
 /* How many times the context policy made room since the last prompt: TERN_CONTEXT_SLIDE's refills and
  * TERN_CONTEXT_SHIFT's shifts (0 under SINKS, which never needs to). */

@@ -77,7 +77,7 @@ tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed) {
 }
 
 void tern_generator_options_init(tern_generator_options* options) {
-  if (options) *options = tern_generator_options{sizeof(tern_generator_options), TERN_CONTEXT_SLIDE, 0};
+  if (options) *options = tern_generator_options{sizeof(tern_generator_options), TERN_CONTEXT_SLIDE, 0, 0};
 }
 
 tern_status tern_generator_create(tern_session* session, const tern_generator_options* options, tern_generator** out) {

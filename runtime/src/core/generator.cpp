@@ -9,6 +9,11 @@ namespace tern {
 TokenGenerator::TokenGenerator(Session& session, const tern_generator_options& options)
     : session_(&session), options_(options), limit_(session.sequence_limit()) {
   keep_ = options.keep_tokens > 0 ? options.keep_tokens : std::max<int64_t>(1, limit_ / 2);
+  history_cap_ = options.history_tokens > 0                       ? options.history_tokens
+                 : options.context_policy == TERN_CONTEXT_SINKS ? kSinksHistory
+                                                                : 0;
+  // The cut history stays within twice the cap: reserved once where that is small.
+  if (history_cap_ > 0 && history_cap_ <= (int64_t(1) << 20)) history_.reserve(size_t(2 * history_cap_ + 1));
   logits_.assign(size_t(session.model().vocab_size()), 0.0f);
   for (const Node& node : session.model().nodes()) {
     if (node.code != fb::OpCode::ROTARY) continue;
@@ -37,6 +42,15 @@ Result<TokenGenerator> TokenGenerator::create(Session& session, const tern_gener
                            ") (0: half; the session's sequence limit is " + std::to_string(limit) + "), got " +
                            std::to_string(options.keep_tokens));
   }
+  if (options.history_tokens < 0 ||
+      (options.history_tokens > 0 && policy != TERN_CONTEXT_SINKS && options.history_tokens < limit)) {
+    return InvalidArgument("tern_generator_options.history_tokens must be 0 (every token; under SINKS the last " +
+                           std::to_string(kSinksHistory) + ") or at least " +
+                           (policy == TERN_CONTEXT_SINKS ? std::string("1")
+                                                         : "the sequence limit " + std::to_string(limit) +
+                                                               ", which a refill may feed again") +
+                           ", got " + std::to_string(options.history_tokens));
+  }
   if (session.model().vocab_size() < 1) return InvalidArgument("the model has no vocabulary to generate from");
   return TokenGenerator(session, options);
 }
@@ -59,6 +73,7 @@ void TokenGenerator::forget() {
 Status TokenGenerator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
   if (ids == nullptr || n < 1) return InvalidArgument("tern_generator_prompt: the prompt needs at least one token id");
   history_.assign(ids, ids + n);
+  dropped_ = 0;
   slides_ = 0;
   pending_ = false;
   const int64_t fed = std::min(n, limit_);
@@ -68,7 +83,15 @@ Status TokenGenerator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
     return st;
   }
   if (kept) *kept = fed;
+  trim_history();
   return Status::Ok();
+}
+
+void TokenGenerator::trim_history() {
+  if (history_cap_ == 0 || int64_t(history_.size()) < 2 * history_cap_) return;
+  const int64_t drop = int64_t(history_.size()) - history_cap_;
+  history_.erase(history_.begin(), history_.begin() + drop);
+  dropped_ += drop;
 }
 
 Status TokenGenerator::append(const int32_t* ids, int64_t n) {
@@ -83,7 +106,9 @@ Status TokenGenerator::append(const int32_t* ids, int64_t n) {
   }
   history_.insert(history_.end(), ids, ids + n);
   pending_ = false;
-  return feed_tail(add);
+  TERN_RETURN_IF_ERROR(feed_tail(add));
+  trim_history();
+  return Status::Ok();
 }
 
 Result<int32_t> TokenGenerator::next(LogitSampler& sampler) {
@@ -96,13 +121,14 @@ Result<int32_t> TokenGenerator::next(LogitSampler& sampler) {
   TERN_ASSIGN_OR_RETURN(const int32_t token, sampler.sample(logits_.data(), vocab(), history_.data(), int64_t(history_.size())));
   history_.push_back(token);
   pending_ = true;
+  trim_history();  // the pending token is the last: kept
   return token;
 }
 
 Status TokenGenerator::feed_tail(int64_t n) {
   Status st;
   const int64_t at = session_->position();
-  if (rope_switch_ > 0 && at <= rope_switch_ && at + n > rope_switch_ && int64_t(history_.size()) <= limit_) {
+  if (rope_switch_ > 0 && at <= rope_switch_ && at + n > rope_switch_ && dropped_ + int64_t(history_.size()) <= limit_) {
     st = refill(int64_t(history_.size()));  // past LongRoPE's original length: every key again, long frequencies
   } else if (session_->position() + n <= limit_) {
     st = run(history_.data() + history_.size() - size_t(n), n);

@@ -13,6 +13,8 @@ namespace tern {
 
 class TokenGenerator {
  public:
+  // The history a SINKS generator keeps by default (tern_generator_options.history_tokens 0).
+  static constexpr int64_t kSinksHistory = 4096;
   // Checks the options against the session (keep_tokens below its sequence limit).
   static Result<TokenGenerator> create(Session& session, const tern_generator_options& options);
 
@@ -26,6 +28,7 @@ class TokenGenerator {
   // [vocab], or null before a prompt.
   const float* logits() const { return has_logits_ ? logits_.data() : nullptr; }
   int64_t vocab() const { return int64_t(logits_.size()); }
+  // The last history_tokens (or all) of the tokens since the prompt.
   const std::vector<int32_t>& history() const { return history_; }
   int64_t slides() const { return slides_; }
   const Session& session() const { return *session_; }
@@ -41,6 +44,8 @@ class TokenGenerator {
   // Appends ids [n] to the session in calls of at most max_batch, the last token's logits into logits_.
   Status run(const int32_t* ids, int64_t n);
   void forget();  // after a failed call: no sequence, as the session after a failed append
+  // Drops the oldest tokens down to history_cap_ once the history holds twice as many (amortised O(1) a token).
+  void trim_history();
 
   Session* session_;
   tern_generator_options options_;
@@ -53,6 +58,8 @@ class TokenGenerator {
   std::vector<float> logits_;        // [vocab], the logits the next token is sampled from
   std::vector<float> call_logits_;   // [rows, vocab]: a prefill's last call on a model that cannot split calls
   std::vector<int32_t> history_;
+  int64_t history_cap_ = 0;          // tern_generator_options.history_tokens resolved; 0: every token
+  int64_t dropped_ = 0;              // tokens since the prompt no longer in history_
   bool has_logits_ = false;
   bool pending_ = false;             // history_.back() was returned by next() and is not fed yet
   int64_t fed_position_ = 0;         // the session's position after this generator's last call
