@@ -6,6 +6,7 @@
 //                   [--keep N] [--segment 10000] [--tokens N] [--per-line] [--threads 1] [--json out.json]
 //   streaming_bench soak MODEL.tern [--tokens 1000000] [--sinks 4] [--window 252] [--threads 1] [--seed 1]
 //                   [--direct] [--json out.json]
+//   streaming_bench refill MODEL.tern [--max-tokens 1024] [--keep 512] [--refills 20] [--threads 1] [--json out.json]
 //
 // score feeds the sequence token by token through a tern_generator (the first token as the prompt, then
 // tern_generator_append of one id at a time) and scores each next token with the log-softmax of
@@ -21,8 +22,10 @@
 //
 // soak generates --tokens tokens (temperature 1, tern_sampler) through a sinks session and prints the resident set
 // (VmRSS) and tokens/s after the first 10,000 tokens and every 100,000; at the end the peak (VmHWM) and whether it
-// stays within 1% of the resident set after 10,000 tokens. The generator keeps its whole history (4 bytes a token,
-// tern_generator_history); --direct feeds the session with tern_session_append and keeps none, to tell the two apart.
+// stays within 1% of the resident set after 10,000 tokens. Under SINKS the generator keeps the last 4096 tokens of its
+// history (tern_generator_options.history_tokens); --direct feeds the session with tern_session_append instead.
+//
+// refill times the appends that make room under SLIDE and SHIFT (see refill() below).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -388,23 +391,114 @@ int soak(tern::cli::Args& args) {
   return 0;
 }
 
+// refill: what making room costs under SLIDE (reset, then a prefill of the kept tokens) and SHIFT (the kept entries
+// moved and their keys rotated in place), each in its own session of the same model, fed the same random ids one at
+// a time, the two alternated token by token so that both see the same machine load.
+int refill(tern::cli::Args& args) {
+  const int64_t max_tokens = args.get_int("--max-tokens", 1024, 2, int64_t(1) << 30);
+  const int64_t keep = args.get_int("--keep", max_tokens / 2, 1, int64_t(1) << 30);
+  const int64_t refills = args.get_int("--refills", 20, 1, 1 << 20);
+  const int64_t threads = args.get_int("--threads", 1, 0, 1024);
+  std::string error;
+  if (args.ok() && !tern::cli::check_threads("--threads", threads, &error)) {
+    std::fprintf(stderr, "streaming_bench: %s\n", error.c_str());
+    return 2;
+  }
+  if (!args.ok() || args.positional().size() != 2 || keep >= max_tokens) {
+    std::fprintf(stderr, "streaming_bench refill: %s\n",
+                 !args.ok() ? args.error().c_str()
+                 : keep >= max_tokens ? "--keep must be less than --max-tokens"
+                                      : "needs MODEL.tern");
+    return 2;
+  }
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.threads = int(threads);
+  so.max_tokens = max_tokens;
+  const tern_context_policy policies[2] = {TERN_CONTEXT_SLIDE, TERN_CONTEXT_SHIFT};
+  Loaded m[2];
+  for (int p = 0; p < 2; ++p) {
+    tern_generator_options go;
+    tern_generator_options_init(&go);
+    go.context_policy = policies[p];
+    go.keep_tokens = keep;
+    if (!open(args.positional()[1], so, go, &m[p])) return 1;
+  }
+  const int64_t vocab = tern_session_vocab_size(m[0].session);
+  uint64_t state = 88172645463325252ull;  // xorshift64: the same ids for both
+  auto next_id = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return int32_t(state % uint64_t(vocab));
+  };
+  std::vector<double> room[2], plain[2];  // seconds of appends that made room, and of the others
+  const int32_t first = next_id();
+  for (int p = 0; p < 2; ++p) {
+    if (tern_generator_prompt(m[p].generator, &first, 1, nullptr) != TERN_OK) {
+      std::fprintf(stderr, "streaming_bench: %s\n", tern_generator_last_error(m[p].generator));
+      return 1;
+    }
+  }
+  while (int64_t(room[0].size()) < refills || int64_t(room[1].size()) < refills) {
+    const int32_t id = next_id();
+    for (int p = 0; p < 2; ++p) {
+      const int64_t before = tern_generator_slides(m[p].generator);
+      tern::cli::Timer t;
+      if (tern_generator_append(m[p].generator, &id, 1) != TERN_OK) {
+        std::fprintf(stderr, "streaming_bench: %s\n", tern_generator_last_error(m[p].generator));
+        return 1;
+      }
+      (tern_generator_slides(m[p].generator) > before ? room[p] : plain[p]).push_back(t.seconds());
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  std::printf("refill: max_tokens %lld, keep %lld, %lld thread(s); medians of %lld refills and of the other appends\n",
+              static_cast<long long>(max_tokens), static_cast<long long>(keep), static_cast<long long>(threads),
+              static_cast<long long>(refills));
+  std::printf("%-8s %16s %16s\n", "policy", "refill ms", "other append ms");
+  const char* names[2] = {"slide", "shift"};
+  json rows = json::array();
+  for (int p = 0; p < 2; ++p) {
+    std::printf("%-8s %16.3f %16.3f\n", names[p], 1e3 * median(room[p]), 1e3 * median(plain[p]));
+    rows.push_back({{"policy", names[p]},
+                    {"refills", room[p].size()},
+                    {"refill_ms_median", 1e3 * median(room[p])},
+                    {"append_ms_median", 1e3 * median(plain[p])}});
+  }
+  std::printf("a shift costs %.1fx less than a slide's refill\n", median(room[0]) / std::max(median(room[1]), 1e-12));
+  if (args.has("--json")) {
+    json j = {{"mode", "refill"},      {"model", args.positional()[1]}, {"max_tokens", max_tokens},
+              {"keep", keep},          {"threads", threads},            {"policies", rows},
+              {"cpu", tern_cpu_description()}, {"version", tern_version()}};
+    if (!write_json(args.get("--json"), j)) {
+      std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", args.get("--json").c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   tern::cli::Args args(argc, argv,
                        {"--policy", "--budget", "--sinks", "--keep", "--segment", "--tokens", "--threads", "--json",
-                        "--window", "--seed"},
+                        "--window", "--seed", "--max-tokens", "--refills"},
                        {"--per-line", "--direct", "-h", "--help"});
   const std::string mode = args.positional().empty() ? "" : args.positional()[0];
-  if (args.has("-h") || args.has("--help") || (mode != "score" && mode != "soak")) {
+  if (args.has("-h") || args.has("--help") || (mode != "score" && mode != "soak" && mode != "refill")) {
     std::fprintf(
         stderr,
         "usage: streaming_bench score MODEL.tern TEXT_OR_IDS --policy slide|window|sinks|shift [--budget 256]\n"
         "                       [--sinks 4] [--keep N] [--segment 10000] [--tokens N] [--per-line]\n"
         "                       [--threads 1] [--json out.json]\n"
         "       streaming_bench soak MODEL.tern [--tokens 1000000] [--sinks 4] [--window 252] [--threads 1]\n"
-        "                       [--seed 1] [--direct] [--json out.json]\n");
+        "                       [--seed 1] [--direct] [--json out.json]\n"
+        "       streaming_bench refill MODEL.tern [--max-tokens 1024] [--keep 512] [--refills 20] [--threads 1]\n"
+        "                       [--json out.json]\n");
     return args.has("-h") || args.has("--help") ? 0 : 2;
   }
-  return mode == "score" ? score(args) : soak(args);
+  return mode == "score" ? score(args) : mode == "soak" ? soak(args) : refill(args);
 }
