@@ -4,6 +4,7 @@
 //   @SLIDE  a sliding-window model (streams without limit)    @IDS    token ids for @MODEL or @SLIDE (300)
 //   @XL     a Transformer-XL model (no context limit)         @XLIDS  token ids for @XL (50)
 //   @ROUTE  a routing model                                   @OUT    a path for --logits-out
+//   @LLAMA  examples/models/kjv-llama (rotary, with a tokenizer: sinks and shift)
 // The value of -n / --tokens (either form, "-n N" or "--tokens=N") is capped at 64 tokens, --stride raised to 128
 // and --memory-budget capped at 256 MiB, so that one input stays quick and small (clamp_values); --threads 1 and
 // --memory-budget 256 MiB are added unless the input gives them; every other value is passed as it is. The budget
@@ -63,6 +64,13 @@ const std::map<std::string, std::string>& files() {
       const std::string out = d + "/" + golden + ".tern";
       if (!tern::convert::convert_checkpoint(std::string(TERN_SOURCE_DIR) + "/tests/goldens/" + golden, out, o).ok()) std::abort();
       f[word] = out;
+    }
+    {  // a rotary model with a tokenizer, for --prompt with --sinks / --window and --context shift
+      tern::convert::ConvertOptions o;
+      o.quiet = true;
+      const std::string out = d + "/kjv-llama.tern";
+      if (!tern::convert::convert_checkpoint(std::string(TERN_SOURCE_DIR) + "/examples/models/kjv-llama", out, o).ok()) std::abort();
+      f["@LLAMA"] = out;
     }
     std::string text;
     std::mt19937 rng(5);
