@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target built in build-fuzz/ (cmake -DTERN_FUZZ=ON, see tools/test.sh) for SECONDS each.
-#   tests/fuzz/run.sh [SECONDS [TARGET...]]      default: 60 s, every target
-# New inputs go to build-fuzz/fuzz-corpus/<target>/ (the committed seeds and regressions are read, never written);
+# Runs each libFuzzer target for SECONDS each, from the build directory TERN_FUZZ_BUILD_DIR (default build-asan/, the
+# clang tree that tools/test.sh configures with -DTERN_FUZZ=ON and ASan + UBSan, where `cmake --build` builds them).
+#   [TERN_FUZZ_BUILD_DIR=DIR] tests/fuzz/run.sh [SECONDS [TARGET...]]      default: 60 s, every target
+# New inputs go to DIR/fuzz-corpus/<target>/ (the committed seeds and regressions are read, never written);
 # a crash, leak, timeout or out-of-memory stops the run with a non-zero status and leaves the input in
-# build-fuzz/fuzz-artifacts/<target>/. Keep such an input under tests/fuzz/regressions/<target>/ once it is fixed.
+# DIR/fuzz-artifacts/<target>/. Keep such an input under tests/fuzz/regressions/<target>/ once it is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(model_load safetensors convert_config tern_run)
-build=${TERN_FUZZ_BUILD_DIR:-build-fuzz}
+build=${TERN_FUZZ_BUILD_DIR:-build-asan}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
