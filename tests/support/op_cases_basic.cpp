@@ -38,8 +38,10 @@ const char* activation_name(fb::ActivationKind kind) {
     case fb::ActivationKind::RELU: return "relu";
     case fb::ActivationKind::GELU_ERF: return "gelu_erf";
     case fb::ActivationKind::GELU_TANH: return "gelu_tanh";
+    case fb::ActivationKind::SILU: return "silu";
+    case fb::ActivationKind::SOFTCAP: return "softcap";
   }
-  return "?";
+  return "?";  // a value past the schema's
 }
 
 void add_embedding(std::vector<OpCase>& out) {
