@@ -238,7 +238,7 @@ TEST_CASE("attention sinks and shift refuse what they cannot serve, naming it", 
   tern_model_free(llama);
 }
 
-TEST_CASE("a SINKS generator keeps a bounded history; the cut changes no sampled token", "[sinks][generation]") {
+TEST_CASE("a SINKS generator keeps a bounded history, and the cut changes no sampled token", "[sinks][generation]") {
   tern_model* model = load_model("hf_llama_gqa");
   tern_session_options o;
   tern_session_options_init(&o);
