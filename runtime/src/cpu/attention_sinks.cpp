@@ -16,6 +16,7 @@
 #include "cpu/huge_pages.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
+#include "cpu/kv_store.h"
 #include "cpu/parallel.h"
 #include "format/half.h"
 #include "ops/attention_kinds.h"
@@ -160,20 +161,8 @@ class SinkAttentionKernel : public CpuKernel {
                 sinks_.saved_offset(part, h, e, position, heads_.kv_heads, heads_.head_dim, sizeof(T)));
         }
   }
-  void widen(const T* in, float* out) const {
-    if constexpr (std::is_same_v<T, float>) {
-      std::memcpy(out, in, size_t(heads_.head_dim) * sizeof(float));
-    } else {
-      tern::halves_to_floats(in, out, 0, size_t(heads_.head_dim));
-    }
-  }
-  void narrow(const float* in, T* out) const {
-    if constexpr (std::is_same_v<T, float>) {
-      std::memcpy(out, in, size_t(heads_.head_dim) * sizeof(float));
-    } else {
-      tern::floats_to_halves(in, out, 0, size_t(heads_.head_dim));
-    }
-  }
+  void widen(const T* in, float* out) const { widen_row(in, heads_.head_dim, out); }
+  void narrow(const float* in, T* out) const { narrow_row(in, heads_.head_dim, out); }
   // in [count] as the cache holds it, back in float32: a copy, or the float16 rounding.
   void round_as_stored(const float* in, int64_t count, float* out) const {
     if constexpr (std::is_same_v<T, float>) {

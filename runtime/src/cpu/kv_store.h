@@ -16,6 +16,24 @@
 
 namespace tern::cpu {
 
+// A row of n stored elements (float32, or float16 bits) as float32, and back (rounded to nearest even).
+template <typename T>
+void widen_row(const T* in, int64_t n, float* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(out, in, size_t(n) * sizeof(float));
+  } else {
+    tern::halves_to_floats(in, out, 0, size_t(n));
+  }
+}
+template <typename T>
+void narrow_row(const float* in, int64_t n, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(out, in, size_t(n) * sizeof(float));
+  } else {
+    tern::floats_to_halves(in, out, 0, size_t(n));
+  }
+}
+
 template <typename T>
 class KvStore {
  public:
@@ -78,20 +96,8 @@ class KvStore {
   }
 
  private:
-  void widen(const T* in, float* out) const {
-    if constexpr (std::is_same_v<T, float>) {
-      std::memcpy(out, in, size_t(heads_.head_dim) * sizeof(float));
-    } else {
-      tern::halves_to_floats(in, out, 0, size_t(heads_.head_dim));
-    }
-  }
-  void narrow(const float* in, T* out) const {
-    if constexpr (std::is_same_v<T, float>) {
-      std::memcpy(out, in, size_t(heads_.head_dim) * sizeof(float));
-    } else {
-      tern::floats_to_halves(in, out, 0, size_t(heads_.head_dim));
-    }
-  }
+  void widen(const T* in, float* out) const { widen_row(in, heads_.head_dim, out); }
+  void narrow(const float* in, T* out) const { narrow_row(in, heads_.head_dim, out); }
   size_t index(int h, int64_t j) const {
     return (size_t(h) * size_t(slots_) + size_t(layout_.slot(j))) * size_t(heads_.head_dim);
   }
