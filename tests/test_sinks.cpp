@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,9 @@ std::vector<SinkGolden> sink_goldens() {
 
 // The golden's model, converted once per process.
 tern_model* load_model(const std::string& golden) {
-  const std::string path = test::convert_golden(golden, "sinks_" + golden);
+  static std::map<std::string, std::string> converted;  // golden -> its .tern
+  std::string& path = converted[golden];
+  if (path.empty()) path = test::convert_golden(golden, "sinks_" + golden);
   REQUIRE(!path.empty());
   tern_model* model = nullptr;
   INFO(tern_last_error());

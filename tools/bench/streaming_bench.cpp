@@ -64,10 +64,13 @@ double nll(const float* logits, int64_t vocab, int32_t target) {
   return std::log(sum) + double(top) - double(logits[target]);
 }
 
+// Writes --json's file; false, with the error printed, when it cannot.
 bool write_json(const std::string& path, const json& j) {
   std::ofstream out(path);
   out << j.dump(1) << "\n";
-  return bool(out);
+  if (out) return true;
+  std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", path.c_str());
+  return false;
 }
 
 struct Loaded {
@@ -263,10 +266,7 @@ int score(tern::cli::Args& args) {
               {"refills", refills},
               {"cpu", tern_cpu_description()},
               {"version", tern_version()}};
-    if (!write_json(args.get("--json"), j)) {
-      std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", args.get("--json").c_str());
-      return 1;
-    }
+    if (!write_json(args.get("--json"), j)) return 1;
   }
   return 0;
 }
@@ -383,10 +383,7 @@ int soak(tern::cli::Args& args) {
               {"tokens_per_s", double(tokens) / seconds},
               {"cpu", tern_cpu_description()},
               {"version", tern_version()}};
-    if (!write_json(args.get("--json"), j)) {
-      std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", args.get("--json").c_str());
-      return 1;
-    }
+    if (!write_json(args.get("--json"), j)) return 1;
   }
   return 0;
 }
@@ -472,10 +469,7 @@ int refill(tern::cli::Args& args) {
     json j = {{"mode", "refill"},      {"model", args.positional()[1]}, {"max_tokens", max_tokens},
               {"keep", keep},          {"threads", threads},            {"policies", rows},
               {"cpu", tern_cpu_description()}, {"version", tern_version()}};
-    if (!write_json(args.get("--json"), j)) {
-      std::fprintf(stderr, "streaming_bench: cannot write '%s'\n", args.get("--json").c_str());
-      return 1;
-    }
+    if (!write_json(args.get("--json"), j)) return 1;
   }
   return 0;
 }

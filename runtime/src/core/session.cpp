@@ -125,17 +125,11 @@ Status check_fits_within(const tern_memory_plan& need, bool packed, const Memory
 Status check_sinks(const Model& model) {
   const char* why = "attention sinks (sink_window) rotate each cached key by its index in the cache, so every "
                     "attention op must be dense with rotary positions";
+  std::vector<bool> feeds_attention(model.nodes().size(), false);  // per node: a ROTARY an attention op reads alone
   bool any_attention = false;
   for (const Node& node : model.nodes()) {
     if (node.code == fb::OpCode::POSITION) {
       return Unsupported(std::string(why) + ": the model has learned absolute positions (" + node.label() + ")");
-    }
-    if (node.code == fb::OpCode::ROTARY) {
-      bool feeds_attention = false;
-      for (const Node& user : model.nodes()) {
-        if (user.code == fb::OpCode::ATTENTION && rotary_feeding(model, user) == &node) feeds_attention = true;
-      }
-      if (!feeds_attention) return Unsupported(std::string(why) + ": " + node.label() + " feeds no attention op alone");
     }
     if (node.code != fb::OpCode::ATTENTION) continue;
     any_attention = true;
@@ -143,11 +137,36 @@ Status check_sinks(const Model& model) {
     if (p->kind_type() != fb::AttentionKind::Dense) {
       return Unsupported(std::string(why) + ": " + node.label() + " is " + attention_kind(node).name + " attention");
     }
-    if (!rotary_feeding(model, node)) {
-      return Unsupported(std::string(why) + ": " + node.label() + " reads no rotary positions");
-    }
+    const Node* rotary = rotary_feeding(model, node);
+    if (!rotary) return Unsupported(std::string(why) + ": " + node.label() + " reads no rotary positions");
+    feeds_attention[size_t(rotary->index)] = true;
   }
   if (!any_attention) return Unsupported(std::string(why) + ": the model has no attention op");
+  for (const Node& node : model.nodes()) {
+    if (node.code == fb::OpCode::ROTARY && !feeds_attention[size_t(node.index)]) {
+      return Unsupported(std::string(why) + ": " + node.label() + " feeds no attention op alone");
+    }
+  }
+  return Status::Ok();
+}
+
+// Whether a context shift can serve the model (Session::check_shift): TERN_UNSUPPORTED naming the first op that
+// cannot move and rotate its state.
+Status shift_support(const Model& model, const SinkCache& sinks) {
+  const char* why = "a context shift rotates each cached key to its new position, so every op with state must be "
+                    "dense attention fed by static rotary positions";
+  if (sinks.on()) return Unsupported(std::string(why) + ", in a session without attention sinks");
+  for (const Node& node : model.nodes()) {
+    if (!find_op(node.code)->state_bytes) continue;
+    if (node.code != fb::OpCode::ATTENTION || node.fb_op->params_as_AttentionParams()->kind_type() != fb::AttentionKind::Dense) {
+      return Unsupported(std::string(why) + ": " + node.label() + " is not dense attention");
+    }
+    const Node* rotary = rotary_feeding(model, node);
+    if (!rotary) return Unsupported(std::string(why) + ": " + node.label() + " reads no rotary positions");
+    if (rotary->fb_op->params_as_RotaryParams()->scaling() != fb::RotaryScaling::STATIC) {
+      return Unsupported(std::string(why) + ": " + rotary->label() + "'s frequencies depend on the call");
+    }
+  }
   return Status::Ok();
 }
 
@@ -358,24 +377,7 @@ Status Session::build(const tern_session_options& options) {
     splits_calls_ = false;
     sequence_limit_ = kMaxSequence;
   }
-  return Status::Ok();
-}
-
-Status Session::check_shift() const {
-  const char* why = "a context shift rotates each cached key to its new position, so every op with state must be "
-                    "dense attention fed by static rotary positions";
-  if (sinks_.on()) return Unsupported(std::string(why) + ", in a session without attention sinks");
-  for (const Node& node : model_.nodes()) {
-    if (!find_op(node.code)->state_bytes) continue;
-    if (node.code != fb::OpCode::ATTENTION || node.fb_op->params_as_AttentionParams()->kind_type() != fb::AttentionKind::Dense) {
-      return Unsupported(std::string(why) + ": " + node.label() + " is not dense attention");
-    }
-    const Node* rotary = rotary_feeding(model_, node);
-    if (!rotary) return Unsupported(std::string(why) + ": " + node.label() + " reads no rotary positions");
-    if (rotary->fb_op->params_as_RotaryParams()->scaling() != fb::RotaryScaling::STATIC) {
-      return Unsupported(std::string(why) + ": " + rotary->label() + "'s frequencies depend on the call");
-    }
-  }
+  shift_support_ = shift_support(model_, sinks_);  // asked at every shift: found once
   return Status::Ok();
 }
 

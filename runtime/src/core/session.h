@@ -25,7 +25,7 @@ class Session {
   // their keys rotated there; the position becomes keep. check_shift: TERN_UNSUPPORTED naming the op when the model
   // cannot shift (every op with state must be dense attention fed by static rotary positions).
   Status shift(int64_t keep);
-  Status check_shift() const;
+  Status check_shift() const { return shift_support_; }
   // Attention sinks (tern_session_options.sink_tokens / sink_window); off unless sinks().on().
   const SinkCache& sinks() const { return sinks_; }
   tern_memory_plan plan(int64_t n) const;
@@ -87,6 +87,7 @@ class Session {
   int64_t position_ = 0;
   int64_t sequence_limit_ = 0;
   SinkCache sinks_;
+  Status shift_support_;  // check_shift's answer, found at creation
   std::string context_note_;
   bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
