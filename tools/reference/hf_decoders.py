@@ -411,6 +411,19 @@ def apply_rope(x, cos, sin):
 # ---------------------------------------------------------------------------------------------------------------
 # checkpoint I/O
 
+def _cached(cache, i, k, v, positions):
+    """Layer i's keys and values [heads, m, d] with their positions after appending this call's k, v at `positions`
+    to cache[i] (a list of one (k, v, positions) per layer, grown as layers run); without a cache, the call's own."""
+    if cache is None:
+        return k, v, positions
+    if len(cache) <= i:
+        cache.append((k, v, positions))
+    else:
+        pk, pv, pp = cache[i]
+        cache[i] = (torch.cat([pk, k], 1), torch.cat([pv, v], 1), np.concatenate([pp, positions]))
+    return cache[i]
+
+
 def load_weights(directory):
     """{name: np.ndarray float32/float16} from model.safetensors, a sharded index, or every *.safetensors."""
     index = os.path.join(directory, "model.safetensors.index.json")
@@ -577,14 +590,7 @@ class HFDecoder:
         rotation) and attends over it. Returns [H, n, d]."""
         cos, sin = ropes[layer_type]
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        k_pos = positions
-        if cache is not None:
-            if len(cache) <= i:
-                cache.append((k, v, positions))
-            else:
-                pk, pv, pp = cache[i]
-                cache[i] = (torch.cat([pk, k], 1), torch.cat([pv, v], 1), np.concatenate([pp, positions]))
-            k, v, k_pos = cache[i]
+        k, v, k_pos = _cached(cache, i, k, v, positions)
         return self._attend(q, k, v, positions, k_pos, layer_type)
 
     def decode(self, ids, attend):
@@ -654,14 +660,7 @@ class HFDecoder:
             h = self._ln(x, p + "ln_1")
             q, k, v = self._conv1d(h, p + "attn.c_attn").split(c["hidden_size"], dim=-1)
             q, k, v = (t.view(n, H, D).transpose(0, 1) for t in (q, k, v))
-            k_pos = positions
-            if cache is not None:
-                if len(cache) <= i:
-                    cache.append((k, v, positions))
-                else:
-                    pk, pv, pp = cache[i]
-                    cache[i] = (torch.cat([pk, k], 1), torch.cat([pv, v], 1), np.concatenate([pp, positions]))
-                k, v, k_pos = cache[i]
+            k, v, k_pos = _cached(cache, i, k, v, positions)
             scale = 1.0
             if not c["scale_attn_weights"]:
                 scale = D ** 0.5  # undo the 1/sqrt(d) _attend applies
