@@ -45,3 +45,8 @@ endif()
 list(JOIN TERN_PC_LIBS_PRIVATE " " TERN_PC_LIBS_PRIVATE)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tern.pc.in ${PROJECT_BINARY_DIR}/package/tern.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/package/tern.pc DESTINATION ${TERN_PC_DIR})
+
+# The licence and the documentation, where Debian and most distributions keep a package's: P/share/doc/tern/.
+set(TERN_DOC_DIR ${CMAKE_INSTALL_DATADIR}/doc/tern)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${TERN_DOC_DIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${TERN_DOC_DIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "*.png")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs a built tree into a fresh prefix and uses it the way an app would, from the prefix alone:
 #   tests/consumer/run.sh BUILD_DIR   (ctest: consumer_install_and_link; CC, CXX: the compilers, default cc, c++)
-# 1. cmake --install BUILD_DIR --prefix BUILD_DIR/consumer/prefix (emptied first), and checks the layout;
+# 1. cmake --install BUILD_DIR --prefix BUILD_DIR/consumer/prefix (emptied first), and checks the layout (the
+#    licence and the docs under share/doc/tern included);
 # 2. the installed tern-convert converts examples/models/kjv-byte, the installed tern-run generates from a prompt;
 # 3. a CMake project (find_package(tern 0.2), CMAKE_PREFIX_PATH = the prefix) builds main.cpp against tern::tern
 #    and tern::tern_static; plain cc builds main.c with `pkg-config --cflags --libs tern` (libtern.so) and with
@@ -32,14 +33,15 @@ version=$major.$(sed -n 's/^#define TERN_VERSION_MINOR \([0-9]*\)$/\1/p' "$prefi
 for f in include/tern/tern.h include/tern/tern.hpp bin/tern-convert bin/tern-run bin/tern-bench \
          "$libdir/libtern.so.$version" "$libdir/libtern.so.$major" "$libdir/libtern.so" "$libdir/libtern.a" \
          "$libdir/cmake/tern/ternConfig.cmake" "$libdir/cmake/tern/ternConfigVersion.cmake" \
-         "$libdir/pkgconfig/tern.pc"; do
+         "$libdir/pkgconfig/tern.pc" share/doc/tern/LICENSE share/doc/tern/README.md share/doc/tern/docs/library.md; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 [ "$(readlink "$prefix/$libdir/libtern.so.$major")" = "libtern.so.$version" ] || fail "libtern.so.$major is no link to libtern.so.$version"
 [ "$(readlink "$prefix/$libdir/libtern.so")" = "libtern.so.$major" ] || fail "libtern.so is no link to libtern.so.$major"
+cmp -s "$prefix/share/doc/tern/LICENSE" "$source_dir/LICENSE" || fail "the installed LICENSE is not the repository's"
 # Nothing of the build tree's own: tests, fuzzers, benchmarks, internal libraries.
 unexpected=$(cd "$prefix" && find . -type f -o -type l | grep -Ev \
-  "^\./(include/tern/tern\.(h|hpp)|bin/tern-(convert|run|bench)|$libdir/(libtern\.(so(\.[0-9.]+)?|a)|cmake/tern/[A-Za-z-]+\.cmake|pkgconfig/tern\.pc))$" || true)
+  "^\./(include/tern/tern\.(h|hpp)|bin/tern-(convert|run|bench)|$libdir/(libtern\.(so(\.[0-9.]+)?|a)|cmake/tern/[A-Za-z-]+\.cmake|pkgconfig/tern\.pc)|share/doc/tern/(LICENSE|README\.md|docs/[a-z0-9-]+\.(md|png)))$" || true)
 [ -z "$unexpected" ] || fail "installed beyond the package: $unexpected"
 echo "installed $(cd "$prefix" && find . -type f | wc -l) files into $prefix"
 
