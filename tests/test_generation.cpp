@@ -9,6 +9,7 @@
 
 #include "convert.h"
 #include "op_graph.h"
+#include "samplers.h"
 #include "test_support.h"
 #include "tern/tern.hpp"
 
@@ -48,17 +49,6 @@ tern_generator* generator_of(tern_session* s, tern_context_policy policy, int64_
   return g;
 }
 
-tern_sampler* sampler_of(float temperature, uint64_t seed) {
-  tern_sampler_options o;
-  tern_sampler_options_init(&o);
-  o.temperature = temperature;
-  o.top_k = 40;
-  o.seed = seed;
-  tern_sampler* s = nullptr;
-  REQUIRE(tern_sampler_create(&o, &s) == TERN_OK);
-  return s;
-}
-
 std::vector<int32_t> history_of(const tern_generator* g) {
   int64_t n = 0;
   const int32_t* h = tern_generator_history(g, &n);
@@ -85,7 +75,7 @@ std::vector<float> fresh_last_row(const tern_model* model, const std::vector<int
 std::vector<int32_t> generate(const tern_model* model, int threads, uint64_t seed, int n) {
   tern_session* s = session_of(model, threads, 0);
   tern_generator* g = generator_of(s, TERN_CONTEXT_SLIDE);
-  tern_sampler* sampler = sampler_of(0.8f, seed);
+  tern_sampler* sampler = test::top_k_sampler(0.8f, seed);
   const std::string prompt = "And God said";
   std::vector<int32_t> ids(prompt.begin(), prompt.end());
   REQUIRE(tern_generator_prompt(g, ids.data(), int64_t(ids.size()), nullptr) == TERN_OK);
@@ -117,7 +107,7 @@ TEST_CASE("generation: SLIDE refills with the last keep tokens, as a fresh sessi
   tern_session* s = session_of(model, 1, 48, 16);                // sequence limit 48; prefill in calls of 16
   REQUIRE(tern_session_sequence_limit(s) == 48);
   tern_generator* g = generator_of(s, TERN_CONTEXT_SLIDE, 20);
-  tern_sampler* sampler = sampler_of(1.0f, 3);
+  tern_sampler* sampler = test::top_k_sampler(1.0f, 3);
   const std::vector<int32_t> prompt = test::random_ids(30, 256, 8);
   int64_t kept = 0;
   REQUIRE(tern_generator_prompt(g, prompt.data(), 30, &kept) == TERN_OK);
@@ -156,7 +146,7 @@ TEST_CASE("generation: STOP returns TERN_CONTEXT_FULL at the limit and changes n
   tern_model* model = golden("pre_untied_nobias_gelutanh");
   tern_session* s = session_of(model, 1, 32);
   tern_generator* g = generator_of(s, TERN_CONTEXT_STOP);
-  tern_sampler* sampler = sampler_of(0.0f, 0);
+  tern_sampler* sampler = test::top_k_sampler(0.0f, 0);
   const std::vector<int32_t> prompt = test::random_ids(10, 256, 9);
   REQUIRE(tern_generator_prompt(g, prompt.data(), 10, nullptr) == TERN_OK);
   int32_t t = -1;
@@ -204,7 +194,7 @@ TEST_CASE("generation: a bounded-state model continues past max_tokens and its l
   tern_session_free(narrow);
 
   tern_generator* g = generator_of(bounded, TERN_CONTEXT_STOP);
-  tern_sampler* sampler = sampler_of(1.0f, 17);
+  tern_sampler* sampler = test::top_k_sampler(1.0f, 17);
   const std::vector<int32_t> prompt = test::random_ids(70, 64, 11);  // more than max_batch: prefilled in calls
   REQUIRE(tern_generator_prompt(g, prompt.data(), 70, nullptr) == TERN_OK);
   int32_t t = -1;
@@ -336,7 +326,7 @@ TEST_CASE("generation: options and calls are checked", "[generation]") {
   go.keep_tokens = 99;  // past struct_size: not read
   go.struct_size = offsetof(tern_generator_options, keep_tokens);
   REQUIRE(tern_generator_create(s, &go, &g) == TERN_OK);
-  tern_sampler* sampler = sampler_of(0.0f, 0);
+  tern_sampler* sampler = test::top_k_sampler(0.0f, 0);
   int32_t t = 5;
   CHECK(tern_generator_next(g, sampler, &t) == TERN_INVALID_ARGUMENT);  // no prompt yet
   CHECK(t == -1);

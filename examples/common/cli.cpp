@@ -17,7 +17,7 @@
 namespace tern::cli {
 
 Args::Args(int argc, char** argv, const std::vector<std::string>& value_options,
-           const std::vector<std::string>& flag_options) {
+           const std::vector<std::string>& flag_options, const std::vector<std::string>& repeatable) {
   auto is = [](const std::vector<std::string>& list, const std::string& s) {
     return std::find(list.begin(), list.end(), s) != list.end();
   };
@@ -41,7 +41,7 @@ Args::Args(int argc, char** argv, const std::vector<std::string>& value_options,
         return;
       }
       values_[name] = "1";
-    } else if (is(value_options, name)) {
+    } else if (is(value_options, name) || is(repeatable, name)) {
       if (!inline_value) {
         if (i + 1 >= argc) {
           error_ = name + " needs a value";
@@ -54,8 +54,9 @@ Args::Args(int argc, char** argv, const std::vector<std::string>& value_options,
           return;
         }
       }
+      if (is(repeatable, name)) repeated_[name].push_back(value);
       auto seen = values_.find(name);
-      if (seen != values_.end() && seen->second != value) {
+      if (!is(repeatable, name) && seen != values_.end() && seen->second != value) {
         error_ = name + " is given twice ('" + seen->second + "' and '" + value + "'); give it once";
         return;
       }
@@ -65,6 +66,11 @@ Args::Args(int argc, char** argv, const std::vector<std::string>& value_options,
       return;
     }
   }
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>() : it->second;
 }
 
 std::string Args::get(const std::string& name, const std::string& fallback) const {

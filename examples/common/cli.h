@@ -12,19 +12,24 @@ namespace tern::cli {
 // Parses "--name value", "--name=value" and bare "--flag" options plus positional arguments.
 class Args {
  public:
-  // value_options: options that take a value; flag_options: options that do not.
-  Args(int argc, char** argv, const std::vector<std::string>& value_options, const std::vector<std::string>& flag_options);
+  // value_options: options that take a value; flag_options: options that do not; repeatable: value options that may
+  // be given several times (get_all), where the others must be given once.
+  Args(int argc, char** argv, const std::vector<std::string>& value_options, const std::vector<std::string>& flag_options,
+       const std::vector<std::string>& repeatable = {});
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   const std::vector<std::string>& positional() const { return positional_; }
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   std::string get(const std::string& name, const std::string& fallback = "") const;
+  // Every value of a repeatable option, in the order given.
+  std::vector<std::string> get_all(const std::string& name) const;
   // Integer option in [lo, hi]; sets error() and returns fallback when it is not.
   int64_t get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi);
   double get_double(const std::string& name, double fallback, double lo, double hi);
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positional_;
   std::string error_;
 };

@@ -88,6 +88,9 @@ int generate(Run& run) {
   if (err) return fail(err.message);
   Generator generator = Generator::create(run.session, opt.generator, &err);
   if (err) return fail(err.message);
+  if (!opt.stops.empty()) {
+    if (auto e = generator.set_stop_strings(opt.stops)) return fail("--stop: " + e.message);
+  }
 
   if (!opt.json) {
     std::printf("%s", opt.prompt.c_str());
@@ -104,24 +107,21 @@ int generate(Run& run) {
   }
   cli::Timer gen_timer;
   int64_t generated = 0;
-  bool full = false, ended = false;
+  bool full = false;
   std::string text;
   std::vector<int32_t> out_ids;
   Utf8Stream utf8;
-  for (; generated < opt.tokens; ++generated) {
+  // The generator stops at an end token (unless --ignore-eos), at a --stop text and after --tokens tokens.
+  while (generated < opt.tokens && generator.stop_reason() == TERN_STOP_NONE) {
     int32_t next = -1;
     if (auto e = generator.next(sampler, &next)) {
       if (e.code != TERN_CONTEXT_FULL) return fail(e.message);
       full = true;
       break;
     }
+    ++generated;
     out_ids.push_back(next);
-    if (!opt.ignore_eos && tern_model_is_end_token(run.model.get(), next)) {
-      ended = true;  // the end token is in "ids" but adds no text
-      ++generated;
-      break;
-    }
-    std::string piece;
+    std::string piece;  // an end token is in "ids" but adds no text
     if (auto e = token_to_text(run.model, next, &piece)) return fail(e.message);
     text += piece;
     if (!opt.json) {
@@ -129,6 +129,15 @@ int generate(Run& run) {
       std::fflush(stdout);
     }
   }
+  int64_t stop_index = -1;
+  const tern_stop_reason reason = generator.stop_reason(&stop_index);
+  const bool ended = reason == TERN_STOP_EOS;
+  const char* reason_name = reason == TERN_STOP_EOS            ? "eos"
+                            : reason == TERN_STOP_STRING       ? "stop_string"
+                            : reason == TERN_STOP_LENGTH       ? "length"
+                            : reason == TERN_STOP_CONTEXT_FULL ? "context_full"
+                                                               : "none";
+  const json stop_string = stop_index >= 0 ? json(opt.stops[size_t(stop_index)]) : json(nullptr);
   if (!opt.json) print_text(utf8.flush());
   const double gen_s = gen_timer.seconds();
   if (full) {
@@ -155,6 +164,8 @@ int generate(Run& run) {
                             {"refills", generator.slides()},
                             {"context_full", full},
                             {"ended_at_eos", ended},
+                            {"stop_reason", reason_name},
+                            {"stop_string", stop_string},
                             {"prompt_seconds", prompt_s},
                             {"generate_seconds", gen_s}};
   if (opt.json) return 0;
@@ -167,7 +178,13 @@ int generate(Run& run) {
     std::printf(", %lld context %s keeping %lld tokens", static_cast<long long>(generator.slides()),
                 policy == TERN_CONTEXT_SHIFT ? "shifts" : "refills", static_cast<long long>(keep));
   }
-  std::printf(ended ? "; ended at the end-of-sequence token)\n" : ")\n");
+  if (ended) {
+    std::printf("; ended at the end-of-sequence token)\n");
+  } else if (stop_index >= 0) {
+    std::printf("; stopped at --stop '%s')\n", opt.stops[size_t(stop_index)].c_str());
+  } else {
+    std::printf(")\n");
+  }
   return 0;
 }
 

@@ -18,6 +18,7 @@ struct Options {
   bool has_prompt = false;
   bool json = false;        // --json: one JSON object on stdout, nothing else there
   bool ignore_eos = false;  // --ignore-eos: end-of-sequence tokens do not end a generation
+  std::vector<std::string> stops;  // --stop, repeatable: texts that end a generation
   bool prompt_specials_as_text = false;  // --prompt-specials text: special-token text in --prompt is plain text
   bool perplexity = false;  // --ids scored through the state
   bool stream = false;      // scoring streams through the state (--segment, or a model without a context limit)

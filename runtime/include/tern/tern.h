@@ -45,7 +45,7 @@ extern "C" {
  * ternConfigVersion.cmake). A library with the same MAJOR and a MINOR at least this header's runs an app built
  * against it (docs/library.md, "ABI and versions"); tern_version() says which library an app actually loaded. */
 #define TERN_VERSION_MAJOR 0
-#define TERN_VERSION_MINOR 4
+#define TERN_VERSION_MINOR 5
 #define TERN_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
@@ -77,7 +77,10 @@ typedef enum {
   TERN_INTERNAL_ERROR = 7,
   /* A generator under TERN_CONTEXT_STOP (tern_generator_options) has filled the session's sequence: the next token
    * cannot be fed. Not a failure of the library: start again with tern_generator_prompt, or use TERN_CONTEXT_SLIDE. */
-  TERN_CONTEXT_FULL = 8
+  TERN_CONTEXT_FULL = 8,
+  /* The app's abort callback (tern_session_set_callbacks) asked a forward or append to stop: the session was reset
+   * (position 0) and takes the next call as usual. Not a failure of the library. */
+  TERN_ABORTED = 9
 } tern_status;
 
 typedef enum { TERN_BACKEND_CPU = 0, TERN_BACKEND_VULKAN = 1, TERN_BACKEND_AUTO = 2 } tern_backend;
@@ -343,6 +346,26 @@ TERN_API int64_t tern_session_max_tokens(const tern_session* session);
  * context limit)". Owned by the session, valid until tern_session_free; NULL session: "null session". */
 TERN_API const char* tern_session_context_note(const tern_session* session);
 
+/* Abort and progress for long calls (tern_session_forward and _append, and the generator calls that feed the
+ * session). A call of more than TERN_CALLBACK_ROWS tokens runs in parts of at most that many rows, one after another
+ * (the same rows as one call: logits agree with an undivided call to float rounding); before each part the abort
+ * callback is asked, and after each the progress callback is told the rows done. Calls that cannot be divided (a
+ * model with an op that runs a call as one unit: Transformer-XL and compressive memories, LSH and routing attention,
+ * rotary positions with dynamic scaling; attention sinks; forward_only sessions) run whole: on the CPU the abort
+ * callback is asked between ops, on Vulkan before the call only, and progress is told once, at the end. Both run on
+ * the thread of the call and must not call into the session.
+ * abort_callback: nonzero stops the call, which returns TERN_ABORTED after resetting the session (position 0, as a
+ * call that fails while running); the next call works as on a fresh session.
+ * progress_callback: rows_done of rows_total, the tokens of that session call, increasing; rows_done == rows_total
+ * last. A generator call that feeds more than max_batch tokens makes several session calls, each reported alone. */
+#define TERN_CALLBACK_ROWS 256
+typedef int (*tern_abort_callback)(void* user_data);
+typedef void (*tern_progress_callback)(int64_t rows_done, int64_t rows_total, void* user_data);
+/* Sets both callbacks and the user_data passed to them (either callback NULL: none; both NULL: calls run undivided,
+ * as before). Not during a call of the session: the same one-call-at-a-time rule as a forward. */
+TERN_API tern_status tern_session_set_callbacks(tern_session* session, tern_abort_callback abort_callback,
+                                                tern_progress_callback progress_callback, void* user_data);
+
 /* ---------------------------------------------------------------------------------------------------------------
  * Generation: sampling, a generator that feeds a session token by token, and text <-> ids through the model's tokenizer.
  *
@@ -415,8 +438,11 @@ TERN_API tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed)
 
 /* --- Generator: a sequence grown token by token in a session ---------------------------------------------------
  * A generator borrows a session (which must outlive it) and owns the sequence in it: the prompt, then one sampled
- * token per tern_generator_next. While a generator is bound, feed the session only through it (a session whose
- * position it does not expect fails the next call with TERN_INVALID_ARGUMENT); tern_generator_prompt starts over.
+ * token per tern_generator_next. One generator is bound to a session at a time (tern_generator_create refuses a
+ * second until tern_generator_free unbinds the first). While it is bound, feed the session only through it: a
+ * tern_session_forward, _append, _reset or _load_state made directly on the session, even one that leaves it at the
+ * position the generator expects, makes the generator's next call fail with TERN_INVALID_ARGUMENT saying so;
+ * tern_generator_prompt (or tern_generator_restore) starts over.
  *
  * A token that tern_generator_next returns is fed to the session at the start of the next call (tern_generator_next
  * or tern_generator_append), so no logits are computed for the last token of a generation that the caller stops.
@@ -441,6 +467,16 @@ TERN_API tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed)
  * Models whose state is bounded (sliding or chunked windows, adaptive span, Transformer-XL or compressive memory,
  * with sinusoidal or relative positions) reach no such limit below 2^31 tokens: they continue without a prefill.
  *
+ * Stopping: tern_generator_next stops the generation (tern_generator_stop_reason) when the token it returns
+ *   is an end token of the model (tern_model_is_end_token: the EOS id and the checkpoint's further end ids) unless
+ *   the options say ignore_eos, completes one of the app's stop strings (tern_generator_set_stop_strings), or is
+ *   the max_new_tokens-th since the last prompt or append; it returns TERN_CONTEXT_FULL under TERN_CONTEXT_STOP when
+ *   the sequence is full. The stopping token is returned and is in the history, like any other (so the text of a
+ *   stop string is in the tokens returned: an app that shows text cuts it off). Until the next tern_generator_prompt
+ *   or tern_generator_append, a stopped generator's tern_generator_next returns TERN_INVALID_ARGUMENT saying why it
+ *   stopped (TERN_CONTEXT_FULL for a full one, as before); tern_generator_append feeds the stopping token first, so
+ *   a chat continues after an end token as a template expects.
+ *
  * Threads: a generator, its session and the sampler passed to it are used by one thread at a time; generators on
  * different sessions run on any threads at once. */
 typedef struct tern_generator tern_generator;
@@ -464,6 +500,10 @@ typedef struct {
                                        * and under STOP, SLIDE and SHIFT at least the sequence limit (a refill feeds
                                        * up to that many again). The history then holds between history_tokens and
                                        * twice as many (it is cut in one move when it reaches twice). */
+  int64_t max_new_tokens;             /* >= 0; a generation stops (TERN_STOP_LENGTH) at the max_new_tokens-th token
+                                       * tern_generator_next returns after a prompt or append. 0 (default): never */
+  int ignore_eos;                     /* 0 (default): an end token stops the generation (TERN_STOP_EOS); 1: it does
+                                       * not, generation goes on through it. Other values: TERN_INVALID_ARGUMENT */
 } tern_generator_options;
 
 /* Sets the defaults above and struct_size. NULL: nothing. */
@@ -504,6 +544,51 @@ TERN_API const int32_t* tern_generator_history(const tern_generator* generator, 
 TERN_API int64_t tern_generator_slides(const tern_generator* generator);
 /* Message of the last failed call on this generator ("" if none). Owned by the generator. */
 TERN_API const char* tern_generator_last_error(const tern_generator* generator);
+
+/* Why the last generation stopped (see "Stopping" above). */
+typedef enum {
+  TERN_STOP_NONE = 0,         /* not stopped: tern_generator_next goes on */
+  TERN_STOP_EOS = 1,          /* the last token returned is an end token of the model */
+  TERN_STOP_STRING = 2,       /* the text of the tokens generated since the last prompt or append now contains a stop
+                               * string, ending in the last token's text */
+  TERN_STOP_LENGTH = 3,       /* max_new_tokens tokens were generated */
+  TERN_STOP_CONTEXT_FULL = 4  /* TERN_CONTEXT_STOP: the sequence is full (tern_generator_next returned
+                               * TERN_CONTEXT_FULL) */
+} tern_stop_reason;
+/* The reason the generation stopped, TERN_STOP_NONE while it goes on (and after a prompt or append). stop_string
+ * (may be NULL) gets the index, in the list given to tern_generator_set_stop_strings, of the string matched under
+ * TERN_STOP_STRING (the one whose match ends first, the lowest index among equals), -1 otherwise. NULL generator:
+ * TERN_STOP_NONE. */
+TERN_API tern_stop_reason tern_generator_stop_reason(const tern_generator* generator, int64_t* stop_string);
+/* Sets the stop strings: n NUL-terminated strings (copied; n 0 clears them), each at least one byte. They are
+ * matched on the text of the tokens generated since the last prompt or append (not the prompt's), as
+ * tern_token_to_text gives each token's text, concatenated: a string split over several tokens is found, a string
+ * that began before the last prompt or append is not. Takes effect for the tokens generated after this call.
+ * Errors: NULL generator, strings NULL with n > 0, an empty or NULL string, n < 0 (TERN_INVALID_ARGUMENT); a model
+ * whose file carries no tokenizer (TERN_UNSUPPORTED: a stop string needs token text). */
+TERN_API tern_status tern_generator_set_stop_strings(tern_generator* generator, const char* const* strings, int64_t n);
+
+/* Saves the generator, the session it feeds and the random state of `sampler` as one self-checking blob, so that an
+ * app can stop and resume a generation later, in this process or another: tern_generator_restore into a generator
+ * on a session of the same model and session options, with a sampler of the same options, continues with exactly
+ * the tokens the uninterrupted generator would have given. The blob holds the session state
+ * (tern_session_save_state), the history, the token returned but not yet fed, the logits the next token is drawn
+ * from, the stop state (reason, tokens generated, the text a stop string may continue), the generator's options and
+ * the sampler's options and PRNG state, under a header, a version and a checksum. With buf NULL sets *size to the
+ * bytes needed; otherwise writes them to buf (of *size bytes; TERN_INVALID_ARGUMENT if too small) and sets *size to
+ * the bytes written. The stop strings are not saved: they are the app's settings, as the options are. Errors: NULL
+ * generator, sampler or size (TERN_INVALID_ARGUMENT); those of tern_session_save_state. */
+TERN_API tern_status tern_generator_save(const tern_generator* generator, const tern_sampler* sampler, void* buf,
+                                         size_t* size);
+/* Replaces the generator's sequence, its session's state and the sampler's PRNG state with a blob of
+ * tern_generator_save. A blob that is truncated, corrupt, of another version, saved with other generator or sampler
+ * options, from another model or session configuration, or whose values are out of range (a token outside the
+ * vocabulary, a NaN or +inf logit, a history longer than its options allow, ...) is refused with
+ * TERN_INVALID_ARGUMENT (TERN_UNSUPPORTED for another version) and a message, before anything changes (only a
+ * device error while a Vulkan session's state is copied can leave it undefined, as in tern_session_load_state).
+ * buf is not kept. */
+TERN_API tern_status tern_generator_restore(tern_generator* generator, tern_sampler* sampler, const void* buf,
+                                            size_t size);
 
 /* --- Text <-> token ids -------------------------------------------------------------------------------------------
  * Through the tokenizer the model file carries (tern-convert writes it; schema/README.md, "Tokenizers"):

@@ -70,6 +70,10 @@ class SessionHandle {
     return check(tern_session_save_state(get(), out->data(), &size));
   }
   Error load_state(const std::vector<uint8_t>& state) { return check(tern_session_load_state(get(), state.data(), state.size())); }
+  // Abort and progress for long calls (tern_session_set_callbacks); either may be null.
+  Error set_callbacks(tern_abort_callback abort, tern_progress_callback progress, void* user_data) {
+    return check(tern_session_set_callbacks(get(), abort, progress, user_data));
+  }
   tern_memory_plan plan(int64_t n) const {
     tern_memory_plan p{};
     tern_session_plan(get(), n, &p);
@@ -182,6 +186,26 @@ class Generator {
     return h ? std::vector<int32_t>(h, h + n) : std::vector<int32_t>();
   }
   int64_t slides() const { return tern_generator_slides(generator_); }
+  // Why the generation stopped (tern_generator_stop_reason); *stop_string (may be null): the matched string's index.
+  tern_stop_reason stop_reason(int64_t* stop_string = nullptr) const {
+    return tern_generator_stop_reason(generator_, stop_string);
+  }
+  Error set_stop_strings(const std::vector<std::string>& strings) {
+    std::vector<const char*> pointers;
+    for (size_t i = 0; i < strings.size(); ++i) pointers.push_back(strings[i].c_str());
+    return check(tern_generator_set_stop_strings(generator_, pointers.empty() ? nullptr : &pointers[0],
+                                                 int64_t(pointers.size())));
+  }
+  // The generator, its session's state and the sampler's PRNG state as bytes (tern_generator_save), and back.
+  Error save(const Sampler& sampler, std::vector<uint8_t>* out) const {
+    size_t size = 0;
+    if (Error e = check(tern_generator_save(generator_, sampler.get(), nullptr, &size))) return e;
+    out->resize(size);
+    return check(tern_generator_save(generator_, sampler.get(), out->data(), &size));
+  }
+  Error restore(Sampler& sampler, const std::vector<uint8_t>& saved) {
+    return check(tern_generator_restore(generator_, sampler.get(), saved.data(), saved.size()));
+  }
 
  private:
   Generator(const SessionHandle& session, tern_generator* g) : session_(session), generator_(g) {}

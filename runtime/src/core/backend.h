@@ -64,6 +64,9 @@ class Backend {
   virtual Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) = 0;
   // Forget the sequence (streaming state back to empty).
   virtual void reset() = 0;
+  // The app's abort callback (tern_session_set_callbacks), for a backend that can ask it inside a run (the CPU,
+  // between ops): a nonzero answer ends the run with TERN_ABORTED. Null: none. The session asks it between parts.
+  virtual void set_abort(tern_abort_callback /*abort*/, void* /*user_data*/) {}
   // Context shift (TERN_CONTEXT_SHIFT), checked by the session (every stateful op a dense ATTENTION fed by a static
   // ROTARY node): of the `position` tokens held, the cache entries of the last `keep` move to positions 0..keep-1
   // and their keys are rotated by -(position - keep) positions in place. No allocation.

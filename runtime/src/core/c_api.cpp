@@ -68,6 +68,7 @@ const char* tern_status_string(tern_status status) {
     case TERN_IO_ERROR: return "i/o error";
     case TERN_INTERNAL_ERROR: return "internal error";
     case TERN_CONTEXT_FULL: return "context full";
+    case TERN_ABORTED: return "aborted";
   }
   return "unknown status";
 }
@@ -226,6 +227,15 @@ tern_status tern_session_load_state(tern_session* session, const void* buf, size
   if (!call.held()) return call.busy("tern_session_load_state");
   return guarded("while loading the session state", [&] { return record(session, session->session->load_state(buf, size)); },
                  [&](const tern::Status& st) { return record(session, st); });
+}
+
+tern_status tern_session_set_callbacks(tern_session* session, tern_abort_callback abort_callback,
+                                       tern_progress_callback progress_callback, void* user_data) {
+  if (!session) return fail(tern::InvalidArgument("tern_session_set_callbacks: null session"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_set_callbacks");
+  session->session->set_callbacks({abort_callback, progress_callback, user_data});
+  return TERN_OK;
 }
 
 int64_t tern_session_position(const tern_session* session) { return session ? session->session->position() : 0; }

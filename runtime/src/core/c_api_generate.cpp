@@ -77,7 +77,7 @@ tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed) {
 }
 
 void tern_generator_options_init(tern_generator_options* options) {
-  if (options) *options = tern_generator_options{sizeof(tern_generator_options), TERN_CONTEXT_SLIDE, 0, 0};
+  if (options) *options = tern_generator_options{sizeof(tern_generator_options), TERN_CONTEXT_SLIDE, 0, 0, 0, 0};
 }
 
 tern_status tern_generator_create(tern_session* session, const tern_generator_options* options, tern_generator** out) {
@@ -147,6 +147,45 @@ int64_t tern_generator_slides(const tern_generator* generator) { return generato
 
 const char* tern_generator_last_error(const tern_generator* generator) {
   return generator ? generator->last_error.c_str() : "null generator";
+}
+
+tern_stop_reason tern_generator_stop_reason(const tern_generator* generator, int64_t* stop_string) {
+  if (stop_string) *stop_string = generator ? generator->generator.stop_string() : -1;
+  return generator ? generator->generator.stop_reason() : TERN_STOP_NONE;
+}
+
+tern_status tern_generator_set_stop_strings(tern_generator* generator, const char* const* strings, int64_t n) {
+  if (!generator) return fail(tern::InvalidArgument("tern_generator_set_stop_strings: null generator"));
+  return guarded(
+      "for the stop strings", [&] { return record(generator, generator->generator.set_stop_strings(strings, n)); },
+      recorder(generator));
+}
+
+tern_status tern_generator_save(const tern_generator* generator, const tern_sampler* sampler, void* buf, size_t* size) {
+  if (!generator) return fail(tern::InvalidArgument("tern_generator_save: null generator"));
+  auto* slot = const_cast<tern_generator*>(generator);  // the generator's message slot
+  const tern::capi::SessionCall call(generator->generator.session());
+  if (!call.held()) return call.busy("tern_generator_save");
+  if (!sampler || !size) return record(slot, tern::InvalidArgument("tern_generator_save: null sampler or size"));
+  return guarded(
+      "while saving the generator",
+      [&] {
+        auto saved = generator->generator.save(sampler->sampler, buf, *size);
+        if (!saved.ok()) return record(slot, saved.status());
+        *size = saved.value();
+        return TERN_OK;
+      },
+      recorder(slot));
+}
+
+tern_status tern_generator_restore(tern_generator* generator, tern_sampler* sampler, const void* buf, size_t size) {
+  if (!generator) return fail(tern::InvalidArgument("tern_generator_restore: null generator"));
+  const tern::capi::SessionCall call(generator->generator.session());
+  if (!call.held()) return call.busy("tern_generator_restore");
+  if (!sampler) return record(generator, tern::InvalidArgument("tern_generator_restore: null sampler"));
+  return guarded("while restoring the generator",
+                 [&] { return record(generator, generator->generator.restore(sampler->sampler, buf, size)); },
+                 recorder(generator));
 }
 
 }  // extern "C"

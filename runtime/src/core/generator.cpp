@@ -4,10 +4,12 @@
 #include <cstring>
 #include <string>
 
+#include "text/tokenizer.h"
+
 namespace tern {
 
-TokenGenerator::TokenGenerator(Session& session, const tern_generator_options& options)
-    : session_(&session), options_(options), limit_(session.sequence_limit()) {
+TokenGenerator::TokenGenerator(Session& session, const tern_generator_options& options, uint64_t binding)
+    : session_(&session), options_(options), limit_(session.sequence_limit()), binding_(&session, binding) {
   keep_ = options.keep_tokens > 0 ? options.keep_tokens : std::max<int64_t>(1, limit_ / 2);
   history_cap_ = options.history_tokens > 0                       ? options.history_tokens
                  : options.context_policy == TERN_CONTEXT_SINKS ? kSinksHistory
@@ -51,11 +53,34 @@ Result<TokenGenerator> TokenGenerator::create(Session& session, const tern_gener
                                                                ", which a refill may feed again") +
                            ", got " + std::to_string(options.history_tokens));
   }
+  if (options.max_new_tokens < 0) {
+    return InvalidArgument("tern_generator_options.max_new_tokens must be >= 0 (0: no limit), got " +
+                           std::to_string(options.max_new_tokens));
+  }
+  if (options.ignore_eos != 0 && options.ignore_eos != 1) {
+    return InvalidArgument("tern_generator_options.ignore_eos must be 0 or 1, got " +
+                           std::to_string(options.ignore_eos));
+  }
   if (session.model().vocab_size() < 1) return InvalidArgument("the model has no vocabulary to generate from");
-  return TokenGenerator(session, options);
+  const uint64_t binding = session.bind_generator();
+  if (binding == 0) {
+    return InvalidArgument("the session already has a generator: free it (tern_generator_free) before creating "
+                           "another on the same session");
+  }
+  return TokenGenerator(session, options, binding);
 }
 
 Status TokenGenerator::check_session() const {
+  if (session_->bound_generator() != binding_.id()) {
+    return InvalidArgument("this generator is no longer bound to its session (another generator holds it)");
+  }
+  if (session_->epoch() != fed_epoch_) {
+    return InvalidArgument("the session was changed by a call not made through its generator (tern_session_forward, "
+                           "_append, _reset or _load_state; it now holds " + std::to_string(session_->position()) +
+                           " tokens, the generator fed " + std::to_string(fed_position_) +
+                           "): while a generator is bound, feed the session only through it (or start again with "
+                           "tern_generator_prompt)");
+  }
   if (session_->position() == fed_position_) return Status::Ok();
   return InvalidArgument("the session holds " + std::to_string(session_->position()) + " tokens where its generator fed " +
                          std::to_string(fed_position_) +
@@ -68,6 +93,7 @@ void TokenGenerator::forget() {
   pending_ = false;
   session_->reset();
   fed_position_ = 0;
+  fed_epoch_ = session_->epoch();
 }
 
 Status TokenGenerator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
@@ -76,6 +102,7 @@ Status TokenGenerator::prompt(const int32_t* ids, int64_t n, int64_t* kept) {
   dropped_ = 0;
   slides_ = 0;
   pending_ = false;
+  start_generation();
   const int64_t fed = std::min(n, limit_);
   Status st = refill(fed);
   if (!st.ok()) {
@@ -106,6 +133,7 @@ Status TokenGenerator::append(const int32_t* ids, int64_t n) {
   }
   history_.insert(history_.end(), ids, ids + n);
   pending_ = false;
+  start_generation();
   TERN_RETURN_IF_ERROR(feed_tail(add));
   trim_history();
   return Status::Ok();
@@ -114,15 +142,89 @@ Status TokenGenerator::append(const int32_t* ids, int64_t n) {
 Result<int32_t> TokenGenerator::next(LogitSampler& sampler) {
   if (!has_logits_) return InvalidArgument("tern_generator_next: no sequence yet: call tern_generator_prompt first");
   TERN_RETURN_IF_ERROR(check_session());
+  if (stop_ != TERN_STOP_NONE && stop_ != TERN_STOP_CONTEXT_FULL) {
+    const char* why = stop_ == TERN_STOP_EOS      ? "at an end token"
+                      : stop_ == TERN_STOP_STRING ? "at a stop string"
+                                                  : "after max_new_tokens tokens";
+    return InvalidArgument(std::string("tern_generator_next: the generation stopped ") + why +
+                           " (tern_generator_stop_reason); tern_generator_append or tern_generator_prompt goes on");
+  }
   if (pending_) {
-    TERN_RETURN_IF_ERROR(feed_tail(1));
+    if (Status st = feed_tail(1); !st.ok()) {
+      if (st.code() == TERN_CONTEXT_FULL) stop_ = TERN_STOP_CONTEXT_FULL;
+      return st;
+    }
     pending_ = false;
   }
   TERN_ASSIGN_OR_RETURN(const int32_t token, sampler.sample(logits_.data(), vocab(), history_.data(), int64_t(history_.size())));
   history_.push_back(token);
   pending_ = true;
   trim_history();  // the pending token is the last: kept
+  check_stop(token);
   return token;
+}
+
+void TokenGenerator::start_generation() {
+  stop_ = TERN_STOP_NONE;
+  stop_string_ = -1;
+  generated_ = 0;
+  stop_text_.clear();
+}
+
+void TokenGenerator::check_stop(int32_t token) {
+  ++generated_;
+  const Tokenizer* tokenizer = session_->model().tokenizer();
+  if (options_.ignore_eos == 0 && tokenizer != nullptr && tokenizer->is_end(token)) {
+    stop_ = TERN_STOP_EOS;
+  } else if (completes_stop_string(token)) {
+    stop_ = TERN_STOP_STRING;
+  } else if (options_.max_new_tokens > 0 && generated_ >= options_.max_new_tokens) {
+    stop_ = TERN_STOP_LENGTH;
+  }
+}
+
+bool TokenGenerator::completes_stop_string(int32_t token) {
+  if (stop_strings_.empty()) return false;
+  const size_t before = stop_text_.size();
+  stop_text_ += session_->model().tokenizer()->piece_text(token);
+  // A match not found before ends in the new text: it starts at most size - 1 bytes before it.
+  size_t first_end = std::string::npos;
+  for (size_t i = 0; i < stop_strings_.size(); ++i) {
+    const std::string& s = stop_strings_[i];
+    const size_t at = stop_text_.find(s, before >= s.size() ? before - s.size() + 1 : 0);
+    if (at != std::string::npos && (first_end == std::string::npos || at + s.size() < first_end)) {
+      first_end = at + s.size();
+      stop_string_ = int64_t(i);
+    }
+  }
+  if (stop_text_.size() >= longest_stop_) stop_text_.erase(0, stop_text_.size() - (longest_stop_ - 1));
+  return first_end != std::string::npos;
+}
+
+Status TokenGenerator::set_stop_strings(const char* const* strings, int64_t n) {
+  if (n < 0 || (n > 0 && strings == nullptr)) {
+    return InvalidArgument("tern_generator_set_stop_strings: n must be >= 0 and strings not null when n > 0, got n " +
+                           std::to_string(n));
+  }
+  if (n > 0 && session_->model().tokenizer() == nullptr) {
+    return Unsupported("tern_generator_set_stop_strings: the model file carries no tokenizer, so tokens have no text "
+                       "to match stop strings on");
+  }
+  std::vector<std::string> copies;
+  size_t longest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (strings[i] == nullptr || strings[i][0] == '\0') {
+      return InvalidArgument("tern_generator_set_stop_strings: stop string " + std::to_string(i) + " is " +
+                             (strings[i] ? "empty" : "null") + "; each needs at least one byte");
+    }
+    copies.emplace_back(strings[i]);
+    longest = std::max(longest, copies.back().size());
+  }
+  stop_strings_ = std::move(copies);
+  longest_stop_ = longest;
+  stop_text_.clear();
+  stop_text_.reserve(2 * longest + 64);
+  return Status::Ok();
 }
 
 Status TokenGenerator::feed_tail(int64_t n) {
@@ -176,6 +278,7 @@ Status TokenGenerator::run(const int32_t* ids, int64_t n) {
     }
   }
   fed_position_ = session_->position();
+  fed_epoch_ = session_->epoch();
   has_logits_ = true;
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ class Xoshiro256 {
   explicit Xoshiro256(uint64_t seed = 0) { reseed(seed); }
   void reseed(uint64_t seed);
   uint64_t next();
+  // The four state words, for a saved generator (core/generator_state.cpp). All zero is no state of the generator
+  // (it would stay zero): set_state refuses it.
+  void state(uint64_t out[4]) const { std::memcpy(out, s_, sizeof s_); }
+  bool set_state(const uint64_t in[4]) {
+    if ((in[0] | in[1] | in[2] | in[3]) == 0) return false;
+    std::memcpy(s_, in, sizeof s_);
+    return true;
+  }
   // [0, 1) from the top 53 bits: k * 2^-53 for k in [0, 2^53).
   double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
 
@@ -48,6 +57,8 @@ class LogitSampler {
   // null when n_history is 0. No allocation after the first call for a vocab size.
   Result<int32_t> sample(const float* logits, int64_t vocab, const int32_t* history, int64_t n_history);
   void reseed(uint64_t seed) { rng_.reseed(seed); }
+  Xoshiro256& rng() { return rng_; }
+  const Xoshiro256& rng() const { return rng_; }
   const tern_sampler_options& options() const { return options_; }
 
  private:

@@ -388,6 +388,7 @@ Status Session::shift(int64_t keep) {
   }
   TERN_RETURN_IF_ERROR(check_shift());
   if (keep == position_) return Status::Ok();
+  ++epoch_;
   Status st = backend_->shift(keep, position_);
   if (!st.ok()) {
     reset();
@@ -431,7 +432,8 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
   if (profiling_) {
     for (size_t i = 0; i < profile_.size(); ++i) profile_calls_before_[i] = profile_[i].first;
   }
-  Status st = backend_->run(ids, n, position_, logits, profiling_ ? &profile_ : nullptr);
+  ++epoch_;
+  Status st = run_parts(ids, n, logits);
   if (!st.ok()) {
     // A half-applied call would leave some caches ahead of others: forget the sequence.
     reset();
@@ -457,6 +459,42 @@ void Session::set_profiling(bool enabled) {
 void Session::reset() {
   backend_->reset();
   position_ = 0;
+  ++epoch_;
+}
+
+Status Session::run_parts(const int32_t* ids, int64_t n, float* logits) {
+  const Callbacks& cb = callbacks_;
+  OpProfile* profile = profiling_ ? &profile_ : nullptr;
+  // Parts are consecutive appends with the same rows (splits_calls_); forward_only keeps no state for a later part.
+  const bool parts = (cb.abort || cb.progress) && splits_calls_ && !forward_only_;
+  const int64_t step = parts ? kCallbackRows : n, vocab = model_.vocab_size();
+  for (int64_t done = 0; done < n;) {
+    if (cb.abort && cb.abort(cb.user_data) != 0) {
+      return Status(TERN_ABORTED, "the app's abort callback stopped the call after " + std::to_string(done) + " of " +
+                                      std::to_string(n) + " tokens; the session was reset");
+    }
+    const int64_t len = std::min(step, n - done);
+    TERN_RETURN_IF_ERROR(backend_->run(ids + done, len, position_ + done, logits ? logits + done * vocab : nullptr,
+                                       profile));
+    done += len;
+    if (cb.progress) cb.progress(done, n, cb.user_data);
+  }
+  return Status::Ok();
+}
+
+void Session::set_callbacks(const Callbacks& callbacks) {
+  callbacks_ = callbacks;
+  backend_->set_abort(callbacks.abort, callbacks.user_data);
+}
+
+uint64_t Session::bind_generator() {
+  if (bound_generator_ != 0) return 0;
+  bound_generator_ = ++generator_ids_;
+  return bound_generator_;
+}
+
+void Session::unbind_generator(uint64_t id) {
+  if (id != 0 && bound_generator_ == id) bound_generator_ = 0;
 }
 
 tern_memory_plan Session::plan(int64_t n) const {

@@ -12,6 +12,11 @@
 
 namespace tern {
 
+// The checksum of saved blobs (session states, generators): FNV-1a over 8-byte little-endian words, then the tail
+// bytes one at a time, from kBlobChecksumSeed (FNV-1a's offset basis); fast enough for states of hundreds of MB.
+constexpr uint64_t kBlobChecksumSeed = 1469598103934665603ull;
+uint64_t blob_checksum(uint64_t h, const uint8_t* p, size_t n);
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(const Model& model, const tern_session_options& options);
@@ -41,6 +46,25 @@ class Session {
   // app's bug reported as such instead of two calls racing inside the kernels.
   bool try_enter() const { return !in_call_.exchange(true, std::memory_order_acquire); }
   void leave() const { in_call_.store(false, std::memory_order_release); }
+
+  // The app's abort and progress callbacks (tern_session_set_callbacks): with either set, a call longer than
+  // kCallbackRows that may be split runs in parts of that many rows, asking abort before each.
+  struct Callbacks {
+    tern_abort_callback abort = nullptr;
+    tern_progress_callback progress = nullptr;
+    void* user_data = nullptr;
+  };
+  static constexpr int64_t kCallbackRows = TERN_CALLBACK_ROWS;
+  void set_callbacks(const Callbacks& callbacks);
+
+  // Counts the calls that changed the sequence (append, forward, reset, shift, load_state), so that a generator can
+  // tell whether a call it did not make came between two of its own (core/generator.h).
+  uint64_t epoch() const { return epoch_; }
+  // The generator bound to this session (0: none), one at a time: bind_generator returns a new nonzero id, or 0
+  // when one is bound already; unbind_generator(id) releases it.
+  uint64_t bound_generator() const { return bound_generator_; }
+  uint64_t bind_generator();
+  void unbind_generator(uint64_t id);
 
   void set_profiling(bool enabled);
   // Per op: {calls, total ns} since profiling was last enabled.
@@ -79,6 +103,8 @@ class Session {
   Status build(const tern_session_options& options);
   // Every node supported, then the backend created; under backend auto a refusal goes on to the next candidate.
   Status create_backend(const BackendEntry& entry, const BackendConfig& config);
+  // The backend runs of one append: ids [n] in parts of kCallbackRows with the callbacks between them, or whole.
+  Status run_parts(const int32_t* ids, int64_t n, float* logits);
 
   const Model& model_;
   int threads_ = 1;
@@ -92,6 +118,10 @@ class Session {
   bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
   bool forward_only_ = false;     // tern_session_options.forward_only: no call continues a sequence
+  Callbacks callbacks_;
+  uint64_t epoch_ = 0;
+  uint64_t bound_generator_ = 0;
+  uint64_t generator_ids_ = 0;    // ids handed out so far
   bool profiling_ = false;
   OpProfile profile_;  // per node: calls, total ns; sized at creation
   std::vector<uint64_t> profile_flops_;       // per node, sized at creation

@@ -42,23 +42,13 @@ const char* layout_name(uint32_t layout) {
   return layout == kCpuLayout ? "float32 keys and values (kv_storage F32)" : "float16 keys and values (kv_storage F16)";
 }
 
-constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
+constexpr uint64_t kFnvOffset = kBlobChecksumSeed, kFnvPrime = 1099511628211ull;
 
 uint64_t fnv(uint64_t h, const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * kFnvPrime;
   return h;
 }
 
-// FNV-1a over 8-byte words (then the tail bytes): fast enough for states of hundreds of MB.
-uint64_t checksum(uint64_t h, const uint8_t* p, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * kFnvPrime;
-  }
-  return fnv(h, p + i, n - i);
-}
 
 uint64_t fingerprint(const Model& model) {
   uint64_t h = fnv(kFnvOffset, model.graph_bytes(), model.graph_size());
@@ -85,6 +75,16 @@ T get(const uint8_t*& p) {
 }
 
 }  // namespace
+
+uint64_t blob_checksum(uint64_t h, const uint8_t* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kFnvPrime;
+  }
+  return fnv(h, p + i, n - i);
+}
 
 Result<size_t> Session::save_state(void* buf, size_t size) const {
   uint64_t payload = 0;
@@ -119,7 +119,7 @@ Result<size_t> Session::save_state(void* buf, size_t size) const {
   put<uint64_t>(p, fingerprint(model_));
   put<int64_t>(p, position_);
   put<uint64_t>(p, payload);
-  put<uint64_t>(p, checksum(checksum(kFnvOffset, out, 40), out + kHeaderBytes, size_t(total) - kHeaderBytes));
+  put<uint64_t>(p, blob_checksum(blob_checksum(kFnvOffset, out, 40), out + kHeaderBytes, size_t(total) - kHeaderBytes));
   return size_t(total);
 }
 
@@ -166,7 +166,7 @@ Status Session::load_state(const void* buf, size_t size) {
     return InvalidArgument("session state of " + std::to_string(size) + " bytes is truncated or has trailing bytes (its header announces " +
                            std::to_string(entries) + " ops and " + std::to_string(payload) + " bytes of state)");
   }
-  if (checksum(checksum(kFnvOffset, in, 40), in + kHeaderBytes, size - kHeaderBytes) != sum) {
+  if (blob_checksum(blob_checksum(kFnvOffset, in, 40), in + kHeaderBytes, size - kHeaderBytes) != sum) {
     return InvalidArgument("the session state is corrupt (checksum mismatch)");
   }
   if (version != kStateVersion) {
@@ -223,6 +223,7 @@ Status Session::load_state(const void* buf, size_t size) {
   if (mine != entries) return InvalidArgument("the session state lists more stateful ops than this session has");
   if (data != in + size) return InvalidArgument("the session state's payload holds bytes that no op's state accounts for");
   data = states;
+  ++epoch_;
   for (const Node& node : model_.nodes()) {
     if (!backend_->has_state(node.index)) continue;
     TERN_RETURN_IF_ERROR(backend_->load_state(node.index, position, data));

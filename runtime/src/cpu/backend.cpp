@@ -209,6 +209,11 @@ Status CpuBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logit
   const int n_ops = int(model_.nodes().size());
   for (int i = 0; i < n_ops; ++i) {
     if (!run[size_t(i)]) continue;
+    if (abort_ && abort_(abort_data_) != 0) {
+      value_ptrs_[model_.output_value()] = nullptr;
+      return Status(TERN_ABORTED, "the app's abort callback stopped the call before op " + model_.nodes()[size_t(i)].label() +
+                                      "; the session was reset");
+    }
     const int c = chain_at_[size_t(i)];
     // A chain with float16 places runs as a chain even in one block: its staging widens and narrows them.
     if (c >= 0 && (n > chains_[size_t(c)].block_rows || !staged_[size_t(c)].empty())) {

@@ -28,6 +28,10 @@ class CpuBackend : public Backend {
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
   void reset() override;
+  void set_abort(tern_abort_callback abort, void* user_data) override {
+    abort_ = abort;
+    abort_data_ = user_data;
+  }
   Status shift(int64_t keep, int64_t position) override;
   void plan(int64_t n, tern_memory_plan* p) const override;
   void allocated(tern_memory_plan* p) const override;
@@ -56,6 +60,8 @@ class CpuBackend : public Backend {
   std::string ignored_;
   pthreadpool_t pool_ = nullptr;
   int threads_ = 1;
+  tern_abort_callback abort_ = nullptr;  // asked between ops (tern_session_set_callbacks)
+  void* abort_data_ = nullptr;
   int64_t max_batch_ = 0;
   bool half_kv_ = false;  // kv_storage F16
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
