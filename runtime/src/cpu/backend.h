@@ -56,6 +56,7 @@ class CpuBackend : public Backend {
   std::string ignored_;
   pthreadpool_t pool_ = nullptr;
   int threads_ = 1;
+  bool shares_cores_ = false;  // threads 0: the pool runs a call only on cores no other call holds (cpu/core_share.h)
   int64_t max_batch_ = 0;
   bool half_kv_ = false;  // kv_storage F16
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
