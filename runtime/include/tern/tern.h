@@ -129,14 +129,7 @@ typedef struct {
                          * never initialised) or a size larger than this library's (a newer header) is rejected
                          * with TERN_INVALID_ARGUMENT */
   tern_backend backend; /* TERN_BACKEND_CPU by default */
-  int threads;          /* CPU threads a call runs on. N: a pool of N (the calling thread and N - 1 workers), used by
-                         * every call. 0 (default): a pool of one per hardware thread, which a call uses only when
-                         * the cores are free, held by no other session's call (in this process) and running no other
-                         * thread (the machine's runnable count, /proc/loadavg, read at most every 10 ms); otherwise
-                         * the call runs on the calling thread alone. Sessions in calls at once on N cores then never
-                         * oversubscribe them, and the results are the same bits either way. Between calls the
-                         * workers sleep. On a machine that runs other work, leave 0 (or give 1): an explicit N > 1
-                         * beside a busy process waits on workers the scheduler has set aside */
+  int threads;          /* 0: one per core while no other call or process holds the cores, else 1; N: always N */
   int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context, or, for a
                          * model without one (max_context 0: Transformer-XL, ...), the largest max_tokens (at most
                          * 2^31) whose plan (state for max_tokens + arena for max_batch + tables computed at

@@ -66,7 +66,8 @@ int machine_runnable_threads() {
   constexpr int64_t kReadEvery = 10'000'000;  // ns
   int64_t then = read_at.load(std::memory_order_relaxed);
   // One thread rereads; others that arrive meanwhile take the last count.
-  if ((then != 0 && now - then < kReadEvery) || !read_at.compare_exchange_strong(then, now, std::memory_order_relaxed)) {
+  const bool fresh = then != 0 && now - then < kReadEvery;
+  if (fresh || !read_at.compare_exchange_strong(then, now, std::memory_order_relaxed)) {
     return last.load(std::memory_order_relaxed);
   }
   const int runnable = read_runnable_threads();
