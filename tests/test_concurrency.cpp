@@ -2,8 +2,11 @@
 // those of the same calls made on one thread, alone. A data race on the model, on shared kernel tables or
 // between sessions shows up as a differing bit (and, under ThreadSanitizer, as a report).
 #include <catch2/catch.hpp>
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -11,13 +14,14 @@
 #include <vector>
 
 #include "convert.h"
+#include "cpu/core_share.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
 namespace {
 
 constexpr int kThreads = 4;
-constexpr int kSessionsPerThread = 2;  // one with threads = 1 inside, one with a 2-thread pool
+constexpr int kSessionsPerThread = 3;  // threads = 1, a 2-thread pool, and the default (the cores shared)
 constexpr int kJobsPerThread = 6;
 constexpr int kRounds = 2;             // each thread runs its jobs this many times over
 
@@ -87,12 +91,12 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("concurrency: 4 threads x 2 sessions on one model match single-threaded runs bit for bit", "[concurrency]") {
+TEST_CASE("concurrency: 4 threads x 3 sessions on one model match single-threaded runs bit for bit", "[concurrency]") {
   tern_model* model = load_shared_model();
   tern_model_info info;
   REQUIRE(tern_model_get_info(model, &info) == TERN_OK);
   const int64_t vocab = info.vocab_size;
-  const int pool_threads[kSessionsPerThread] = {1, 2};
+  const int pool_threads[kSessionsPerThread] = {1, 2, 0};
 
   // Expected outputs: each job run alone on the main thread, on a session of each pool size.
   std::vector<Job> jobs;
@@ -187,6 +191,100 @@ TEST_CASE("concurrency: two threads calling one session at once are told so, and
   std::vector<float> after(alone.size());
   REQUIRE(tern_session_forward(s, ids.data(), 64, after.data()) == TERN_OK);
   CHECK(std::memcmp(after.data(), alone.data(), alone.size() * sizeof(float)) == 0);
+  tern_session_free(s);
+  tern_model_free(model);
+}
+
+TEST_CASE("concurrency: a default session's call takes its workers only on cores no other call or process holds",
+          "[concurrency]") {
+  tern::cpu::CoreShare share(2);
+  // Alone on an idle machine (1 runnable thread: the caller): the call runs on its pool.
+  CHECK(share.enter(1, false, 1));
+  CHECK(share.busy() == 2);
+  // A second call meanwhile finds both cores held: inline, though it counts its own thread.
+  CHECK_FALSE(share.enter(1, false, 1));
+  CHECK(share.busy() == 3);
+  // A session given threads = 2 takes its workers whatever the count.
+  CHECK(share.enter(1, true, 40));
+  share.leave(1, true);
+  share.leave(1, false);
+  share.leave(1, true);
+  CHECK(share.busy() == 0);
+  // Another process's thread running on the second core: inline. Unknown load (-1): only the calls count.
+  CHECK_FALSE(share.enter(1, false, 2));
+  share.leave(1, false);
+  CHECK(share.enter(1, false, -1));
+  share.leave(1, true);
+  // Four cores, one held by a call: a call of 3 workers does not fit, one of 2 does.
+  tern::cpu::CoreShare four(4);
+  CHECK_FALSE(four.enter(0, false, 1));  // a call of one thread only counts itself
+  CHECK_FALSE(four.enter(3, false, 2));
+  four.leave(3, false);
+  CHECK(four.enter(2, false, 2));
+  CHECK(four.busy() == 4);
+}
+
+TEST_CASE("concurrency: a default session's call run inline gives the bits of the same call on its pool",
+          "[concurrency]") {
+  const int cores = int(std::thread::hardware_concurrency());
+  if (cores < 2) {
+    WARN("one hardware thread: a default session has no pool to compare with");
+    return;
+  }
+  tern_model* model = load_shared_model();
+  tern_model_info info;
+  REQUIRE(tern_model_get_info(model, &info) == TERN_OK);
+  const int64_t vocab = info.vocab_size;
+  // The pool: threads = the hardware threads given explicitly, which the default takes (and always runs on them).
+  tern_session* pooled = make_session(model, cores);
+  tern_session* shared = make_session(model, 0);
+  REQUIRE(pooled != nullptr);
+  REQUIRE(shared != nullptr);
+  const Job job = make_job(7, vocab, 120);
+  const std::vector<float> on_pool = run_job(pooled, job, vocab);
+  // Every core held, as by other calls: the default session runs each call on its calling thread alone.
+  tern::cpu::CoreShare& process = tern::cpu::CoreShare::process();
+  process.enter(cores, true, -1);
+  const std::vector<float> inline_run = run_job(shared, job, vocab);
+  process.leave(cores, true);
+  CHECK(same_bits(inline_run, on_pool));
+  tern_session_free(shared);
+  tern_session_free(pooled);
+  tern_model_free(model);
+}
+
+namespace {
+
+// CPU seconds this process's threads other than the calling one have used so far.
+double other_threads_cpu_seconds() {
+  timespec process{}, self{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &process);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &self);
+  return double(process.tv_sec - self.tv_sec) + double(process.tv_nsec - self.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: a pool's workers sleep between calls instead of spinning", "[concurrency]") {
+  if (std::thread::hardware_concurrency() < 2) {
+    WARN("one hardware thread: no second core for a worker");
+    return;
+  }
+  // pthreadpool's workers spin for a million pause instructions after each parallel region unless told to yield;
+  // the call's last region tells them. A worker still spinning uses CPU time while the caller sleeps.
+  tern_model* model = load_shared_model();
+  tern_session* s = make_session(model, 2);
+  REQUIRE(s != nullptr);
+  const int64_t vocab = tern_session_vocab_size(s);
+  const Job job = make_job(11, vocab, 64);
+  for (int call = 0; call < 3; ++call) {
+    REQUIRE(!run_job(s, job, vocab).empty());
+    const double before = other_threads_cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double idle_cpu = other_threads_cpu_seconds() - before;
+    INFO("call " << call << ": the workers used " << idle_cpu * 1e3 << " ms of CPU in 200 ms after it");
+    CHECK(idle_cpu < 0.002);
+  }
   tern_session_free(s);
   tern_model_free(model);
 }

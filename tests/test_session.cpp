@@ -265,6 +265,25 @@ TEST_CASE("tern-bench --profile: a generation test profiles its steps, not the c
   CHECK_THAT(out, !Catch::Contains("| ATTENTION | 9 | "));
 }
 
+TEST_CASE("tern-bench --compete and --sessions: the speed beside busy processes, and sessions at once",
+          "[session][cli]") {
+  const std::string model = converted("pre_tied_learned_gelu");
+  int st;
+  std::string out = run_command(tern::test::tool_command("examples/tern-bench ") + model +
+                                    " -p 0 -n 8 -r 1 -t 1 --compete 1 -o json 2>/dev/null",
+                                &st);
+  REQUIRE(st == 0);
+  CHECK_THAT(out, Catch::Contains("\"tokens_per_s_beside_busy\": "));
+  CHECK(out.find("\"tokens_per_s_beside_busy\": 0.000") == std::string::npos);
+  out = run_command(tern::test::tool_command("examples/tern-bench ") + model + " -p 8 -n 4 -r 2 --sessions 3 2>/dev/null",
+                    &st);
+  REQUIRE(st == 0);
+  CHECK_THAT(out, Catch::Contains("3 sessions on 3 threads at once, each: pp8 then tg4"));
+  CHECK_THAT(out, Catch::Contains("| 3 | "));  // the row of both medians and every run
+  run_command(tern::test::tool_command("examples/tern-bench ") + model + " --sessions 2 -o json 2>/dev/null", &st);
+  CHECK(WEXITSTATUS(st) == 2);
+}
+
 TEST_CASE("tern-bench: a routing model measures prefill and generation (its first call whole, then one token a call)",
           "[session][cli]") {
   const std::string model = converted("routing_only");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "contention.h"
 #include "format/temp_file.h"
 #include "tern/tern.h"
 
@@ -22,7 +23,8 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
   -n, --generate LIST    generation lengths (default 128; 0 for none)
   -d, --depth LIST       tokens already in the state before generating (default 0)
   -r, --repetitions N    timed runs after one warm-up (default 5)
-  -t, --threads LIST     thread counts, at most the hardware threads (default 1; 0: every hardware thread)
+  -t, --threads LIST     thread counts, at most the hardware threads (default 1; 0: the library's default, every
+                         hardware thread while the cores are free, the calling thread alone while they are not)
   -o, --output FORMAT    md | json | csv (default md)
   --profile              time every op during the warm runs (a tg test's steps, not the calls that fill its
                          depth); print them sorted by time, with GFLOP/s per op kind (md output)
@@ -34,6 +36,11 @@ planner's memory numbers and the process's peak resident memory, on the CPU or a
                          streams around LSH layers) as float16: half their memory, results change at ~1e-3
   --f16-kv               CPU: keep the keys and values of dense, sliding, chunked, strided and fixed attention as
                          float16 (half the state, which tg@dN reads per token); results change at ~1e-3
+  --compete N            every test measured twice: alone, then beside N processes that only spin (one core each),
+                         as on a machine that runs other work; both figures printed side by side
+  --sessions N           instead of the tests: N sessions on N threads at once, each a forward of the first -p
+                         length (0: none) then the first -n length of one-token appends, timed with threads = 1
+                         and with the default (0: the cores shared among the sessions' calls), alternated -r times
   --row-block-rows N     CPU: rows per block of the ops that run in blocks (default 0: each chain of them picks
                          its own; a number at least the prefill length runs every op on the whole call at once)
   --version              versions (tool, library, .tern formats) and build
@@ -47,6 +54,7 @@ struct Test {
   int64_t prefill = 0, generate = 0, depth = 0;
   int64_t n_tokens = 0;  // tokens timed
   std::vector<double> ms;
+  std::vector<double> compete_ms;  // --compete: the timed runs beside the busy processes
   double first_ms = 0, create_ms = 0;
   tern_memory_plan plan{};
   uint64_t peak_rss = 0;
@@ -253,6 +261,18 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
   }
 }
 
+// --compete: each test's speed alone and beside the busy processes.
+void print_compete(const std::vector<Test>& tests, int busy) {
+  std::printf("\n| test | threads | t/s alone | t/s beside %d busy process%s | beside / alone |\n|---|---:|---:|---:|---:|\n",
+              busy, busy == 1 ? "" : "es");
+  for (const Test& t : tests) {
+    if (!t.skipped.empty() || t.compete_ms.empty()) continue;
+    const double alone = double(t.n_tokens) / (percentile(t.ms, 0.5) / 1e3);
+    const double beside = double(t.n_tokens) / (percentile(t.compete_ms, 0.5) / 1e3);
+    std::printf("| %s | %d | %.1f | %.1f | %.2f |\n", t.name.c_str(), t.threads, alone, beside, beside / alone);
+  }
+}
+
 // GFLOP/s of `flops` in `ns`, or "-" where the ops do not count their operations.
 std::string gflops_per_s(uint64_t flops, uint64_t ns) {
   if (flops == 0 || ns == 0) return "-";
@@ -318,7 +338,7 @@ std::string json_escape(const std::string& text) {
 
 void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
-  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage,kv_storage\n");
+  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage,kv_storage,tokens_per_s_beside_busy\n");
   bool first = true;
   for (const Test& t : tests) {
     if (!t.skipped.empty()) {  // JSON keeps the test and why it did not run; CSV rows are measurements only
@@ -335,7 +355,7 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
           "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\", "
-          "\"activation_storage\": \"%s\", \"kv_storage\": \"%s\", \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\"}"
+          "\"activation_storage\": \"%s\", \"kv_storage\": \"%s\", \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\""
         : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%s%.0s%.0s%.0s";
     std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), json_escape(t.device).c_str(),
                 json_escape(t.driver).c_str(), t.threads, (long long)t.n_tokens, med,
@@ -346,7 +366,11 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
                 (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32",
                 t.f16_activations ? "f16" : "f32", t.f16_kv ? "f16" : "f32", json_escape(tern_cpu_description()).c_str(), tern_version(),
                 json_escape(tern::cli::build_summary()).c_str());
-    if (!json) std::printf("\n");
+    // --compete: the speed beside the busy processes (an empty CSV field, no JSON key, without it)
+    const double beside = t.compete_ms.empty() ? 0.0 : double(t.n_tokens) / (percentile(t.compete_ms, 0.5) / 1e3);
+    if (json) std::printf(t.compete_ms.empty() ? "}" : ", \"tokens_per_s_beside_busy\": %.3f}", beside);
+    else if (t.compete_ms.empty()) std::printf(",\n");
+    else std::printf(",%.3f\n", beside);
     first = false;
   }
   if (json) std::printf("\n]\n");
@@ -363,7 +387,7 @@ int main(int argc, char** argv) {
   tern::report_truncated_mappings("tern-bench");
   tern::cli::Args args(argc, argv,
                        {"-p", "--prefill", "-n", "--generate", "-d", "--depth", "-r", "--repetitions", "-t", "--threads",
-                        "-o", "--output", "--backend", "--device", "--row-block-rows"},
+                        "-o", "--output", "--backend", "--device", "--row-block-rows", "--compete", "--sessions"},
                        {"-h", "--help", "--version", "--profile", "--f16-weights", "--f16-activations", "--f16-kv"});
   if (args.has("-h") || args.has("--help")) {
     std::fputs(kUsage, stdout);
@@ -388,14 +412,13 @@ int main(int argc, char** argv) {
   if (!parse_list(opt("-n", "--generate", "128"), 0, &generate)) return bad("-n", "--generate", "128", "a list of token counts");
   if (!parse_list(opt("-d", "--depth", "0"), 0, &depth)) return bad("-d", "--depth", "0", "a list of token counts");
   if (!parse_list(opt("-t", "--threads", "1"), 0, &threads)) {
-    return bad("-t", "--threads", "1", "a list of thread counts (0: every hardware thread)");
+    return bad("-t", "--threads", "1", "a list of thread counts (0: the default)");
   }
   for (int64_t t : threads) {
     std::string error;
     if (!tern::cli::check_threads(args.has("-t") ? "-t" : "--threads", t, &error)) return fail(error, 2);
   }
-  // 0 is every hardware thread, as in the API; resolved here so that the table shows the count that ran.
-  for (int64_t& t : threads) t = t == 0 ? tern::cli::hardware_threads() : t;
+  // 0 is the API's default (a pool of every hardware thread that runs a call only on free cores), passed as is.
   const std::string reps_text = opt("-r", "--repetitions", "5");
   char* end = nullptr;
   long reps = std::strtol(reps_text.c_str(), &end, 10);
@@ -414,6 +437,12 @@ int main(int argc, char** argv) {
   if (block_text.empty() || *end != '\0' || row_block_rows < 0 || row_block_rows > (1LL << 40)) {
     return fail("--row-block-rows '" + block_text + "': expected a number of rows (0: each chain picks its own)", 2);
   }
+  const int compete = int(args.get_int("--compete", 0, 0, 1024));
+  const int sessions = int(args.get_int("--sessions", 0, 0, 1024));
+  if (!args.ok()) return fail(args.error(), 2);
+  if (sessions > 0 && (format != "md" || args.has("--compete") || args.has("--profile"))) {
+    return fail("--sessions prints its own table: without -o json/csv, --compete or --profile", 2);
+  }
   tern_session_options base;
   tern_session_options_init(&base);
   base.backend = backend;
@@ -431,6 +460,17 @@ int main(int argc, char** argv) {
   tern_model_info info{};
   tern_model_get_info(model, &info);
 
+  if (sessions > 0) {
+    tern::bench::SessionsWork work{sessions, prefill[0], generate[0], int(reps)};
+    tern::bench::SessionsTimes times;
+    std::string error;
+    std::fprintf(stderr, "tern-bench: %d sessions at once, pp%lld then tg%lld each\n", sessions,
+                 (long long)work.prefill, (long long)work.generate);
+    const bool ran = tern::bench::run_sessions(model, base, info.vocab_size, work, &times, &error);
+    if (ran) tern::bench::print_sessions(work, times, path + " (" + info.description + ")");
+    tern_model_free(model);
+    return ran ? 0 : fail("--sessions " + std::to_string(sessions) + ": " + error);
+  }
   std::vector<Test> tests;
   for (int64_t th : threads) {
     for (int64_t p : prefill) {
@@ -459,6 +499,15 @@ int main(int argc, char** argv) {
     bool ran = false;
     try {
       ran = run_test(model, base, info.vocab_size, info.max_context, int(reps), args.has("--profile"), &t, &error);
+      if (ran && compete > 0 && t.skipped.empty()) {
+        Test beside = t;  // the same test again, its results apart
+        beside.ms.clear();
+        beside.profile.clear();
+        const std::vector<pid_t> busy = tern::bench::start_busy_processes(compete);
+        ran = run_test(model, base, info.vocab_size, info.max_context, int(reps), false, &beside, &error);
+        tern::bench::stop_busy_processes(busy);
+        t.compete_ms = beside.ms;
+      }
     } catch (const std::bad_alloc&) {
       error = "out of memory while setting the test up (its ids, logits or results)";
     }
@@ -469,6 +518,7 @@ int main(int argc, char** argv) {
   }
   if (format == "md") {
     print_md(tests, path + " (" + info.description + ")", load_ms);
+    if (compete > 0) print_compete(tests, compete);
     print_profile(tests);
   }
   else print_rows(tests, load_ms, format == "json");

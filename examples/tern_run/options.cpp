@@ -88,7 +88,8 @@ Scoring and logits:
                         (default: the model's evaluation segment where its file records one, e.g. Transformer-XL
                         tgt_len; else 128 for streamed scoring, and one call for --ids); not with --stride
 Session:
-  --threads N           CPU threads, at most this machine's hardware threads (default 0: every hardware thread)
+  --threads N           CPU threads, at most this machine's hardware threads (default 0: every hardware thread
+                        while no other work holds the cores, the calling thread alone while it does)
   --max-tokens N        tokens the session holds (default: the model's context; for a model without one, what
                         the mode needs (a prompt and -n, --ids, a streamed --score), or for --plan the most that
                         fit --memory-budget, else half of MemAvailable; the session's choice and why: on stderr)
@@ -228,7 +229,7 @@ Parsed parse_options(int argc, char** argv, Options* opt, int* exit_code) {
   opt->generator.keep_tokens = args.get_int("--keep", 0, 1, int64_t(1) << 31);
   opt->stride = args.get_int("--stride", 0, 1, 1 << 30);
   opt->segment = args.get_int("--segment", 0, 1, 1 << 30);
-  opt->threads = args.get_int("--threads", 0, 0, 1024);  // 0: every hardware thread, as in the API
+  opt->threads = args.get_int("--threads", 0, 0, 1024);  // 0: the API's default (the cores shared)
   opt->max_tokens = args.get_int("--max-tokens", 0, 1, int64_t(1) << 31);
   opt->max_batch = args.get_int("--max-batch", 0, 1, int64_t(1) << 31);
   opt->memory_budget = args.get_int("--memory-budget", 0, 1, INT64_MAX);

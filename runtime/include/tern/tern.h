@@ -132,7 +132,7 @@ typedef struct {
                          * never initialised) or a size larger than this library's (a newer header) is rejected
                          * with TERN_INVALID_ARGUMENT */
   tern_backend backend; /* TERN_BACKEND_CPU by default */
-  int threads;          /* 0: one per hardware thread */
+  int threads;          /* 0: one per core while no other call or process holds the cores, else 1; N: always N */
   int64_t max_tokens;   /* tokens a session can hold (state capacity); 0: the model's max_context, or, for a
                          * model without one (max_context 0: Transformer-XL, ...), the largest max_tokens (at most
                          * 2^31) whose plan (state for max_tokens + arena for max_batch + tables computed at

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cpu/arena.h"
+#include "cpu/core_share.h"
 #include "cpu/half_rows.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
@@ -78,6 +79,7 @@ Status CpuBackend::build(const BackendConfig& config) {
     ignored_ = "weights float32 (weight_storage F16 is a Vulkan option)";
   }
   threads_ = config.threads;
+  shares_cores_ = options.threads == 0;
   max_batch_ = config.max_batch;
   if (threads_ > 1) TERN_RETURN_IF_ERROR(probe_worker_threads(threads_ - 1));  // the caller is the pool's first
   pool_ = pthreadpool_create(size_t(threads_));
@@ -188,6 +190,7 @@ Status CpuBackend::build(const BackendConfig& config) {
     if (arena_plan.offsets[v] >= 0) value_ptrs_[v] = aligned + arena_plan.offsets[v];
   }
   block_ptrs_ = value_ptrs_;
+  park_workers(pool_);  // they spin-wait after creation (and after packing on the pool) otherwise
   const auto scratch_at = reinterpret_cast<uintptr_t>(scratch_.data());
   scratch_base_ = reinterpret_cast<float*>((scratch_at + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
   return Status::Ok();
@@ -196,12 +199,13 @@ Status CpuBackend::build(const BackendConfig& config) {
 Status CpuBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {
   const std::vector<bool>& run = logits ? run_all_ : run_for_state_;
   value_ptrs_[model_.output_value()] = logits ? logits : output_sink_.data();
+  const CallCores cores(CoreShare::process(), pool_, threads_, shares_cores_);
   RunContext ctx;
   ctx.n = n;
   ctx.pos0 = pos0;
   ctx.call_end = pos0 + n;
-  ctx.pool = pool_;
-  ctx.threads = threads_;
+  ctx.pool = cores.pool();
+  ctx.threads = threads_;  // the work's split, the same whether the pool or the calling thread alone runs it
   ctx.ids = ids;
   ctx.values = &value_ptrs_;
   ctx.scratch = scratch_base_;

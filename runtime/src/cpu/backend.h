@@ -62,6 +62,7 @@ class CpuBackend : public Backend {
   int threads_ = 1;
   tern_abort_callback abort_ = nullptr;  // asked between ops (tern_session_set_callbacks)
   void* abort_data_ = nullptr;
+  bool shares_cores_ = false;  // threads 0: the pool runs a call only on cores no other call holds (cpu/core_share.h)
   int64_t max_batch_ = 0;
   bool half_kv_ = false;  // kv_storage F16
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
