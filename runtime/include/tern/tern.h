@@ -11,10 +11,12 @@
  *   TERN_INVALID_ARGUMENT at once, its message in tern_last_error (the session's slot belongs to the running call).
  *   Functions without a handle (tern_version, tern_status_string, tern_last_error, ...) may be called from any
  *   thread.
- * - Errors: a call returns TERN_OK or a status saying why not, with a message: calls on a session set the
- *   session's (tern_session_last_error), the others the calling thread's (tern_last_error). A NULL pointer where
- *   one is required gives TERN_INVALID_ARGUMENT. A failed call changes nothing the caller can observe unless its
- *   comment says so.
+ * - Errors: a call returns TERN_OK or a status saying why not, with a message: the tern_session_* calls given a
+ *   session set the session's (tern_session_last_error; except the busy case above), the tern_generator_* calls
+ *   given a generator the generator's (tern_generator_last_error), all others (tern_generator_create included) the
+ *   calling thread's (tern_last_error). A NULL pointer where one is required gives TERN_INVALID_ARGUMENT with a
+ *   message naming it ("tern_session_forward: ids is NULL"), in the thread's slot when it is the session or the
+ *   generator itself. A failed call changes nothing the caller can observe unless its comment says so.
  * - Units: token counts and positions are tokens; sizes are bytes; times are nanoseconds.
  * - Options structs start with `size_t struct_size`, filled in by their *_init function, which is how the library
  *   knows which fields a caller built against an older header has: those fields it does not have take their

@@ -70,11 +70,13 @@ class SessionHandle {
     return check(tern_session_save_state(get(), out->data(), &size));
   }
   Error load_state(const std::vector<uint8_t>& state) { return check(tern_session_load_state(get(), state.data(), state.size())); }
+  // The planner's numbers for a call of n tokens (zeros when n is out of range: the overload below says why).
   tern_memory_plan plan(int64_t n) const {
     tern_memory_plan p{};
     tern_session_plan(get(), n, &p);
     return p;
   }
+  Error plan(int64_t n, tern_memory_plan* out) const { return check(tern_session_plan(get(), n, out)); }
   tern_backend_info backend() const {
     tern_backend_info b{};
     tern_session_get_backend(get(), &b);
