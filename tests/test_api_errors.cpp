@@ -1,12 +1,14 @@
 // Where the C API's messages go: every failing call puts its message in the slot tern.h names for it (the session's,
 // the generator's, or the calling thread's), so that tern.hpp, which reads the slot of the handle it wraps, never
-// reports an empty message; a NULL argument's message names the argument.
+// reports an empty message; a NULL argument's message names the argument. Also the C++ wrapper's lifetimes: a
+// session keeps its model alive.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -203,4 +205,22 @@ TEST_CASE("api errors: each call's message lands in the slot tern.h names, and a
   tern_sampler_free(sampler);
   tern_session_free(s);
   tern_model_free(model);
+}
+
+TEST_CASE("tern.hpp: a session keeps its model alive after the last ModelHandle is gone", "[api]") {
+  REQUIRE_FALSE(model_path().empty());
+  tern::Error e;
+  std::vector<float> expected, logits;
+  std::unique_ptr<tern::SessionHandle> session;
+  {
+    const tern::ModelHandle model = tern::ModelHandle::load(model_path(), &e);
+    REQUIRE_FALSE(e);
+    tern::SessionHandle first = tern::SessionHandle::create(model, small_options(), &e);
+    REQUIRE_FALSE(e);
+    REQUIRE_FALSE(first.forward({3, 1, 4, 1, 5}, &expected));
+    session.reset(new tern::SessionHandle(tern::SessionHandle::create(model, small_options(), &e)));
+    REQUIRE_FALSE(e);
+  }
+  REQUIRE_FALSE(session->forward({3, 1, 4, 1, 5}, &logits));
+  CHECK(logits == expected);
 }

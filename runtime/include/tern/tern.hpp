@@ -21,8 +21,10 @@ struct Error {
   explicit operator bool() const { return code != TERN_OK; }  // true when there is an error
 };
 
+// A loaded model, shared: copies share one tern_model, freed with the last of them and of the sessions made from it.
 class ModelHandle {
  public:
+  ModelHandle() {}  // no model: valid() is false
   static ModelHandle load(const std::string& path, Error* error) {
     tern_model* m = nullptr;
     tern_status st = tern_model_load(path.c_str(), &m);
@@ -44,13 +46,15 @@ class ModelHandle {
   std::shared_ptr<tern_model> model_;
 };
 
+// A session, shared like ModelHandle. It keeps its model alive: the ModelHandle it was created from may go first.
 class SessionHandle {
  public:
+  SessionHandle() {}  // no session: valid() is false
   static SessionHandle create(const ModelHandle& model, const tern_session_options& options, Error* error) {
     tern_session* s = nullptr;
     tern_status st = tern_session_create(model.get(), &options, &s);
     if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
-    return SessionHandle(s);
+    return SessionHandle(model, s);
   }
   bool valid() const { return session_ != nullptr; }
   tern_session* get() const { return session_.get(); }
@@ -89,8 +93,9 @@ class SessionHandle {
   std::string context_note() const { return tern_session_context_note(get()); }
 
  private:
-  explicit SessionHandle(tern_session* s) : session_(s, tern_session_free) {}
+  SessionHandle(const ModelHandle& model, tern_session* s) : model_(model), session_(s, tern_session_free) {}
   Error check(tern_status st) const { return Error{st, st == TERN_OK ? "" : tern_session_last_error(get())}; }
+  ModelHandle model_;  // declared first: destroyed after the session (tern_model_free needs its sessions gone)
   std::shared_ptr<tern_session> session_;
 };
 
@@ -142,6 +147,7 @@ class Sampler {
 // A generator (tern_generator_*) on a session, which it keeps alive (it holds a SessionHandle). Move-only.
 class Generator {
  public:
+  Generator() {}  // no generator: valid() is false
   static Generator create(const SessionHandle& session, const tern_generator_options& options, Error* error) {
     tern_generator* g = nullptr;
     tern_status st = tern_generator_create(session.get(), &options, &g);
