@@ -1,7 +1,7 @@
 // Where the C API's messages go: every failing call puts its message in the slot tern.h names for it (the session's,
 // the generator's, or the calling thread's), so that tern.hpp, which reads the slot of the handle it wraps, never
-// reports an empty message; a NULL argument's message names the argument. Also the C++ wrapper's lifetimes: a
-// session keeps its model alive.
+// reports an empty message; a NULL argument's message names the argument. Also the C++ wrapper's lifetimes (a
+// session keeps its model alive) and tern_model_load_buffer given a buffer that is not 64-byte aligned.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -49,6 +49,9 @@ TEST_CASE("api errors: every failing call through tern.hpp reports a message tha
   const tern::ModelHandle missing = tern::ModelHandle::load("/nonexistent/dir/model.tern", &e);
   check_error(e, TERN_IO_ERROR, "/nonexistent/dir/model.tern");
   CHECK_FALSE(missing.valid());
+  alignas(64) static const uint8_t junk[128] = {16, 0, 0, 0, 'N', 'O', 'P', 'E'};
+  tern::ModelHandle::load_buffer(junk, sizeof junk, &e);
+  check_error(e, TERN_INVALID_MODEL, "TERN");
 
   REQUIRE_FALSE(model_path().empty());
   const tern::ModelHandle model = tern::ModelHandle::load(model_path(), &e);
@@ -223,4 +226,35 @@ TEST_CASE("tern.hpp: a session keeps its model alive after the last ModelHandle 
   }
   REQUIRE_FALSE(session->forward({3, 1, 4, 1, 5}, &logits));
   CHECK(logits == expected);
+}
+
+TEST_CASE("tern_model_load_buffer copies a buffer that is not 64-byte aligned, and tern_model_copied_bytes says so",
+          "[api]") {
+  REQUIRE_FALSE(model_path().empty());
+  const std::string file = test::read_file(model_path());
+  std::vector<uint8_t> storage(file.size() + 128);
+  uint8_t* aligned = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  std::memcpy(aligned, file.data(), file.size());
+  std::vector<uint8_t> other(file.size() + 128);
+  uint8_t* unaligned = other.data() + (64 - reinterpret_cast<uintptr_t>(other.data()) % 64) % 64 + 8;
+  std::memcpy(unaligned, file.data(), file.size());
+
+  tern::Error e;
+  const tern::ModelHandle in_place = tern::ModelHandle::load_buffer(aligned, file.size(), &e);
+  REQUIRE_FALSE(e);
+  CHECK(tern_model_copied_bytes(in_place.get()) == 0);
+  const tern::ModelHandle copied = tern::ModelHandle::load_buffer(unaligned, file.size(), &e);
+  REQUIRE_FALSE(e);
+  CHECK(tern_model_copied_bytes(copied.get()) == file.size());
+  std::memset(unaligned, 0xAB, file.size());  // the copy is the model's own: the caller's buffer may go at once
+
+  std::vector<float> expected, logits;
+  tern::SessionHandle a = tern::SessionHandle::create(in_place, small_options(), &e);
+  REQUIRE_FALSE(e);
+  REQUIRE_FALSE(a.forward({2, 7, 1, 8}, &expected));
+  tern::SessionHandle b = tern::SessionHandle::create(copied, small_options(), &e);
+  REQUIRE_FALSE(e);
+  REQUIRE_FALSE(b.forward({2, 7, 1, 8}, &logits));
+  CHECK(logits == expected);
+  CHECK(tern_model_copied_bytes(nullptr) == 0);
 }

@@ -3,7 +3,8 @@
  * Conventions for every function below, unless its comment says otherwise:
  * - Ownership: a handle returned through an `out` pointer belongs to the caller, who frees it with the matching
  *   *_free function (NULL is accepted there and does nothing). On failure *out is set to NULL. The library never
- *   keeps a pointer to caller memory after a call returns, except where a comment says so (tern_model_load_buffer).
+ *   keeps a pointer to caller memory after a call returns, except where a comment says so (tern_model_load_buffer
+ *   given a 64-byte aligned buffer).
  *   Strings the library returns are owned by it and live as long as the object they came from.
  * - Threads: a tern_model is read-only after load and may be shared by sessions on any threads. A tern_session is
  *   used by one thread at a time (calls on different sessions may run concurrently); a forward, append, reset,
@@ -47,7 +48,7 @@ extern "C" {
  * ternConfigVersion.cmake). A library with the same MAJOR and a MINOR at least this header's runs an app built
  * against it (docs/library.md, "ABI and versions"); tern_version() says which library an app actually loaded. */
 #define TERN_VERSION_MAJOR 0
-#define TERN_VERSION_MINOR 4
+#define TERN_VERSION_MINOR 5
 #define TERN_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
@@ -243,9 +244,12 @@ TERN_API void tern_set_log_callback(tern_log_callback callback, void* user_data)
  * op's inputs, attributes and weights. *out: free with tern_model_free. Errors: TERN_IO_ERROR (cannot open or
  * map, naming the path), TERN_INVALID_MODEL (the first check that failed), TERN_OUT_OF_MEMORY. */
 TERN_API tern_status tern_model_load(const char* path, tern_model** out);
-/* As tern_model_load, from size bytes at data, which must be 64-byte aligned (TERN_INVALID_ARGUMENT otherwise:
- * tensors are read in place, at the 64-byte offsets the file gives them). No copy is made: the caller keeps the
- * buffer alive and unchanged until tern_model_free. */
+/* As tern_model_load, from size bytes at data. Tensors are read in place, at the 64-byte offsets the file gives
+ * them: a 64-byte aligned buffer is used as it is, without a copy, and the caller keeps it alive and unchanged until
+ * tern_model_free; any other buffer is copied into aligned memory the model owns (size bytes more; a buffer of a
+ * file the app read itself is rarely aligned), and the caller may free it when the call returns.
+ * tern_model_copied_bytes says which happened. Errors as tern_model_load, and TERN_OUT_OF_MEMORY when the copy
+ * cannot be allocated. */
 TERN_API tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
 /* Fills *out. Its strings live as long as the model. */
 TERN_API tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
@@ -575,6 +579,11 @@ TERN_API tern_status tern_token_to_text(const tern_model* model, int32_t id, cha
  * naming its index. */
 TERN_API tern_status tern_detokenize(const tern_model* model, const int32_t* ids, int64_t n, char* buf, size_t capacity,
                             size_t* len);
+
+/* The bytes tern_model_load_buffer copied the model into because its buffer was not 64-byte aligned (the model owns
+ * the copy; the caller's buffer is not read after the load); 0 when the model reads the caller's buffer or its
+ * mapped file in place, and for a NULL model. Any thread. */
+TERN_API uint64_t tern_model_copied_bytes(const tern_model* model);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,14 @@ class ModelHandle {
     if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
     return ModelHandle(m);
   }
+  // From size bytes in memory (tern_model_load_buffer): a 64-byte aligned buffer is read in place and must outlive
+  // every copy of the handle and its sessions; any other is copied (copied_bytes()) and may go at once.
+  static ModelHandle load_buffer(const void* data, size_t size, Error* error) {
+    tern_model* m = nullptr;
+    tern_status st = tern_model_load_buffer(data, size, &m);
+    if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
+    return ModelHandle(m);
+  }
   bool valid() const { return model_ != nullptr; }
   const tern_model* get() const { return model_.get(); }
   tern_model_info info() const {
@@ -40,6 +48,7 @@ class ModelHandle {
   }
   // The evaluation's tokens per call (tern_model_segment_length); 0: none recorded.
   int64_t segment_length() const { return tern_model_segment_length(model_.get()); }
+  uint64_t copied_bytes() const { return tern_model_copied_bytes(model_.get()); }
 
  private:
   explicit ModelHandle(tern_model* m) : model_(m, tern_model_free) {}

@@ -120,6 +120,8 @@ tern_status tern_model_get_info(const tern_model* model, tern_model_info* out) {
 
 int64_t tern_model_segment_length(const tern_model* model) { return model ? model->model->segment_length() : 0; }
 
+uint64_t tern_model_copied_bytes(const tern_model* model) { return model ? model->model->copied_bytes() : 0; }
+
 void tern_model_free(tern_model* model) { delete model; }
 
 tern_status tern_session_create(const tern_model* model, const tern_session_options* options, tern_session** out) {
