@@ -14,6 +14,8 @@ packages=(
   libvulkan-dev glslc spirv-tools        # the Vulkan backend: loader + headers, the shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (a CPU Vulkan device, for the tests) and the Khronos validation layer
   unicode-data          # the Unicode Character Database text files the Unicode tests read (DerivedAge, GraphemeBreakTest)
+  python3-dev pybind11-dev      # the Python module (runtime/python/)
+  python3-numpy python3-pytest  # what it returns logits as, and its tests (tests/python)
 )
 
 missing=()

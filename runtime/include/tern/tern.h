@@ -3,7 +3,8 @@
  * Conventions for every function below, unless its comment says otherwise:
  * - Ownership: a handle returned through an `out` pointer belongs to the caller, who frees it with the matching
  *   *_free function (NULL is accepted there and does nothing). On failure *out is set to NULL. The library never
- *   keeps a pointer to caller memory after a call returns, except where a comment says so (tern_model_load_buffer).
+ *   keeps a pointer to caller memory after a call returns, except where a comment says so (tern_model_load_buffer
+ *   given a 64-byte aligned buffer).
  *   Strings the library returns are owned by it and live as long as the object they came from.
  * - Threads: a tern_model is read-only after load and may be shared by sessions on any threads. A tern_session is
  *   used by one thread at a time (calls on different sessions may run concurrently); a forward, append, reset,
@@ -11,10 +12,12 @@
  *   TERN_INVALID_ARGUMENT at once, its message in tern_last_error (the session's slot belongs to the running call).
  *   Functions without a handle (tern_version, tern_status_string, tern_last_error, ...) may be called from any
  *   thread.
- * - Errors: a call returns TERN_OK or a status saying why not, with a message: calls on a session set the
- *   session's (tern_session_last_error), the others the calling thread's (tern_last_error). A NULL pointer where
- *   one is required gives TERN_INVALID_ARGUMENT. A failed call changes nothing the caller can observe unless its
- *   comment says so.
+ * - Errors: a call returns TERN_OK or a status saying why not, with a message: the tern_session_* calls given a
+ *   session set the session's (tern_session_last_error; except the busy case above), the tern_generator_* calls
+ *   given a generator the generator's (tern_generator_last_error), all others (tern_generator_create included) the
+ *   calling thread's (tern_last_error). A NULL pointer where one is required gives TERN_INVALID_ARGUMENT with a
+ *   message naming it ("tern_session_forward: ids is NULL"), in the thread's slot when it is the session or the
+ *   generator itself. A failed call changes nothing the caller can observe unless its comment says so.
  * - Units: token counts and positions are tokens; sizes are bytes; times are nanoseconds.
  * - Options structs start with `size_t struct_size`, filled in by their *_init function, which is how the library
  *   knows which fields a caller built against an older header has: those fields it does not have take their
@@ -244,9 +247,12 @@ TERN_API void tern_set_log_callback(tern_log_callback callback, void* user_data)
  * op's inputs, attributes and weights. *out: free with tern_model_free. Errors: TERN_IO_ERROR (cannot open or
  * map, naming the path), TERN_INVALID_MODEL (the first check that failed), TERN_OUT_OF_MEMORY. */
 TERN_API tern_status tern_model_load(const char* path, tern_model** out);
-/* As tern_model_load, from size bytes at data, which must be 64-byte aligned (TERN_INVALID_ARGUMENT otherwise:
- * tensors are read in place, at the 64-byte offsets the file gives them). No copy is made: the caller keeps the
- * buffer alive and unchanged until tern_model_free. */
+/* As tern_model_load, from size bytes at data. Tensors are read in place, at the 64-byte offsets the file gives
+ * them: a 64-byte aligned buffer is used as it is, without a copy, and the caller keeps it alive and unchanged until
+ * tern_model_free; any other buffer is copied into aligned memory the model owns (size bytes more; a buffer of a
+ * file the app read itself is rarely aligned), and the caller may free it when the call returns.
+ * tern_model_copied_bytes says which happened. Errors as tern_model_load, and TERN_OUT_OF_MEMORY when the copy
+ * cannot be allocated. */
 TERN_API tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out);
 /* Fills *out. Its strings live as long as the model. */
 TERN_API tern_status tern_model_get_info(const tern_model* model, tern_model_info* out);
@@ -658,6 +664,11 @@ TERN_API tern_status tern_token_to_text(const tern_model* model, int32_t id, cha
  * naming its index. */
 TERN_API tern_status tern_detokenize(const tern_model* model, const int32_t* ids, int64_t n, char* buf, size_t capacity,
                             size_t* len);
+
+/* The bytes tern_model_load_buffer copied the model into because its buffer was not 64-byte aligned (the model owns
+ * the copy; the caller's buffer is not read after the load); 0 when the model reads the caller's buffer or its
+ * mapped file in place, and for a NULL model. Any thread. */
+TERN_API uint64_t tern_model_copied_bytes(const tern_model* model);
 
 #ifdef __cplusplus
 }

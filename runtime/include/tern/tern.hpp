@@ -21,11 +21,21 @@ struct Error {
   explicit operator bool() const { return code != TERN_OK; }  // true when there is an error
 };
 
+// A loaded model, shared: copies share one tern_model, freed with the last of them and of the sessions made from it.
 class ModelHandle {
  public:
+  ModelHandle() {}  // no model: valid() is false
   static ModelHandle load(const std::string& path, Error* error) {
     tern_model* m = nullptr;
     tern_status st = tern_model_load(path.c_str(), &m);
+    if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
+    return ModelHandle(m);
+  }
+  // From size bytes in memory (tern_model_load_buffer): a 64-byte aligned buffer is read in place and must outlive
+  // every copy of the handle and its sessions; any other is copied (copied_bytes()) and may go at once.
+  static ModelHandle load_buffer(const void* data, size_t size, Error* error) {
+    tern_model* m = nullptr;
+    tern_status st = tern_model_load_buffer(data, size, &m);
     if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
     return ModelHandle(m);
   }
@@ -38,19 +48,22 @@ class ModelHandle {
   }
   // The evaluation's tokens per call (tern_model_segment_length); 0: none recorded.
   int64_t segment_length() const { return tern_model_segment_length(model_.get()); }
+  uint64_t copied_bytes() const { return tern_model_copied_bytes(model_.get()); }
 
  private:
   explicit ModelHandle(tern_model* m) : model_(m, tern_model_free) {}
   std::shared_ptr<tern_model> model_;
 };
 
+// A session, shared like ModelHandle. It keeps its model alive: the ModelHandle it was created from may go first.
 class SessionHandle {
  public:
+  SessionHandle() {}  // no session: valid() is false
   static SessionHandle create(const ModelHandle& model, const tern_session_options& options, Error* error) {
     tern_session* s = nullptr;
     tern_status st = tern_session_create(model.get(), &options, &s);
     if (error) *error = Error{st, st == TERN_OK ? "" : tern_last_error()};
-    return SessionHandle(s);
+    return SessionHandle(model, s);
   }
   bool valid() const { return session_ != nullptr; }
   tern_session* get() const { return session_.get(); }
@@ -74,11 +87,13 @@ class SessionHandle {
   Error set_callbacks(tern_abort_callback abort, tern_progress_callback progress, void* user_data) {
     return check(tern_session_set_callbacks(get(), abort, progress, user_data));
   }
+  // The planner's numbers for a call of n tokens (zeros when n is out of range: the overload below says why).
   tern_memory_plan plan(int64_t n) const {
     tern_memory_plan p{};
     tern_session_plan(get(), n, &p);
     return p;
   }
+  Error plan(int64_t n, tern_memory_plan* out) const { return check(tern_session_plan(get(), n, out)); }
   tern_backend_info backend() const {
     tern_backend_info b{};
     tern_session_get_backend(get(), &b);
@@ -91,8 +106,9 @@ class SessionHandle {
   std::string context_note() const { return tern_session_context_note(get()); }
 
  private:
-  explicit SessionHandle(tern_session* s) : session_(s, tern_session_free) {}
+  SessionHandle(const ModelHandle& model, tern_session* s) : model_(model), session_(s, tern_session_free) {}
   Error check(tern_status st) const { return Error{st, st == TERN_OK ? "" : tern_session_last_error(get())}; }
+  ModelHandle model_;  // declared first: destroyed after the session (tern_model_free needs its sessions gone)
   std::shared_ptr<tern_session> session_;
 };
 
@@ -144,6 +160,7 @@ class Sampler {
 // A generator (tern_generator_*) on a session, which it keeps alive (it holds a SessionHandle). Move-only.
 class Generator {
  public:
+  Generator() {}  // no generator: valid() is false
   static Generator create(const SessionHandle& session, const tern_generator_options& options, Error* error) {
     tern_generator* g = nullptr;
     tern_status st = tern_generator_create(session.get(), &options, &g);

@@ -15,7 +15,7 @@ struct tern_model {
 
 struct tern_session {
   std::unique_ptr<tern::Session> session;
-  std::string last_error;
+  mutable std::string last_error;  // written by failing calls on a const session too (tern_session_plan, ...)
 };
 
 namespace {
@@ -28,10 +28,14 @@ tern_status fail(const tern::Status& st) {
 }
 
 using tern::capi::guarded;
+using tern::capi::null_argument;
+using tern::capi::record;
 
-tern_status record(tern_session* s, const tern::Status& st) {
-  if (!st.ok()) s->last_error = st.message();
-  return st.code();
+// ids [n] of tern_session_forward / _append (fn): not NULL, n at least 1 (the session checks the rest).
+tern::Status check_run_arguments(const char* fn, const int32_t* ids, int64_t n) {
+  if (n < 1) return tern::InvalidArgument(std::string(fn) + ": n is " + std::to_string(n) + "; a call runs at least one token");
+  if (!ids) return null_argument(fn, "ids");
+  return tern::Status::Ok();
 }
 
 }  // namespace
@@ -76,7 +80,8 @@ const char* tern_status_string(tern_status status) {
 const char* tern_last_error(void) { return g_last_error.c_str(); }
 
 tern_status tern_model_load(const char* path, tern_model** out) {
-  if (!path || !out) return fail(tern::InvalidArgument("tern_model_load: null argument"));
+  if (!path) return fail(null_argument("tern_model_load", "path"));
+  if (!out) return fail(null_argument("tern_model_load", "out"));
   *out = nullptr;
   return guarded("while loading the model", [&] {
     auto model = tern::Model::load_file(path);
@@ -87,7 +92,8 @@ tern_status tern_model_load(const char* path, tern_model** out) {
 }
 
 tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** out) {
-  if (!data || !out) return fail(tern::InvalidArgument("tern_model_load_buffer: null argument"));
+  if (!data) return fail(null_argument("tern_model_load_buffer", "data"));
+  if (!out) return fail(null_argument("tern_model_load_buffer", "out"));
   *out = nullptr;
   return guarded("while loading the model", [&] {
     auto model = tern::Model::load_buffer(data, size);
@@ -98,7 +104,8 @@ tern_status tern_model_load_buffer(const void* data, size_t size, tern_model** o
 }
 
 tern_status tern_model_get_info(const tern_model* model, tern_model_info* out) {
-  if (!model || !out) return fail(tern::InvalidArgument("tern_model_get_info: null argument"));
+  if (!model) return fail(null_argument("tern_model_get_info", "model"));
+  if (!out) return fail(null_argument("tern_model_get_info", "out"));
   const tern::Model& m = *model->model;
   const auto* meta = m.fb().metadata();
   out->architecture = meta && meta->architecture() ? meta->architecture()->c_str() : "";
@@ -114,10 +121,13 @@ tern_status tern_model_get_info(const tern_model* model, tern_model_info* out) {
 
 int64_t tern_model_segment_length(const tern_model* model) { return model ? model->model->segment_length() : 0; }
 
+uint64_t tern_model_copied_bytes(const tern_model* model) { return model ? model->model->copied_bytes() : 0; }
+
 void tern_model_free(tern_model* model) { delete model; }
 
 tern_status tern_session_create(const tern_model* model, const tern_session_options* options, tern_session** out) {
-  if (!model || !out) return fail(tern::InvalidArgument("tern_session_create: null argument"));
+  if (!model) return fail(null_argument("tern_session_create", "model"));
+  if (!out) return fail(null_argument("tern_session_create", "out"));
   *out = nullptr;
   tern_session_options resolved;
   tern_session_options_init(&resolved);
@@ -134,35 +144,46 @@ tern_status tern_session_create(const tern_model* model, const tern_session_opti
 void tern_session_free(tern_session* session) { delete session; }
 
 tern_status tern_session_plan(const tern_session* session, int64_t n_tokens, tern_memory_plan* out) {
-  if (!session || !out) return fail(tern::InvalidArgument("tern_session_plan: null argument"));
-  if (n_tokens < 1 || n_tokens > (int64_t(1) << 31)) return fail(tern::InvalidArgument("n_tokens out of range"));
-  return guarded("while planning", [&] {
-    *out = session->session->plan(n_tokens);
-    return TERN_OK;
-  });
+  if (!session) return fail(null_argument("tern_session_plan", "session"));
+  if (!out) return record(session, null_argument("tern_session_plan", "out"));
+  if (n_tokens < 1 || n_tokens > (int64_t(1) << 31)) {
+    return record(session, tern::InvalidArgument("tern_session_plan: n_tokens " + std::to_string(n_tokens) +
+                                                 " is outside [1, 2^31]"));
+  }
+  return guarded(
+      "while planning",
+      [&] {
+        *out = session->session->plan(n_tokens);
+        return TERN_OK;
+      },
+      [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_memory(const tern_session* session, tern_memory_plan* out) {
-  if (!session || !out) return fail(tern::InvalidArgument("tern_session_memory: null argument"));
+  if (!session) return fail(null_argument("tern_session_memory", "session"));
+  if (!out) return record(session, null_argument("tern_session_memory", "out"));
   *out = session->session->allocated();
   return TERN_OK;
 }
 
 tern_status tern_session_get_backend(const tern_session* session, tern_backend_info* out) {
-  if (!session || !out) return fail(tern::InvalidArgument("tern_session_get_backend: null argument"));
+  if (!session) return fail(null_argument("tern_session_get_backend", "session"));
+  if (!out) return record(session, null_argument("tern_session_get_backend", "out"));
   const tern::DeviceInfo& device = session->session->device();
   *out = tern_backend_info{session->session->backend(), device.name.c_str(), device.type.c_str(), device.driver.c_str()};
   return TERN_OK;
 }
 
 tern_status tern_session_set_profiling(tern_session* session, int enabled) {
-  if (!session) return fail(tern::InvalidArgument("tern_session_set_profiling: null session"));
+  if (!session) return fail(null_argument("tern_session_set_profiling", "session"));
   session->session->set_profiling(enabled != 0);
   return TERN_OK;
 }
 
 tern_status tern_session_get_profile(const tern_session* session, tern_op_profile* out, size_t capacity, size_t* count) {
-  if (!session || !count || (!out && capacity > 0)) return fail(tern::InvalidArgument("tern_session_get_profile: null argument"));
+  if (!session) return fail(null_argument("tern_session_get_profile", "session"));
+  if (!count) return record(session, null_argument("tern_session_get_profile", "count"));
+  if (!out && capacity > 0) return record(session, null_argument("tern_session_get_profile", "out"));
   const auto& nodes = session->session->model().nodes();
   const auto& profile = session->session->profile();
   *count = nodes.size();
@@ -173,7 +194,9 @@ tern_status tern_session_get_profile(const tern_session* session, tern_op_profil
 }
 
 tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t* flops, size_t capacity, size_t* count) {
-  if (!session || !count || (!flops && capacity > 0)) return fail(tern::InvalidArgument("tern_session_get_profile_flops: null argument"));
+  if (!session) return fail(null_argument("tern_session_get_profile_flops", "session"));
+  if (!count) return record(session, null_argument("tern_session_get_profile_flops", "count"));
+  if (!flops && capacity > 0) return record(session, null_argument("tern_session_get_profile_flops", "flops"));
   const auto& counted = session->session->profile_flops();
   *count = counted.size();
   for (size_t i = 0; i < counted.size() && i < capacity; ++i) flops[i] = counted[i];
@@ -181,24 +204,30 @@ tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t
 }
 
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
-  if (!session) return fail(tern::InvalidArgument("tern_session_forward: null session"));
+  if (!session) return fail(null_argument("tern_session_forward", "session"));
   const tern::capi::SessionCall call(*session->session);
   if (!call.held()) return call.busy("tern_session_forward");
-  if (!logits) return record(session, tern::InvalidArgument("tern_session_forward: logits is null"));
+  const tern::Status arguments = check_run_arguments("tern_session_forward", ids, n);
+  if (!arguments.ok() || !logits) {
+    session->session->reset();  // as after any failed forward
+    return record(session, !arguments.ok() ? arguments : null_argument("tern_session_forward", "logits"));
+  }
   return guarded("in tern_session_forward", [&] { return record(session, session->session->forward(ids, n, logits)); },
                  [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits) {
-  if (!session) return fail(tern::InvalidArgument("tern_session_append: null session"));
+  if (!session) return fail(null_argument("tern_session_append", "session"));
   const tern::capi::SessionCall call(*session->session);
   if (!call.held()) return call.busy("tern_session_append");
+  const tern::Status arguments = check_run_arguments("tern_session_append", ids, n);
+  if (!arguments.ok()) return record(session, arguments);
   return guarded("in tern_session_append", [&] { return record(session, session->session->append(ids, n, logits)); },
                  [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_reset(tern_session* session) {
-  if (!session) return fail(tern::InvalidArgument("tern_session_reset: null session"));
+  if (!session) return fail(null_argument("tern_session_reset", "session"));
   const tern::capi::SessionCall call(*session->session);
   if (!call.held()) return call.busy("tern_session_reset");
   session->session->reset();
@@ -206,25 +235,28 @@ tern_status tern_session_reset(tern_session* session) {
 }
 
 tern_status tern_session_save_state(const tern_session* session, void* buf, size_t* size) {
-  if (!session || !size) return fail(tern::InvalidArgument("tern_session_save_state: null argument"));
+  if (!session) return fail(null_argument("tern_session_save_state", "session"));
   const tern::capi::SessionCall call(*session->session);
   if (!call.held()) return call.busy("tern_session_save_state");
-  tern_session* slot = const_cast<tern_session*>(session);  // the session's message slot
+  if (!size) return record(session, null_argument("tern_session_save_state", "size"));
   return guarded(
       "while saving the session state",
       [&] {
         auto saved = session->session->save_state(buf, *size);
-        if (!saved.ok()) return record(slot, saved.status());
+        if (!saved.ok()) {
+          return record(session, tern::Status(saved.status().code(), "tern_session_save_state: " + saved.status().message()));
+        }
         *size = saved.value();
         return TERN_OK;
       },
-      [&](const tern::Status& st) { return record(slot, st); });
+      [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_load_state(tern_session* session, const void* buf, size_t size) {
-  if (!session) return fail(tern::InvalidArgument("tern_session_load_state: null session"));
+  if (!session) return fail(null_argument("tern_session_load_state", "session"));
   const tern::capi::SessionCall call(*session->session);
   if (!call.held()) return call.busy("tern_session_load_state");
+  if (!buf) return record(session, null_argument("tern_session_load_state", "buf"));
   return guarded("while loading the session state", [&] { return record(session, session->session->load_state(buf, size)); },
                  [&](const tern::Status& st) { return record(session, st); });
 }
@@ -262,5 +294,9 @@ const Model& model_of(const tern_model* model) { return *model->model; }
 Session& session_of(tern_session* session) { return *session->session; }
 const Session& session_of(const tern_session* session) { return *session->session; }
 tern_status fail(const Status& st) { return ::fail(st); }
+tern_status record(const tern_session* session, const Status& st) {
+  if (!st.ok()) session->last_error = st.message();
+  return st.code();
+}
 
 }  // namespace tern::capi

@@ -21,10 +21,18 @@ namespace {
 
 using tern::capi::fail;
 using tern::capi::guarded;
+using tern::capi::null_argument;
 
 tern_status record(tern_generator* g, const tern::Status& st) {
   if (!st.ok()) g->last_error = st.message();
   return st.code();
+}
+
+// ids [n] of tern_generator_prompt / _append (fn): not NULL, n at least 1.
+tern::Status check_ids(const char* fn, const int32_t* ids, int64_t n) {
+  if (n < 1) return tern::InvalidArgument(std::string(fn) + ": n is " + std::to_string(n) + "; it needs at least one token id");
+  if (!ids) return null_argument(fn, "ids");
+  return tern::Status::Ok();
 }
 
 // guarded's report for a generator's calls: the generator's message slot.
@@ -45,7 +53,7 @@ void tern_sampler_options_init(tern_sampler_options* options) {
 }
 
 tern_status tern_sampler_create(const tern_sampler_options* options, tern_sampler** out) {
-  if (!out) return fail(tern::InvalidArgument("tern_sampler_create: out is null"));
+  if (!out) return fail(null_argument("tern_sampler_create", "out"));
   *out = nullptr;
   tern_sampler_options o = tern::default_sampler_options();
   if (tern::Status st = tern::read_sized_options(options, "tern_sampler_options", &o); !st.ok()) return fail(st);
@@ -61,7 +69,8 @@ void tern_sampler_free(tern_sampler* sampler) { delete sampler; }
 
 tern_status tern_sampler_sample(tern_sampler* sampler, const float* logits, int64_t vocab, const int32_t* history,
                                 int64_t n_history, int32_t* token) {
-  if (!sampler || !token) return fail(tern::InvalidArgument("tern_sampler_sample: null sampler or token"));
+  if (!sampler) return fail(null_argument("tern_sampler_sample", "sampler"));
+  if (!token) return fail(null_argument("tern_sampler_sample", "token"));
   return guarded("for the sampler's scratch", [&] {
     auto t = sampler->sampler.sample(logits, vocab, history, n_history);
     if (!t.ok()) return fail(t.status());
@@ -71,7 +80,7 @@ tern_status tern_sampler_sample(tern_sampler* sampler, const float* logits, int6
 }
 
 tern_status tern_sampler_set_seed(tern_sampler* sampler, uint64_t seed) {
-  if (!sampler) return fail(tern::InvalidArgument("tern_sampler_set_seed: null sampler"));
+  if (!sampler) return fail(null_argument("tern_sampler_set_seed", "sampler"));
   sampler->sampler.reseed(seed);
   return TERN_OK;
 }
@@ -81,7 +90,8 @@ void tern_generator_options_init(tern_generator_options* options) {
 }
 
 tern_status tern_generator_create(tern_session* session, const tern_generator_options* options, tern_generator** out) {
-  if (!session || !out) return fail(tern::InvalidArgument("tern_generator_create: null session or out"));
+  if (!session) return fail(null_argument("tern_generator_create", "session"));
+  if (!out) return fail(null_argument("tern_generator_create", "out"));
   *out = nullptr;
   tern_generator_options o;
   tern_generator_options_init(&o);
@@ -97,28 +107,31 @@ tern_status tern_generator_create(tern_session* session, const tern_generator_op
 void tern_generator_free(tern_generator* generator) { delete generator; }
 
 tern_status tern_generator_prompt(tern_generator* generator, const int32_t* ids, int64_t n, int64_t* kept) {
-  if (!generator) return fail(tern::InvalidArgument("tern_generator_prompt: null generator"));
+  if (!generator) return fail(null_argument("tern_generator_prompt", "generator"));
   const tern::capi::SessionCall call(generator->generator.session());
   if (!call.held()) return call.busy("tern_generator_prompt");
+  if (tern::Status st = check_ids("tern_generator_prompt", ids, n); !st.ok()) return record(generator, st);
   return guarded("for the prompt", [&] { return record(generator, generator->generator.prompt(ids, n, kept)); },
                  recorder(generator));
 }
 
 tern_status tern_generator_append(tern_generator* generator, const int32_t* ids, int64_t n) {
-  if (!generator) return fail(tern::InvalidArgument("tern_generator_append: null generator"));
+  if (!generator) return fail(null_argument("tern_generator_append", "generator"));
   const tern::capi::SessionCall call(generator->generator.session());
   if (!call.held()) return call.busy("tern_generator_append");
+  if (tern::Status st = check_ids("tern_generator_append", ids, n); !st.ok()) return record(generator, st);
   return guarded("for the history", [&] { return record(generator, generator->generator.append(ids, n)); },
                  recorder(generator));
 }
 
 tern_status tern_generator_next(tern_generator* generator, tern_sampler* sampler, int32_t* token) {
-  if (!generator) return fail(tern::InvalidArgument("tern_generator_next: null generator"));
+  if (!generator) return fail(null_argument("tern_generator_next", "generator"));
   const tern::capi::SessionCall call(generator->generator.session());
   if (!call.held()) return call.busy("tern_generator_next");
-  if (!sampler || !token) {
-    if (token) *token = -1;
-    return record(generator, tern::InvalidArgument("tern_generator_next: null sampler or token"));
+  if (!token) return record(generator, null_argument("tern_generator_next", "token"));
+  if (!sampler) {
+    *token = -1;
+    return record(generator, null_argument("tern_generator_next", "sampler"));
   }
   *token = -1;
   return guarded(

@@ -19,6 +19,15 @@ Session& session_of(tern_session* session);
 const Session& session_of(const tern_session* session);
 // Sets the thread's message (tern_last_error) to st's and returns its code.
 tern_status fail(const Status& st);
+// Sets the session's message (tern_session_last_error) to st's when st is an error, and returns its code. The slot
+// is the session's even for calls that take a const session (plan, save_state): tern.h names it for every call
+// given a session.
+tern_status record(const tern_session* session, const Status& st);
+
+// The message of a NULL argument, naming it: "tern_session_forward: ids is NULL".
+inline Status null_argument(const char* fn, const char* argument) {
+  return InvalidArgument(std::string(fn) + ": " + argument + " is NULL");
+}
 
 // Runs an entry point's body and turns any exception escaping it into a status, so that nothing unwinds through the
 // C ABI: std::bad_alloc is TERN_OUT_OF_MEMORY "out of memory <what>", anything else TERN_INTERNAL_ERROR. `report`

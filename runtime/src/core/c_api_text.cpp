@@ -11,10 +11,11 @@ namespace {
 
 using tern::capi::fail;
 using tern::capi::guarded;
+using tern::capi::null_argument;
 
 // The model's tokenizer, or the status for a model that has none.
 tern::Result<const tern::Tokenizer*> tokenizer_of(const tern_model* model, const char* fn) {
-  if (model == nullptr) return tern::InvalidArgument(std::string(fn) + ": null model");
+  if (model == nullptr) return null_argument(fn, "model");
   const tern::Model& m = tern::capi::model_of(model);
   if (const tern::Tokenizer* t = m.tokenizer()) return t;
   const auto* meta = m.fb().metadata();
@@ -51,11 +52,10 @@ tern_status tokenize(const char* fn, const tern_model* model, const char* text, 
                      int32_t* ids, int64_t capacity, int64_t* n) {
   return guarded("tokenizing", [&]() -> tern_status {
     const std::string name(fn);
-    if (!n) return fail(tern::InvalidArgument(name + ": n is null"));
-    if (!text && len > 0) return fail(tern::InvalidArgument(name + ": text is null"));
-    if (capacity < 0 || (!ids && capacity > 0)) {
-      return fail(tern::InvalidArgument(name + ": ids is null or capacity negative"));
-    }
+    if (!n) return fail(null_argument(fn, "n"));
+    if (!text && len > 0) return fail(null_argument(fn, "text"));
+    if (capacity < 0) return fail(tern::InvalidArgument(name + ": capacity " + std::to_string(capacity) + " is negative"));
+    if (!ids && capacity > 0) return fail(null_argument(fn, "ids"));
     const uint32_t known = TERN_TOKENIZE_ADD_SPECIAL | TERN_TOKENIZE_SPECIALS_AS_TEXT;
     if ((flags & ~known) != 0) {
       return fail(tern::InvalidArgument(name + ": flags " + std::to_string(flags) +
@@ -124,8 +124,8 @@ tern_status tern_tokenize_with(const tern_model* model, const char* text, size_t
 
 tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, size_t capacity, size_t* len) {
   return guarded("turning a token into text", [&]() -> tern_status {
-    if (!len) return fail(tern::InvalidArgument("tern_token_to_text: len is null"));
-    if (!buf && capacity > 0) return fail(tern::InvalidArgument("tern_token_to_text: buf is null"));
+    if (!len) return fail(null_argument("tern_token_to_text", "len"));
+    if (!buf && capacity > 0) return fail(null_argument("tern_token_to_text", "buf"));
     auto t = tokenizer_of(model, "tern_token_to_text");
     if (!t.ok()) return fail(t.status());
     const tern::Status st = check_id("tern_token_to_text", id, tern::capi::model_of(model).vocab_size());
@@ -137,9 +137,10 @@ tern_status tern_token_to_text(const tern_model* model, int32_t id, char* buf, s
 tern_status tern_detokenize(const tern_model* model, const int32_t* ids, int64_t n, char* buf, size_t capacity,
                             size_t* len) {
   return guarded("turning tokens into text", [&]() -> tern_status {
-    if (!len) return fail(tern::InvalidArgument("tern_detokenize: len is null"));
-    if (!buf && capacity > 0) return fail(tern::InvalidArgument("tern_detokenize: buf is null"));
-    if (n < 0 || (!ids && n > 0)) return fail(tern::InvalidArgument("tern_detokenize: ids is null or n negative"));
+    if (!len) return fail(null_argument("tern_detokenize", "len"));
+    if (!buf && capacity > 0) return fail(null_argument("tern_detokenize", "buf"));
+    if (n < 0) return fail(tern::InvalidArgument("tern_detokenize: n " + std::to_string(n) + " is negative"));
+    if (!ids && n > 0) return fail(null_argument("tern_detokenize", "ids"));
     auto t = tokenizer_of(model, "tern_detokenize");
     if (!t.ok()) return fail(t.status());
     const int64_t vocab = tern::capi::model_of(model).vocab_size();

@@ -112,7 +112,7 @@ Result<LogitSampler> LogitSampler::create(const tern_sampler_options& o) {
 }
 
 Result<int32_t> LogitSampler::sample(const float* logits, int64_t vocab, const int32_t* history, int64_t n_history) {
-  if (logits == nullptr) return InvalidArgument("tern_sampler_sample: logits is null");
+  if (logits == nullptr) return InvalidArgument("tern_sampler_sample: logits is NULL");
   if (vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) {
     return InvalidArgument("tern_sampler_sample: vocab " + std::to_string(vocab) + " is outside [1, 2^31)");
   }

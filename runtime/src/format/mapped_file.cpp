@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
+#include <string>
 
 #include "format/regular_file.h"
 
@@ -25,15 +27,24 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);  // the mapping keeps the file alive
   if (p == MAP_FAILED) return IoError("cannot map '" + path + "': " + std::strerror(errno));
-  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(p), size, true));
+  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(p), size, Kind::kMapped));
 }
 
 std::unique_ptr<MappedFile> MappedFile::borrow(const void* data, size_t size) {
-  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(data), size, false));
+  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(data), size, Kind::kBorrowed));
+}
+
+Result<std::unique_ptr<MappedFile>> MappedFile::copy(const void* data, size_t size, size_t alignment) {
+  void* p = ::operator new(size > 0 ? size : 1, std::align_val_t(alignment), std::nothrow);
+  if (p == nullptr) {
+    return OutOfMemory("cannot allocate " + std::to_string(size) + " bytes to copy the model buffer into aligned memory");
+  }
+  if (size > 0) std::memcpy(p, data, size);
+  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(p), size, Kind::kCopied, alignment));
 }
 
 void MappedFile::release(const void* p, size_t size) const {
-  if (!owned_ || size == 0) return;
+  if (kind_ != Kind::kMapped || size == 0) return;
   const long page = sysconf(_SC_PAGESIZE);
   if (page <= 0) return;
   const uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + size;
@@ -43,7 +54,9 @@ void MappedFile::release(const void* p, size_t size) const {
 }
 
 MappedFile::~MappedFile() {
-  if (owned_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ == nullptr) return;
+  if (kind_ == Kind::kMapped) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (kind_ == Kind::kCopied) ::operator delete(const_cast<uint8_t*>(data_), std::align_val_t(alignment_));
 }
 
 }  // namespace tern

@@ -1,4 +1,4 @@
-// Read-only view of a model's bytes: an mmap of a file, or memory the caller owns.
+// Read-only view of a model's bytes: an mmap of a file, memory the caller owns, or an aligned copy of it.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,8 @@ class MappedFile {
  public:
   static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
   static std::unique_ptr<MappedFile> borrow(const void* data, size_t size);
+  // A copy of data [size] in memory aligned to `alignment` bytes (a power of two), freed with this object.
+  static Result<std::unique_ptr<MappedFile>> copy(const void* data, size_t size, size_t alignment);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -23,12 +25,17 @@ class MappedFile {
   // Drops the whole pages inside [p, p + size) from memory when the bytes are a file mapping (a read later faults
   // them back in from the file, so nothing is lost); does nothing for borrowed memory, which has no file behind it.
   void release(const void* p, size_t size) const;
+  // The bytes of a copy (copy()); 0 for a mapping or borrowed memory.
+  size_t copied_bytes() const { return kind_ == Kind::kCopied ? size_ : 0; }
 
  private:
-  MappedFile(const uint8_t* data, size_t size, bool owned) : data_(data), size_(size), owned_(owned) {}
+  enum class Kind { kMapped, kBorrowed, kCopied };  // munmap, nothing, or operator delete on destruction
+  MappedFile(const uint8_t* data, size_t size, Kind kind, size_t alignment = 0)
+      : data_(data), size_(size), kind_(kind), alignment_(alignment) {}
   const uint8_t* data_;
   size_t size_;
-  bool owned_;  // true: munmap on destruction
+  Kind kind_;
+  size_t alignment_;  // of a copy
 };
 
 }  // namespace tern

@@ -11,6 +11,9 @@
 namespace tern {
 namespace {
 
+// The alignment the file's tensor offsets assume of the buffer holding the file (a page for a mapped one).
+constexpr size_t kBufferAlignment = 64;
+
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 }  // namespace
@@ -79,6 +82,11 @@ Result<std::unique_ptr<Model>> Model::load_file(const std::string& path) {
 
 Result<std::unique_ptr<Model>> Model::load_buffer(const void* data, size_t size) {
   if (data == nullptr) return InvalidArgument("model buffer is null");
+  // Tensors are read in place at the 64-byte aligned offsets the file gives them.
+  if (reinterpret_cast<uintptr_t>(data) % kBufferAlignment != 0) {
+    TERN_ASSIGN_OR_RETURN(auto copy, MappedFile::copy(data, size, kBufferAlignment));
+    return verify(std::move(copy));
+  }
   return verify(MappedFile::borrow(data, size));
 }
 
@@ -86,7 +94,7 @@ Result<std::unique_ptr<Model>> Model::verify(std::unique_ptr<MappedFile> file) {
   const uint8_t* bytes = file->data();
   const size_t size = file->size();
   if (size < 8) return InvalidModel("file too small to be a Tern model (" + std::to_string(size) + " bytes)");
-  if (reinterpret_cast<uintptr_t>(bytes) % 64 != 0) return InvalidArgument("model buffer must be 64-byte aligned");
+  if (reinterpret_cast<uintptr_t>(bytes) % kBufferAlignment != 0) return InvalidArgument("model buffer must be 64-byte aligned");
   uint32_t fb_size;
   std::memcpy(&fb_size, bytes, 4);
   if (uint64_t(fb_size) + 4 > size) {

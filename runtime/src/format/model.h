@@ -71,6 +71,8 @@ struct Node {
 class Model {
  public:
   static Result<std::unique_ptr<Model>> load_file(const std::string& path);
+  // Reads a 64-byte aligned buffer in place (the caller keeps it alive and unchanged); copies any other into an
+  // aligned one of its own first (copied_bytes()).
   static Result<std::unique_ptr<Model>> load_buffer(const void* data, size_t size);
 
   const fb::Model& fb() const { return *root_; }
@@ -84,6 +86,8 @@ class Model {
   // Tokens per call of the model's evaluation (metadata segment_length); 0: none recorded.
   int64_t segment_length() const { return segment_length_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Bytes load_buffer copied the model into (its buffer was not 64-byte aligned); 0 when read in place.
+  size_t copied_bytes() const { return file_->copied_bytes(); }
   // Text <-> ids from the file's vocabulary; nullptr when the file carries none (ids only).
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   // Drops a tensor's pages of a file-mapped model from memory, for weights a backend has copied into its own

@@ -172,8 +172,11 @@ Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage,
   VkPhysicalDeviceProperties props{};
   if (device_choice > 0) {
     if (uint32_t(device_choice) > count) {
-      return InvalidArgument("Vulkan device " + std::to_string(device_choice - 1) + " asked for, but there are " +
-                             std::to_string(count) + " (0.." + std::to_string(count - 1) + ")");
+      // The number as the app gave it (tern_session_options.device N: the loader's device N-1, vulkaninfo's GPU N-1).
+      return InvalidArgument("Vulkan device " + std::to_string(device_choice) + " (vulkaninfo's GPU" +
+                             std::to_string(device_choice - 1) + ") asked for, but the loader lists " +
+                             std::to_string(count) + ": devices 1.." + std::to_string(count) + " (GPU0..GPU" +
+                             std::to_string(count - 1) + "), or 0 for the best one");
     }
     physical_ = devices[size_t(device_choice - 1)];
     api_.vkGetPhysicalDeviceProperties(physical_, &props);
