@@ -88,10 +88,11 @@ CallCores::CallCores(CoreShare& share, pthreadpool_t pool, int threads, bool sha
     : share_(share),
       pool_(pool),
       workers_(threads - 1),
+      shared_(shared),
       taken_(share.enter(threads - 1, !shared, shared && threads > 1 ? machine_runnable_threads() : -1)) {}
 
 CallCores::~CallCores() {
-  if (taken_) park_workers(pool_);
+  if (taken_ && shared_) park_workers(pool_);
   share_.leave(workers_, taken_);
 }
 

@@ -44,13 +44,16 @@ class CoreShare {
 int machine_runnable_threads();
 
 // Puts a pool's workers to sleep: pthreadpool's workers spin-wait after every parallel region (a million pause
-// instructions, milliseconds) in case another region follows, unless the region asked them to yield. A call ends
-// with one empty region that does, so its workers sleep between calls instead of holding cores that another
-// session's call or another process could use. Regions within a call still find them spinning: yielding after each
-// one made 2-thread generation up to 2x slower (each region then waits for its workers to wake).
+// instructions, milliseconds) in case another region follows, unless the region asked them to yield. A call of a
+// session with the default thread count ends with one empty region that does, so its workers sleep between calls
+// instead of holding cores that another session's call or another process could use. Regions within a call still
+// find them spinning: yielding after each one made 2-thread generation up to 2x slower (each region then waits for
+// its workers to wake). A session given threads = N keeps pthreadpool's own spin-then-sleep between calls: it was
+// given its cores, and waking its workers at every call made 2-thread generation on a loaded machine 3x slower.
 void park_workers(pthreadpool_t pool);
 
-// One call's hold on the cores: CoreShare::enter at construction; park_workers and leave at destruction.
+// One call's hold on the cores: CoreShare::enter at construction; park_workers (default thread count only) and leave
+// at destruction.
 class CallCores {
  public:
   // `threads`: the session's pool size; `shared`: the session took the default thread count.
@@ -66,6 +69,7 @@ class CallCores {
   CoreShare& share_;
   pthreadpool_t pool_;
   int workers_;
+  bool shared_;
   bool taken_;
 };
 
