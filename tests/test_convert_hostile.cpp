@@ -25,8 +25,9 @@
 #include <nlohmann/json.hpp>
 
 #include "convert.h"
-#include "safetensors.h"
 #include "run_tool.h"
+#include "safetensors.h"
+#include "sentencepiece_corpus.h"
 #include "tern/tern.h"
 #include "test_support.h"
 
@@ -620,4 +621,35 @@ TEST_CASE("convert hostile: a weight no int4 scale can reach is refused, an int8
   r = convert({dir + "/c", "-o", out, "--weights", "int8", "--allow-non-finite"}, dir);
   expect_error(r, "row 2, elements [0, 32) holds an infinite value");
   CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("convert hostile: SentencePiece pieces are counted and measured before libsentencepiece reads them",
+          "[converter][hostile][sentencepiece]") {
+  const std::string dir = tern::test::scratch_dir("hostile_spiece");
+  write_tiny(dir + "/c", Tiny());  // a vocabulary of 16: <unk> <s> </s> and 13 pieces
+  std::vector<std::string> pieces;
+  for (char c = 'a'; c < 'a' + 12; ++c) pieces.push_back(std::string(1, c));
+  const std::string out = dir + "/model.tern";
+  SECTION("one piece of 120,000 bytes (libsentencepiece's trie build overflowed the stack)") {
+    pieces.push_back(std::string(120000, 'z'));
+    tern::test::write_file(dir + "/long.model", tern::test::sentencepiece_model_proto(pieces));
+    expect_error(convert({dir + "/c", "-o", out, "--tokenizer", dir + "/long.model"}, dir),
+                 "long.model': piece 15 is 120000 bytes long; a token may be at most 1024 bytes");
+    CHECK_FALSE(fs::exists(out));
+  }
+  SECTION("the longest piece allowed converts and loads") {
+    pieces.push_back(std::string(1024, 'z'));
+    tern::test::write_file(dir + "/longest.model", tern::test::sentencepiece_model_proto(pieces));
+    const Run r = convert({dir + "/c", "-o", out, "--tokenizer", dir + "/longest.model"}, dir);
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(fs::exists(out));
+  }
+  SECTION("3 million pieces for a vocabulary of 16 (building them first took over 20 s and 1.7 GB)") {
+    pieces.clear();
+    for (size_t i = 0; i < 3000000; ++i) pieces.push_back(std::to_string(i));
+    tern::test::write_file(dir + "/many.model", tern::test::sentencepiece_model_proto(pieces));
+    expect_error(convert({dir + "/c", "-o", out, "--tokenizer", dir + "/many.model"}, dir),
+                 "many.model' holds 3000003 pieces; the model's vocabulary has 16 tokens");
+  }
 }

@@ -258,6 +258,9 @@ TEST_CASE("hf model tables from a hostile file are refused, naming the field", "
   c = bpe_case;
   c["pieces"][3] = c["pieces"][2];
   CHECK_THAT(bpe_error(c), Catch::Contains("hf_tokenizer.pieces 2 and 3"));
+  c = bpe_case;
+  c["pieces"][3] = std::string(1025, 'x');  // a trie walk's bound (text/token_limits.h)
+  CHECK_THAT(bpe_error(c), Catch::Contains("hf_tokenizer.pieces 3 is 1025 bytes long; a token may be at most 1024"));
   {
     const std::vector<uint8_t> bytes = table_of(bpe_case);
     auto vocab = HfVocab::from_table(view(bytes), int64_t(bpe_case["pieces"].size()) + 1);

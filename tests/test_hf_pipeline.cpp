@@ -178,12 +178,12 @@ TEST_CASE("HfTextPipeline splits as the tokenizers library does", "[hf_pipeline]
         const std::string text = row.at("text");
         INFO(name << ": text " << json(text).dump());
         std::vector<tern::HfSegment> split, kept;
-        pipeline->split(text, true, &split);
-        pipeline->split(text, false, &kept);
+        REQUIRE(pipeline->split(text, true, &split).ok());
+        REQUIRE(pipeline->split(text, false, &kept).ok());
         CHECK(show(split) == show_expected(row.at("split_specials")));
         if (!row.at("specials_as_text").is_null()) CHECK(show(kept) == show_expected(row.at("specials_as_text")));
         // Without added tokens or pre-tokenizer, the one word is the normalized text.
-        if (plain) CHECK(pipeline->normalize(text) == (split.empty() ? std::string() : split[0].word));
+        if (plain) CHECK(pipeline->normalize(text).value() == (split.empty() ? std::string() : split[0].word));
       }
     }
   }
@@ -262,12 +262,61 @@ TEST_CASE("HfTextPipeline reads invalid UTF-8 as U+FFFD and long texts in linear
   std::vector<uint8_t> bytes;
   const auto pipeline = pipeline_of(t, &bytes);
   std::vector<tern::HfSegment> out;
-  pipeline->split("a\xC3(", true, &out);
+  REQUIRE(pipeline->split("a\xC3(", true, &out).ok());
   // "a\uFFFD(" : ByteLevel maps U+FFFD's bytes EF BF BD to ï ¿ ½.
   CHECK(show(out) == R"([{"word":"a"},{"word":"ï¿½("}])");
   out.clear();
   const std::string long_text(1 << 20, 'x');
-  pipeline->split(long_text, true, &out);
+  REQUIRE(pipeline->split(long_text, true, &out).ok());
   REQUIRE(out.size() == 1);
   CHECK(out[0].word == long_text);
+}
+
+TEST_CASE("HfTextPipeline bounds what normalizers write and what added tokens hold", "[hf_pipeline][hostile]") {
+  auto refused = [](const fb::HfTokenizerT& t) {
+    const std::vector<uint8_t> bytes = build_table(t);
+    auto p = tern::HfTextPipeline::from_table(*flatbuffers::GetRoot<fb::HfTokenizer>(bytes.data()),
+                                              kFirstAddedId + int64_t(t.added_tokens.size()));
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().code() == TERN_INVALID_MODEL);
+    return p.status().message();
+  };
+  auto replace_a = [](const std::string& content) {
+    fb::HfTokenizerT t;
+    add_normalizers(json{{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", content}}, &t.normalizers);
+    return t;
+  };
+  CHECK_THAT(refused(replace_a(std::string(129, 'b'))),
+             Catch::Contains("normalizer 0 (Replace)'s content is 129 bytes long; a normalization rule may write at "
+                             "most 128"));
+  fb::HfTokenizerT prepend;
+  add_normalizers(json{{"type", "Prepend"}, {"prepend", std::string(129, 'b')}}, &prepend.normalizers);
+  CHECK_THAT(refused(prepend), Catch::Contains("(Prepend)'s content is 129 bytes long"));
+  fb::HfTokenizerT long_added;
+  auto token = std::make_unique<fb::HfAddedTokenT>();
+  token->id = kFirstAddedId;
+  token->content = std::string(1025, 'x');
+  long_added.added_tokens.push_back(std::move(token));
+  CHECK_THAT(refused(long_added),
+             Catch::Contains("added token 0's content is 1025 bytes long; a token may be at most 1024 bytes"));
+
+  // Each 'a' to 128 b's, three Replace steps over each other: the first that passes 16 times the text stops.
+  fb::HfTokenizerT chain = replace_a(std::string(128, 'b'));
+  for (int i = 0; i < 2; ++i) {
+    add_normalizers(json{{"type", "Replace"}, {"pattern", {{"String", "b"}}}, {"content", std::string(128, 'c')}},
+                    &chain.normalizers);
+  }
+  std::vector<uint8_t> bytes;
+  const auto pipeline = pipeline_of(chain, &bytes);
+  std::vector<tern::HfSegment> out;
+  const tern::Status st = pipeline->split(std::string(1000, 'a'), true, &out);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.code() == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(st.message(), Catch::Contains("normalizing the text (1000 bytes) makes more than 16128 bytes"));
+  CHECK_FALSE(pipeline->normalize("a").ok());  // 128 x 128 x 128 bytes
+  // Text the rules do not touch, or touch within the bound, goes through.
+  REQUIRE(pipeline->split("xyz", true, &out).ok());
+  std::vector<uint8_t> once_bytes;
+  const auto once = pipeline_of(replace_a(std::string(16, 'b')), &once_bytes);
+  CHECK(once->normalize(std::string(1000, 'a')).value() == std::string(16000, 'b'));
 }

@@ -335,6 +335,35 @@ TEST_CASE("tokenizer.json: huge or deep inputs are refused fast", "[converter][t
                  "nested deeper than 64 levels");
 }
 
+TEST_CASE("tokenizer.json: tokens and normalization rules past the limits are refused by length",
+          "[converter][tokenizer][hostile]") {
+  const std::string long_token(1025, 'x');
+  expect_refused("vocab_token_too_long", edited([&](json& j) { j["model"]["vocab"][long_token] = 7; }),
+                 "field 'model.vocab' token id 7 is 1025 bytes long; a token may be at most 1024 bytes");
+  json unigram = json::parse(R"({"model": {"type": "Unigram", "vocab": [["a", -1.0]]}})");
+  unigram["model"]["vocab"].push_back(json::array({long_token, -2.0}));
+  expect_refused("unigram_piece_too_long", unigram.dump(), "field 'model.vocab[1]' the piece is 1025 bytes long");
+  expect_refused("added_token_too_long", edited([&](json& j) { j["added_tokens"].push_back(added(7, long_token)); }),
+                 "field 'added_tokens[2].content' the content is 1025 bytes long");
+  expect_refused("replace_too_long",
+                 edited([](json& j) { j["normalizer"]["normalizers"][1]["content"] = std::string(129, 'y'); }),
+                 "content' is 129 bytes long; a normalization rule may write at most 128");
+  expect_refused("prepend_too_long",
+                 edited([](json& j) { j["normalizer"]["normalizers"][0]["prepend"] = std::string(129, 'y'); }),
+                 "prepend' is 129 bytes long; a normalization rule may write at most 128");
+  // The longest of each converts, and the model loads.
+  const std::string dir = test::scratch_dir("hf_tok_longest");
+  write_tiny_decoder(dir, 8);
+  test::write_file(dir + "/tokenizer.json", edited([](json& j) {
+                     j["added_tokens"].push_back(added(7, std::string(1024, 'x')));
+                     j["normalizer"]["normalizers"][1]["content"] = std::string(128, 'y');
+                   }));
+  const test::ToolRun r = test::run_tool(kConvert, {dir, "-o", dir + "/out.tern", "-q"}, dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir + "/out.tern"));
+}
+
 // ---- real tokenizer.json files ----------------------------------------------------------------------------------
 
 namespace {

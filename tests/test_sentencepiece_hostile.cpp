@@ -5,13 +5,16 @@
 #include <sentencepiece_trainer.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
-#include "text/sentencepiece.h"
 #include "sentencepiece_corpus.h"
 #include "sentencepiece_file.h"
 #include "test_support.h"
+#include "text/sentencepiece.h"
+#include "text/token_limits.h"
 
 using tern::PieceType;
 using tern::SentencePieceSpec;
@@ -46,12 +49,16 @@ const std::vector<std::string>& hostile_lines() {
   return lines;
 }
 
-// Encodes every hostile line; the ids must be in range and decode without failing.
+// Encodes every hostile line; the ids must be in range and decode without failing. A garbage charsmap may expand a
+// line past the normalizer's limit: that is the one error allowed.
 void encode_all(const SentencePieceTokenizer& t) {
   std::vector<int32_t> ids;
   size_t total = 0, out_of_range = 0;
   for (const auto& line : hostile_lines()) {
-    t.encode(line, &ids);
+    if (const tern::Status st = t.encode(line, &ids); !st.ok()) {
+      CHECK(st.message().find("normalizing the text") != std::string::npos);
+      continue;
+    }
     for (int32_t id : ids) out_of_range += id < 0 || size_t(id) >= t.size();
     if (out_of_range == 0) total += t.decode(ids.data(), ids.size()).size();
   }
@@ -141,10 +148,10 @@ TEST_CASE("sentencepiece create refuses inconsistent pieces with a message namin
   auto bpe = SentencePieceTokenizer::create(s);
   REQUIRE(bpe.ok());
   std::vector<int32_t> ids;
-  bpe->encode("xyzx", &ids);
+  REQUIRE(bpe->encode("xyzx", &ids).ok());
   CHECK(ids == std::vector<int32_t>{0});  // one run of unknown pieces
   // A one-character control piece is a symbol that covers no text: libsentencepiece fails the whole encoding.
-  bpe->encode("xa", &ids);
+  REQUIRE(bpe->encode("xa", &ids).ok());
   CHECK(ids.empty());
 }
 
@@ -188,21 +195,28 @@ TEST_CASE("sentencepiece garbage charsmaps behind a valid header encode any text
     blobs.push_back(flipped);
   }
   blobs.push_back(charsmap_blob(real.substr(4, 4000), real.substr(4 + 4000)));
+  size_t refused = 0;
   for (const auto& blob : blobs) {
     if (blob.size() <= 4) continue;  // no room for a trie: refused above
     tern::convert::SentencePieceFile f = file.value();
     f.precompiled_charsmap = blob;
     auto t = SentencePieceTokenizer::create(f.spec());
-    REQUIRE(t.ok());
+    if (!t.ok()) {  // a run of pool bytes longer than any replacement may be
+      CHECK(t.status().message().find("a normalization rule may write at most") != std::string::npos);
+      ++refused;
+      continue;
+    }
     encode_all(t.value());
   }
+  CHECK(refused < blobs.size() / 2);  // most garbage still loads: the encoding above is what this test checks
 }
 
 TEST_CASE("sentencepiece long chains of unused BPE pieces resegment without recursion") {
-  // a, aa, aaa, ... 3000 a's: all unused but the single letter, so merging builds one long piece and splitting it
-  // back goes 3000 levels deep.
+  // a, aa, aaa, ... up to the longest piece allowed: all unused but the single letter, so merging builds one long
+  // piece and splitting it back goes kMaxPieceBytes levels deep.
+  const size_t longest = tern::kMaxPieceBytes;
   std::vector<std::string> storage = {"<unk>"};
-  for (size_t n = 1; n <= 3000; ++n) storage.push_back(std::string(n, 'a'));
+  for (size_t n = 1; n <= longest; ++n) storage.push_back(std::string(n, 'a'));
   SentencePieceSpec s;
   s.bpe = true;
   for (size_t i = 0; i < storage.size(); ++i) {
@@ -214,8 +228,8 @@ TEST_CASE("sentencepiece long chains of unused BPE pieces resegment without recu
   auto t = SentencePieceTokenizer::create(s);
   REQUIRE(t.ok());
   std::vector<int32_t> ids;
-  t->encode(std::string(3000, 'a'), &ids);
-  CHECK(ids == std::vector<int32_t>(3000, 1));
+  REQUIRE(t->encode(std::string(longest, 'a'), &ids).ok());
+  CHECK(ids == std::vector<int32_t>(longest, 1));
 }
 
 TEST_CASE("sentencepiece files the converter cannot reproduce exactly are refused naming the setting") {
@@ -251,15 +265,116 @@ TEST_CASE("sentencepiece files the converter cannot reproduce exactly are refuse
   REQUIRE(file.ok());
   const std::string& charsmap = file->precompiled_charsmap;
   REQUIRE(charsmap.size() < (1u << 21));
-  auto varint = [](uint64_t v) {
-    std::string s;
-    for (; v >= 0x80; v >>= 7) s += char(0x80 | (v & 0x7F));
-    return s + char(v);
-  };
+  const auto varint = tern::test::proto_varint;
   const std::string denormalizer_spec = "\x12" + varint(charsmap.size()) + charsmap;
   expect_error(read_variant("denormalizer.model", model + "\x2a" + varint(denormalizer_spec.size()) + denormalizer_spec),
                TERN_UNSUPPORTED, "a denormalizer_spec with a precompiled_charsmap");
   // The default unk_surface given explicitly is fine, and so is an empty denormalizer_spec.
   CHECK(read_variant("unk_default.model", model + std::string("\x12\x08\xe2\x02\x05 \xe2\x81\x87 ", 10)).ok());
   CHECK(read_variant("empty_denormalizer.model", model + std::string("\x2a\x00", 2)).ok());
+}
+
+TEST_CASE("sentencepiece pieces are at most kMaxPieceBytes long, in the runtime and in the converter") {
+  SentencePieceSpec s = small_spec();
+  const std::string longest(tern::kMaxPieceBytes, 'a'), too_long(tern::kMaxPieceBytes + 1, 'b');
+  s.pieces[7] = too_long;
+  require_invalid(s, "sentencepiece piece 7 is 1025 bytes long; a token may be at most 1024 bytes");
+  s.pieces[7] = longest;
+  CHECK(SentencePieceTokenizer::create(s).ok());
+  // The converter measures the pieces on the wire format before libsentencepiece builds its trie from them.
+  const std::string dir = tern::test::scratch_dir("sentencepiece_piece_length");
+  tern::test::write_file(dir + "/long.model", tern::test::sentencepiece_model_proto({"a", std::string(120000, 'c')}));
+  auto file = tern::convert::read_sentencepiece_file(dir + "/long.model");
+  REQUIRE_FALSE(file.ok());
+  CHECK(file.status().code() == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(file.status().message(), Catch::Contains("long.model': piece 4 is 120000 bytes long"));
+  tern::test::write_file(dir + "/longest.model", tern::test::sentencepiece_model_proto({"a", longest}));
+  file = tern::convert::read_sentencepiece_file(dir + "/longest.model");
+  REQUIRE(file.ok());
+  CHECK(file->pieces[4] == longest);
+  // libsentencepiece's trie builder throws on an empty key, which a piece starting with a NUL is to it (fuzz).
+  const std::tuple<const char*, std::string, const char*> bad_pieces[] = {
+      {"nul.model", std::string("\0b", 2), "piece 4 holds a NUL byte"}, {"empty.model", "", "piece 4 is empty"}};
+  for (const auto& [name, piece, message] : bad_pieces) {
+    tern::test::write_file(dir + "/" + name, tern::test::sentencepiece_model_proto({"a", piece}));
+    file = tern::convert::read_sentencepiece_file(dir + "/" + name);
+    REQUIRE_FALSE(file.ok());
+    CHECK_THAT(file.status().message(), Catch::Contains(std::string(name) + "': " + message));
+  }
+  // The count is compared before libsentencepiece reads the pieces, too.
+  file = tern::convert::read_sentencepiece_file(dir + "/longest.model", 4, "; a note");
+  REQUIRE_FALSE(file.ok());
+  CHECK_THAT(file.status().message(),
+             Catch::Contains("holds 5 pieces; the model's vocabulary has 4 tokens (the width of its logits); a note"));
+}
+
+// Pieces of every length up to the limit over one letter: the longest-match trie walks of unigram segmentation (and
+// of user-defined matching in the normalizer, and BPE's merges) meet the longest piece at every position.
+TEST_CASE("sentencepiece segmentation of a long text against the longest pieces is linear") {
+  const std::string text(64 * 1024, 'a');
+  std::vector<std::string> storage = {"<unk>", std::string(tern::kMaxPieceBytes, 'a'), "a"};
+  for (const PieceType long_type : {PieceType::kNormal, PieceType::kUserDefined}) {
+    for (const bool bpe : {false, true}) {
+      SentencePieceSpec s;
+      s.bpe = bpe;
+      s.pieces.assign(storage.begin(), storage.end());
+      s.scores = {0.0f, -1.0f, -1.0f};
+      s.types = {PieceType::kUnknown, long_type, PieceType::kNormal};
+      s.add_dummy_prefix = false;
+      auto t = SentencePieceTokenizer::create(s);
+      REQUIRE(t.ok());
+      std::vector<int32_t> ids;
+      const auto start = std::chrono::steady_clock::now();
+      REQUIRE(t->encode(text, &ids).ok());
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      INFO("bpe " << bpe << ", long piece type " << int(long_type) << ": " << seconds << " s");
+      CHECK(seconds < 10.0);  // a hang, not a speed check: quadratic walks took minutes
+      // The user-defined piece is cut greedily, the normal one chosen by score: both cover the text with it where
+      // they can; BPE has no merge path to the long piece, so only the user-defined one appears there.
+      size_t long_ids = 0, short_ids = 0;
+      for (int32_t id : ids) (id == 1 ? long_ids : short_ids) += 1;
+      CHECK(long_ids * tern::kMaxPieceBytes + short_ids == text.size());
+      if (long_type == PieceType::kUserDefined || !bpe) CHECK(long_ids == text.size() / tern::kMaxPieceBytes);
+    }
+  }
+}
+
+namespace {
+
+// A charsmap of one rule, 'a' -> `replacement`: the root's children at offset 1, 'a''s node at 1 ^ 'a' with a leaf
+// whose value unit (offset 1 on) points at pool offset 0 (PrecompiledCharsMap's unit layout).
+std::string one_rule_charsmap(const std::string& replacement) {
+  std::vector<uint32_t> units(98, 0);
+  units[0] = 1u << 10;
+  const size_t node = 1 ^ 'a';
+  units[node] = uint32_t('a') | (1u << 8) | (1u << 10);
+  units[node ^ 1] = 0x80000000u;
+  std::string trie(units.size() * 4, '\0');
+  std::memcpy(&trie[0], units.data(), trie.size());  // little-endian, as the format stores it
+  return charsmap_blob(trie, replacement + std::string(1, '\0'));
+}
+
+}  // namespace
+
+TEST_CASE("sentencepiece charsmap replacements are bounded at load, the normalized text while encoding") {
+  SentencePieceSpec s = small_spec();
+  s.add_dummy_prefix = false;
+  const std::string too_long = one_rule_charsmap(std::string(tern::kMaxReplacementBytes + 1, 'b'));
+  s.precompiled_charsmap = too_long;
+  require_invalid(s, "replacement at pool offset 0 is 129 bytes long; a normalization rule may write at most 128");
+  // The longest replacement allowed, 128 times the text: a 20-byte prompt once became 1.25 GB this way.
+  const std::string longest = one_rule_charsmap(std::string(tern::kMaxReplacementBytes, 'b'));
+  s.precompiled_charsmap = longest;
+  auto t = SentencePieceTokenizer::create(s);
+  REQUIRE(t.ok());
+  std::vector<int32_t> ids;
+  REQUIRE(t->encode("a", &ids).ok());  // 128 b's: within the slack every text has
+  CHECK(ids.size() == 128);            // b is a piece: one id each
+  const tern::Status st = t->encode(std::string(1000, 'a'), &ids);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.code() == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(st.message(), Catch::Contains("normalizing the text (1000 bytes) makes more than 16128 bytes"));
+  CHECK(ids.empty());
+  REQUIRE(t->encode("bab", &ids).ok());  // other text is untouched
+  CHECK(ids.size() == 130);
 }

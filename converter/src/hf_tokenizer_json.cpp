@@ -11,6 +11,7 @@
 #include "hf_tokenizer_steps.h"
 #include "importers/hf_decoder.h"
 #include "json_text.h"
+#include "text/token_limits.h"
 
 namespace tern::convert {
 namespace {
@@ -55,6 +56,8 @@ Status read_bpe_vocab(const Config& c, int64_t vocab_size, HfTokenizerJson* out,
     if (taken[size_t(id)])
       return c.field_error("vocab", "gives the id " + std::to_string(id) + " to both '" + clip(out->pieces[size_t(id)]) +
                                         "' and '" + clip(it.key()) + "'");
+    if (it.key().size() > kMaxPieceBytes)
+      return c.field_error("vocab", piece_too_long_message("token id " + std::to_string(id), it.key().size()));
     taken[size_t(id)] = true;
     out->pieces[size_t(id)] = it.key();
     ids->emplace(std::string_view(it.key()), id);
@@ -167,6 +170,7 @@ Status read_unigram(const Config& c, int64_t vocab_size, HfTokenizerJson* out, T
         std::abs(entry[1].get<double>()) > double(std::numeric_limits<float>::max()))
       return c.field_error(key, "has the score " + Config::show(entry[1]) + "; a score is a finite number");
     const std::string& piece = entry[0].get_ref<const std::string&>();
+    if (piece.size() > kMaxPieceBytes) return c.field_error(key, piece_too_long_message("the piece", piece.size()));
     const auto [it, fresh] = ids->emplace(std::string_view(piece), int32_t(i));
     if (!fresh)
       return c.field_error(key, "repeats the piece '" + clip(piece) + "' of vocab[" + std::to_string(it->second) + "]");
@@ -208,6 +212,8 @@ Status read_added_tokens(const Config& top, const std::string& file, const Token
     TERN_ASSIGN_OR_RETURN(t.normalized, c.boolean("normalized"));
     TERN_ASSIGN_OR_RETURN(t.special, c.boolean("special"));
     if (t.content.empty()) continue;  // add_tokens ignores it
+    if (t.content.size() > kMaxPieceBytes)
+      return c.field_error("content", piece_too_long_message("the content", t.content.size()));
     if (!contents.insert((*list)[i]["content"].get_ref<const std::string&>()).second)
       return c.field_error("content", "'" + clip(t.content) + "' repeats an earlier added token");
     const auto in_vocab = ids.find(t.content);

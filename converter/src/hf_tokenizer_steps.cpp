@@ -5,6 +5,7 @@
 #include "json_text.h"
 #include "text/hf_regex.h"
 #include "text/sentencepiece_tables.h"
+#include "text/token_limits.h"
 
 namespace tern::convert {
 namespace {
@@ -46,6 +47,14 @@ Result<int32_t> count(const Config& c, const std::string& key) {
 
 // SplitPattern / ReplacePattern: {"String": s} (matched literally) or {"Regex": r} (Oniguruma syntax), a regex
 // compiled now as tokenizers compiles it when it loads the file.
+// A Replace or Prepend normalizer's content: at most kMaxReplacementBytes, as the runtime checks at load.
+Status check_replacement(const Config& c, const std::string& key, const std::string& content) {
+  if (content.size() <= kMaxReplacementBytes) return Status::Ok();
+  return c.field_error(key, "is " + std::to_string(content.size()) +
+                                " bytes long; a normalization rule may write at most " +
+                                std::to_string(kMaxReplacementBytes));
+}
+
 Status read_pattern(const Config& c, HfStepSpec* step) {
   const json* p = c.get("pattern");
   if (!p) return c.field_error("pattern", "is missing");
@@ -146,10 +155,12 @@ Status read_normalizer_at(const json& value, const std::string& file, const std:
   } else if (type == "Prepend") {
     step.kind = uint8_t(N::PREPEND);
     TERN_ASSIGN_OR_RETURN(step.content, c.string("prepend"));
+    TERN_RETURN_IF_ERROR(check_replacement(c, "prepend", step.content));
   } else if (type == "Replace") {
     step.kind = uint8_t(N::REPLACE);
     TERN_RETURN_IF_ERROR(read_pattern(c, &step));
     TERN_ASSIGN_OR_RETURN(step.content, c.string("content"));
+    TERN_RETURN_IF_ERROR(check_replacement(c, "content", step.content));
   } else if (type == "Strip") {
     step.kind = uint8_t(N::STRIP);
     TERN_ASSIGN_OR_RETURN(step.left, c.boolean("strip_left"));

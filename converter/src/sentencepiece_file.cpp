@@ -2,10 +2,12 @@
 
 #include <sentencepiece_processor.h>
 
+#include <exception>
 #include <utility>
 
 #include "format/input_file.h"
 #include "proto_wire.h"
+#include "text/token_limits.h"
 
 namespace tern::convert {
 
@@ -16,7 +18,7 @@ constexpr std::string_view kDefaultUnknownSurface = " \xE2\x81\x87 ";
 
 // sentencepiece_model.proto (v0.1.97) field numbers.
 namespace field {
-constexpr uint32_t kModelPieces = 1, kPieceType = 3;
+constexpr uint32_t kModelPieces = 1, kPiecePiece = 1, kPieceType = 3;
 constexpr uint32_t kModelTrainerSpec = 2, kModelNormalizerSpec = 3, kModelDenormalizerSpec = 5;
 constexpr uint32_t kTrainerModelType = 3, kTrainerTreatWhitespaceAsSuffix = 24, kTrainerByteFallback = 35,
                    kTrainerUnkSurface = 44;
@@ -36,6 +38,7 @@ struct WireSettings {
   bool add_dummy_prefix = true, remove_extra_whitespaces = true, escape_whitespaces = true;
   std::string denormalizer_charsmap;
   std::vector<PieceType> piece_types;  // ModelProto.pieces[i].type, NORMAL when absent
+  bool piece_refused = false;          // the read stopped at a piece Tern's limits refuse
 };
 
 Status expect(const ProtoField& f, WireType type, std::string_view what) {
@@ -112,10 +115,18 @@ Status read_denormalizer_spec(std::string_view m, WireSettings* s) {
   });
 }
 
-// libsentencepiece's API tells unknown, control, unused and byte pieces apart but not user-defined ones.
-Status read_piece_type(std::string_view m, WireSettings* s) {
+// libsentencepiece's API tells unknown, control, unused and byte pieces apart but not user-defined ones. The
+// piece's text is checked here, before libsentencepiece sees the model: its trie build recurses once per byte of a
+// piece (one of ~120,000 bytes overflows the stack) and throws on an empty key, which a piece starting with a NUL
+// is to it (it keeps pieces as C strings).
+Status read_piece(std::string_view m, WireSettings* s) {
   PieceType type = PieceType::kNormal;
-  TERN_RETURN_IF_ERROR(for_each_proto_field(m, "pieces", [&type](const ProtoField& f) -> Status {
+  std::string_view text;  // the last occurrence wins
+  TERN_RETURN_IF_ERROR(for_each_proto_field(m, "pieces", [&](const ProtoField& f) -> Status {
+    if (f.number == field::kPiecePiece) {
+      TERN_RETURN_IF_ERROR(expect(f, WireType::kLengthDelimited, "pieces.piece"));
+      text = f.bytes;
+    }
     if (f.number == field::kPieceType) {
       TERN_RETURN_IF_ERROR(expect(f, WireType::kVarint, "pieces.type"));
       // A closed proto2 enum: a value it does not name leaves the field as it was.
@@ -125,6 +136,12 @@ Status read_piece_type(std::string_view m, WireSettings* s) {
     }
     return Status::Ok();
   }));
+  const std::string what = "piece " + std::to_string(s->piece_types.size());
+  s->piece_refused = true;
+  if (text.empty()) return InvalidArgument(what + " is empty");
+  if (text.size() > kMaxPieceBytes) return InvalidArgument(piece_too_long_message(what, text.size()));
+  if (text.find('\0') != std::string_view::npos) return InvalidArgument(what + " holds a NUL byte");
+  s->piece_refused = false;
   s->piece_types.push_back(type);
   return Status::Ok();
 }
@@ -135,7 +152,7 @@ Status read_wire_settings(std::string_view bytes, WireSettings* s) {
     switch (f.number) {
       case field::kModelPieces:
         TERN_RETURN_IF_ERROR(expect(f, WireType::kLengthDelimited, "pieces"));
-        return read_piece_type(f.bytes, s);
+        return read_piece(f.bytes, s);
       case field::kModelTrainerSpec:
         TERN_RETURN_IF_ERROR(expect(f, WireType::kLengthDelimited, "trainer_spec"));
         return read_trainer_spec(f.bytes, s);
@@ -175,15 +192,32 @@ SentencePieceSpec SentencePieceFile::spec() const {
   return s;
 }
 
-Result<SentencePieceFile> parse_sentencepiece_model(const std::string& bytes, const std::string& name) {
+Result<SentencePieceFile> parse_sentencepiece_model(const std::string& bytes, const std::string& name,
+                                                    int64_t vocab_size, const std::string& count_note) {
   const std::string quoted = "'" + name + "'";
+  // The wire format first, in one linear pass: the pieces' count and lengths are checked before libsentencepiece
+  // builds anything from them (millions of pieces for a small vocabulary cost it seconds and gigabytes).
+  WireSettings wire;
+  if (Status st = read_wire_settings(bytes, &wire); !st.ok()) {
+    if (wire.piece_refused) return InvalidArgument(quoted + ": " + st.message());
+    // Bytes that are not the message's wire format are no model libsentencepiece loads either.
+    return InvalidArgument(quoted + " is not a SentencePiece model libsentencepiece loads: " + st.message());
+  }
+  if (vocab_size >= 0 && int64_t(wire.piece_types.size()) != vocab_size) {
+    return InvalidArgument(quoted + " holds " + std::to_string(wire.piece_types.size()) +
+                           " pieces; the model's vocabulary has " + std::to_string(vocab_size) +
+                           " tokens (the width of its logits)" + count_note);
+  }
   sentencepiece::SentencePieceProcessor sp;
-  const auto loaded = sp.LoadFromSerializedProto(bytes);
+  sentencepiece::util::Status loaded;
+  try {  // its trie builder reports some bad keys by throwing
+    loaded = sp.LoadFromSerializedProto(bytes);
+  } catch (const std::exception& e) {
+    return InvalidArgument(quoted + " is not a SentencePiece model libsentencepiece loads: " + e.what());
+  }
   if (!loaded.ok()) {
     return InvalidArgument(quoted + " is not a SentencePiece model libsentencepiece loads: " + loaded.ToString());
   }
-  WireSettings wire;
-  if (Status st = read_wire_settings(bytes, &wire); !st.ok()) return InvalidArgument(quoted + ": " + st.message());
 
   auto refuse = [&](const std::string& setting) {
     return Unsupported(quoted + ": " + setting + " (Tern's tokenizer would not match libsentencepiece)");
@@ -235,10 +269,11 @@ Result<SentencePieceFile> parse_sentencepiece_model(const std::string& bytes, co
   return file;
 }
 
-Result<SentencePieceFile> read_sentencepiece_file(const std::string& path) {
+Result<SentencePieceFile> read_sentencepiece_file(const std::string& path, int64_t vocab_size,
+                                                  const std::string& count_note) {
   TERN_ASSIGN_OR_RETURN(InputFile in, InputFile::open(path));
   TERN_ASSIGN_OR_RETURN(std::string bytes, in.read_all(kMaxModelBytes, "a SentencePiece model"));
-  return parse_sentencepiece_model(bytes, path);
+  return parse_sentencepiece_model(bytes, path, vocab_size, count_note);
 }
 
 }  // namespace tern::convert

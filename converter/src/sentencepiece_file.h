@@ -33,10 +33,16 @@ struct SentencePieceFile {
 };
 
 // "cannot open 'x.model': ..."; "'x.model' is not a SentencePiece model: ..."; "'x.model': model_type WORD is not
-// supported (only UNIGRAM and BPE)". The result has passed SentencePieceTokenizer::create's checks too.
-Result<SentencePieceFile> read_sentencepiece_file(const std::string& path);
+// supported (only UNIGRAM and BPE)". The result has passed SentencePieceTokenizer::create's checks too. Before
+// libsentencepiece reads the file, its wire format is read for the pieces: one longer than kMaxPieceBytes
+// ("'x.model': piece 7 is 120000 bytes long; a token may be at most 1024 bytes") or, with vocab_size >= 0, a count
+// other than vocab_size ("'x.model' holds 320 pieces; the model's vocabulary has 258 tokens (the width of its
+// logits)", followed by count_note) is refused there.
+Result<SentencePieceFile> read_sentencepiece_file(const std::string& path, int64_t vocab_size = -1,
+                                                  const std::string& count_note = "");
 
 // The same from the file's bytes; `name` stands for the file in messages.
-Result<SentencePieceFile> parse_sentencepiece_model(const std::string& bytes, const std::string& name);
+Result<SentencePieceFile> parse_sentencepiece_model(const std::string& bytes, const std::string& name,
+                                                    int64_t vocab_size = -1, const std::string& count_note = "");
 
 }  // namespace tern::convert

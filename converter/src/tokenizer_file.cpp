@@ -93,13 +93,10 @@ Status attach_tokenizer(const std::string& checkpoint_dir, const TokenizerChoice
     *used = path;
     return Status::Ok();
   }
-  TERN_ASSIGN_OR_RETURN(SentencePieceFile file, read_sentencepiece_file(path));
-  if (int64_t(file.pieces.size()) != metadata->vocab_size) {
-    return InvalidArgument("'" + path + "' holds " + std::to_string(file.pieces.size()) +
-                           " pieces; the model's vocabulary has " + std::to_string(metadata->vocab_size) +
-                           " tokens (the width of its logits)" +
-                           (choice.path.empty() ? "; --tokenizer none converts without it" : ""));
-  }
+  // The count is compared with the vocabulary before the model is built (read_sentencepiece_file).
+  TERN_ASSIGN_OR_RETURN(SentencePieceFile file,
+                        read_sentencepiece_file(path, metadata->vocab_size,
+                                                choice.path.empty() ? "; --tokenizer none converts without it" : ""));
   metadata->vocab_kind = fb::VocabKind::SENTENCEPIECE;
   metadata->vocab_note.clear();
   metadata->byte_offset = 0;

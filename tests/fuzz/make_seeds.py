@@ -250,6 +250,65 @@ def write_tokenizer_seeds(tern_convert):
             subprocess.run([tern_convert, os.path.join(tmp, "ckpt"), "-o", out, "--quiet"], check=True)
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def proto_field(number, value):
+    """One protobuf field: an int as a varint, bytes/str as length-delimited, a float as fixed32."""
+    if isinstance(value, float):
+        return varint(number << 3 | 5) + struct.pack("<f", value)
+    if isinstance(value, (bool, int)):
+        return varint(number << 3) + varint(int(value))
+    data = value.encode() if isinstance(value, str) else value
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def sentencepiece_model(pieces, model_type, byte_fallback=False, user_defined=(), normalizer="identity",
+                        add_dummy_prefix=True):
+    """A sentencepiece.ModelProto (sentencepiece_model.proto field numbers): <unk>, <s>, </s>, the pieces scored
+    in order, then with byte_fallback the 256 <0xNN> pieces; user_defined pieces get type USER_DEFINED."""
+    entries = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3)]
+    entries += [(p, -1.0 - i * 0.5, 4 if p in user_defined else 1) for i, p in enumerate(pieces)]
+    if byte_fallback:
+        entries += [(f"<0x{b:02X}>", 0.0, 6) for b in range(256)]
+    out = b"".join(proto_field(1, proto_field(1, p) + proto_field(2, score) + proto_field(3, kind))
+                   for p, score, kind in entries)
+    trainer = proto_field(3, model_type) + proto_field(35, byte_fallback) + proto_field(40, 0) + \
+        proto_field(41, 1) + proto_field(42, 2)
+    out += proto_field(2, trainer)
+    out += proto_field(3, proto_field(1, normalizer) + proto_field(3, add_dummy_prefix) + proto_field(4, True) +
+                       proto_field(5, True))
+    return out
+
+
+TOKENIZER_TEXTS = [b"", b"the quick brown fox", b"  spaces   and\ttabs\n", "na\u00efve caf\u00e9 \u2581".encode(),
+                   b"\xff\xfe broken \xc3", "<|begin|> the word <|end|>  word".encode(), b"aaaaaaaaaaaaaaaaaaaa"]
+
+
+def write_tokenizer_target_seeds():
+    """corpus/tokenizer/: <tokenizer file>\\n#TEXT#\\n<text> (fuzz_tokenizer.cpp): SentencePiece models of each kind
+    written here field by field, and the two tokenizer.json files, each with a few texts."""
+    words = ["\u2581the", "\u2581a", "th", "he", "the", "an", "\u2581", "t", "h", "e", "a", "n", "o"]
+    files = {
+        "sp_unigram": sentencepiece_model(words, 1),
+        "sp_bpe": sentencepiece_model(words, 2),
+        "sp_unigram_bytes": sentencepiece_model(words + ["<|begin|>"], 1, byte_fallback=True,
+                                                user_defined=("<|begin|>",)),
+        "sp_bpe_bytes_no_prefix": sentencepiece_model(words, 2, byte_fallback=True, add_dummy_prefix=False),
+    }
+    for name, tokenizer in tokenizer_seeds().items():
+        files[name] = json.dumps(tokenizer, ensure_ascii=False).encode()
+    for name, data in files.items():
+        for i, text in enumerate(TOKENIZER_TEXTS):
+            write(os.path.join(HERE, f"corpus/tokenizer/{name}_{i}"), data + b"\n#TEXT#\n" + text)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -275,6 +334,7 @@ def main():
             out = os.path.join(HERE, f"corpus/model_load/{name}.tern")
             subprocess.run([tern_convert, tmp, "-o", out, "--quiet"], check=True)
     write_tokenizer_seeds(tern_convert)
+    write_tokenizer_target_seeds()
 
 
 if __name__ == "__main__":

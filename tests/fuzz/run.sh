@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(model_load safetensors convert_config tern_run)
+[ ${#targets[@]} -gt 0 ] || targets=(model_load safetensors convert_config tern_run tokenizer)
 build=${TERN_FUZZ_BUILD_DIR:-build-asan}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}

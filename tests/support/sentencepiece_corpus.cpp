@@ -1,5 +1,6 @@
 #include "sentencepiece_corpus.h"
 
+#include <cstring>
 #include <sstream>
 
 #include "test_support.h"
@@ -193,6 +194,32 @@ std::vector<std::string> sentencepiece_test_lines(const std::vector<std::string>
     lines.push_back(std::move(line));
   }
   return lines;
+}
+
+std::string proto_varint(uint64_t value) {
+  std::string out;
+  for (; value >= 0x80; value >>= 7) out += char(0x80 | (value & 0x7F));
+  return out + char(value);
+}
+
+std::string sentencepiece_model_proto(const std::vector<std::string>& pieces) {
+  // Field keys: ModelProto.pieces 1 (piece 1, score 2 as fixed32, type 3), trainer_spec 2 (model_type 3 = UNIGRAM),
+  // normalizer_spec 3 (name 1).
+  auto bytes_field = [](char key, const std::string& value) { return key + proto_varint(value.size()) + value; };
+  std::string model;
+  model.reserve(pieces.size() * 24 + 64);
+  auto add_piece = [&](const std::string& piece, float score, int type) {
+    char fixed[4];
+    std::memcpy(fixed, &score, 4);
+    model += bytes_field('\x0a', bytes_field('\x0a', piece) + '\x15' + std::string(fixed, 4) + '\x18' + char(type));
+  };
+  add_piece("<unk>", 0.0f, 2);
+  add_piece("<s>", 0.0f, 3);
+  add_piece("</s>", 0.0f, 3);
+  for (size_t i = 0; i < pieces.size(); ++i) add_piece(pieces[i], -1.0f - float(i % 1000) * 0.01f, 1);
+  model += bytes_field('\x12', std::string("\x18\x01", 2));
+  model += bytes_field('\x1a', bytes_field('\x0a', "identity"));
+  return model;
 }
 
 }  // namespace tern::test

@@ -18,4 +18,11 @@ std::vector<std::string> unicode_training_lines();
 // `count` test lines made from `base` by a PRNG seeded with `seed`: the base lines themselves first, then variants.
 std::vector<std::string> sentencepiece_test_lines(const std::vector<std::string>& base, size_t count, uint64_t seed);
 
+// A protobuf varint.
+std::string proto_varint(uint64_t value);
+// A SentencePiece .model (a serialized ModelProto) written field by field, for models no trainer makes: <unk>, <s>,
+// </s>, then `pieces` as normal pieces with descending scores; unigram, the identity normalizer, other fields at
+// their defaults.
+std::string sentencepiece_model_proto(const std::vector<std::string>& pieces);
+
 }  // namespace tern::test

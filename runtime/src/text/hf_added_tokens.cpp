@@ -6,6 +6,7 @@
 
 #include "text/hf_piece.h"
 #include "text/hf_steps.h"
+#include "text/token_limits.h"
 #include "text/unicode.h"
 
 namespace tern::hf {
@@ -69,7 +70,8 @@ int32_t longest_at(const PieceTrie& trie, std::string_view text, size_t pos, siz
 }  // namespace
 
 Result<std::unique_ptr<AddedTokens>> AddedTokens::build(
-    const fb::HfTokenizer& table, int64_t vocab_size, const std::function<std::string(std::string_view)>& normalize) {
+    const fb::HfTokenizer& table, int64_t vocab_size,
+    const std::function<Result<std::string>(std::string_view)>& normalize) {
   auto added = std::make_unique<AddedTokens>();
   std::unordered_map<std::string, size_t> by_content;
   std::map<int32_t, size_t> by_id;
@@ -88,6 +90,9 @@ Result<std::unique_ptr<AddedTokens>> AddedTokens::build(
     token.rstrip = t->rstrip();
     token.normalized = t->normalized();
     if (!is_valid_utf8(token.content)) return InvalidModel(what + "'s content is not valid UTF-8");
+    if (token.content.size() > kMaxPieceBytes) {
+      return InvalidModel(piece_too_long_message(what + "'s content", token.content.size()));
+    }
     if (token.id < 0 || token.id >= vocab_size) {
       return InvalidModel(what + " has id " + std::to_string(token.id) + ", outside the vocabulary of " +
                           std::to_string(vocab_size));
@@ -120,8 +125,15 @@ Result<std::unique_ptr<AddedTokens>> AddedTokens::build(
       raw_values.push_back(int32_t(i));
       continue;
     }
-    normalized_keys[i] = normalize(t.content);
+    auto normalized = normalize(t.content);
+    if (!normalized.ok())
+      return InvalidModel("hf_tokenizer added token \"" + t.content + "\": " + normalized.status().message());
+    normalized_keys[i] = std::move(normalized).value();
     const std::string_view key = normalized_keys[i];
+    if (key.size() > kMaxPieceBytes) {
+      return InvalidModel(
+          piece_too_long_message("hf_tokenizer added token \"" + t.content + "\" normalized", key.size()));
+    }
     if (key.empty()) {
       return InvalidModel("hf_tokenizer added token \"" + t.content + "\" normalizes to an empty string");
     }
@@ -149,6 +161,7 @@ std::vector<AddedTokens::Match> AddedTokens::find(std::string_view text, bool no
   std::vector<Match> out;
   size_t start_offset = 0;
   size_t pos = 0;
+  size_t space_run_end = 0;
   while (pos < text.size()) {
     size_t length = 0;
     const int32_t index = longest_at(trie, text, pos, &length);
@@ -165,9 +178,18 @@ std::vector<AddedTokens::Match> AddedTokens::find(std::string_view text, bool no
       const bool stop_space = stop == text.size() || !starts_with_word(text.substr(stop));
       if (!start_space || !stop_space) continue;
     }
-    // lstrip takes the whitespace before the token, but not what an earlier match already took.
-    if (token.lstrip) start = std::max(trailing_space_start(text.substr(0, start)), start_offset);
-    if (token.rstrip) stop += leading_space_length(text.substr(stop));
+    // lstrip takes the whitespace before the token, but not what an earlier match already took (looking no further
+    // back than that keeps the search linear).
+    if (token.lstrip) {
+      start = start <= start_offset
+                  ? start_offset
+                  : start_offset + trailing_space_start(text.substr(start_offset, start - start_offset));
+    }
+    if (token.rstrip) {
+      // Matches inside one whitespace run end where it ends: measured once, so rstrip scans no byte twice.
+      if (stop >= space_run_end) space_run_end = stop + leading_space_length(text.substr(stop));
+      stop = space_run_end;
+    }
     if (start_offset < start) out.push_back({-1, start_offset, start});
     out.push_back({index, start, stop});
     start_offset = stop;

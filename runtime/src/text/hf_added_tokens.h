@@ -30,9 +30,11 @@ class AddedTokens {
 
   // `normalize` applies the pipeline's normalizers: a normalized token is matched by its normalized content. Tokens
   // with an empty content are skipped, as the Rust's add_tokens skips them; a content listed twice is one token
-  // with the first one's id and the last one's flags (add_tokens overwrites the token of that id).
-  static Result<std::unique_ptr<AddedTokens>> build(const fb::HfTokenizer& table, int64_t vocab_size,
-                                                    const std::function<std::string(std::string_view)>& normalize);
+  // with the first one's id and the last one's flags (add_tokens overwrites the token of that id). A content, or a
+  // normalized content, longer than kMaxPieceBytes is refused: it bounds each search step of find.
+  static Result<std::unique_ptr<AddedTokens>> build(
+      const fb::HfTokenizer& table, int64_t vocab_size,
+      const std::function<Result<std::string>(std::string_view)>& normalize);
 
   const std::vector<Token>& tokens() const { return tokens_; }
   // find_matches on `text` with the tokens that are not normalized (raw) or those that are: spans in order covering

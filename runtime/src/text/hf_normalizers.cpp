@@ -3,6 +3,7 @@
 #include <string>
 
 #include "text/hf_steps.h"
+#include "text/token_limits.h"
 #include "text/unicode.h"
 
 namespace tern::hf {
@@ -143,14 +144,14 @@ void apply_strip(Piece* piece, bool left, bool right) {
   }
   if (begin == 0 && end == in.size()) return;
   piece->text = std::string(in.substr(begin, end - begin));
-  piece->origin = std::vector<size_t>(piece->origin.begin() + begin, piece->origin.begin() + end);
+  piece->origin = std::vector<Origin>(piece->origin.begin() + begin, piece->origin.begin() + end);
 }
 
 // NormalizedString::filter dropping combining marks: the kept characters keep their alignments.
 void apply_strip_accents(Piece* piece) {
   const std::string_view in(piece->text);
   std::string text;
-  std::vector<size_t> origin;
+  std::vector<Origin> origin;
   for (size_t i = 0; i < in.size();) {
     char32_t c;
     const size_t n = unicode::decode_utf8(in, i, &c);
@@ -202,6 +203,11 @@ Result<NormalizerStep> NormalizerStep::from_table(const fb::HfStep& step, size_t
   if (kind == fb::HfNormalizer::PREPEND || kind == fb::HfNormalizer::REPLACE) {
     n.content_ = step.content() ? step.content()->str() : std::string();
     if (!is_valid_utf8(n.content_)) return InvalidModel(what + "'s content is not valid UTF-8");
+    if (n.content_.size() > kMaxReplacementBytes) {
+      return InvalidModel(what + "'s content is " + std::to_string(n.content_.size()) +
+                          " bytes long; a normalization rule may write at most " +
+                          std::to_string(kMaxReplacementBytes));
+    }
   }
   if (kind == fb::HfNormalizer::REPLACE) {
     TERN_ASSIGN_OR_RETURN(Pattern pattern, Pattern::from_step(step, what));
@@ -228,7 +234,7 @@ Result<NormalizerStep> NormalizerStep::from_table(const fb::HfStep& step, size_t
   return n;
 }
 
-void NormalizerStep::apply_precompiled(Piece* piece) const {
+bool NormalizerStep::apply_precompiled(Piece* piece, size_t max_bytes) const {
   const std::string_view in(piece->text);
   std::vector<Change> dest;
   dest.reserve(in.size());
@@ -245,6 +251,7 @@ void NormalizerStep::apply_precompiled(Piece* piece) const {
     if (grapheme.size() < 6 && rule(grapheme, &replacement)) {
       modified = true;
       push_replacement(grapheme, replacement, &dest);
+      if (dest.size() > max_bytes) return false;  // a character is at least a byte
       continue;
     }
     for (size_t i = 0; i < grapheme.size();) {
@@ -254,6 +261,7 @@ void NormalizerStep::apply_precompiled(Piece* piece) const {
       if (rule(part, &replacement)) {
         modified = true;
         push_replacement(part, replacement, &dest);
+        if (dest.size() > max_bytes) return false;
       } else {
         dest.push_back({c, 0});
       }
@@ -261,23 +269,38 @@ void NormalizerStep::apply_precompiled(Piece* piece) const {
     }
   }
   if (modified) transform(piece, dest, 0);
+  return true;
 }
 
-void NormalizerStep::apply(Piece* piece) const {
+bool NormalizerStep::apply(Piece* piece, size_t max_bytes) const {
   switch (kind_) {
-    case fb::HfNormalizer::NFC: return apply_form(piece, unicode::Form::NFC);
-    case fb::HfNormalizer::NFD: return apply_form(piece, unicode::Form::NFD);
-    case fb::HfNormalizer::NFKC: return apply_form(piece, unicode::Form::NFKC);
-    case fb::HfNormalizer::NFKD: return apply_form(piece, unicode::Form::NFKD);
-    case fb::HfNormalizer::LOWERCASE: return apply_lowercase(piece);
+    case fb::HfNormalizer::NFC: apply_form(piece, unicode::Form::NFC); break;
+    case fb::HfNormalizer::NFD: apply_form(piece, unicode::Form::NFD); break;
+    case fb::HfNormalizer::NFKC: apply_form(piece, unicode::Form::NFKC); break;
+    case fb::HfNormalizer::NFKD: apply_form(piece, unicode::Form::NFKD); break;
+    case fb::HfNormalizer::LOWERCASE: apply_lowercase(piece); break;
     case fb::HfNormalizer::PREPEND:
       if (!piece->text.empty()) prepend(piece, content_);
-      return;
-    case fb::HfNormalizer::REPLACE: return replace(piece, pattern_->find_matches(piece->text), content_);
-    case fb::HfNormalizer::STRIP: return apply_strip(piece, left_, right_);
-    case fb::HfNormalizer::PRECOMPILED: return apply_precompiled(piece);
-    case fb::HfNormalizer::STRIP_ACCENTS: return apply_strip_accents(piece);
+      break;
+    case fb::HfNormalizer::REPLACE: {
+      // The size the replacement gives, known before it is built: each match (possibly empty) becomes content_.
+      const Spans spans = pattern_->find_matches(piece->text);
+      size_t bytes = piece->text.size();
+      for (const Span& span : spans) {
+        if (span.match) bytes += content_.size() - (span.end - span.begin);
+        if (bytes > max_bytes) return false;
+      }
+      replace(piece, spans, content_);
+      break;
+    }
+    case fb::HfNormalizer::STRIP: apply_strip(piece, left_, right_); break;
+    case fb::HfNormalizer::PRECOMPILED:
+      if (!apply_precompiled(piece, max_bytes)) return false;
+      break;
+    case fb::HfNormalizer::STRIP_ACCENTS: apply_strip_accents(piece); break;
   }
+  // The Unicode forms grow a character at most 18 times (U+FDFA); Prepend adds one bounded content.
+  return piece->text.size() <= max_bytes;
 }
 
 }  // namespace tern::hf

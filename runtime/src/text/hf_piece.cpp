@@ -52,7 +52,7 @@ Piece whole_piece(std::string_view text) {
   // Each byte's origin is the start of its character.
   for (size_t i = 0; i < text.size();) {
     const size_t n = char_length(text, i);
-    for (size_t k = 0; k < n; ++k) p.origin[i + k] = i;
+    for (size_t k = 0; k < n; ++k) p.origin[i + k] = Origin(i);
     i += n;
   }
   return p;
@@ -67,7 +67,7 @@ void transform_range(Piece* piece, size_t begin, size_t end, const std::vector<C
   for (size_t i = 0; i < initial_offset; ++i) skip_one();
 
   std::string text;
-  std::vector<size_t> origin;
+  std::vector<Origin> origin;
   for (const Change& ch : dest) {
     size_t align;
     if (ch.change > 0) {
@@ -80,17 +80,18 @@ void transform_range(Piece* piece, size_t begin, size_t end, const std::vector<C
     }
     for (int32_t k = 0; k < -ch.change; ++k) skip_one();
     unicode::append_utf8(ch.c, &text);
-    origin.resize(text.size(), align);
+    origin.resize(text.size(), Origin(align));
   }
 
-  std::string new_text;
-  new_text.reserve(begin + text.size() + (old.size() - end));
-  new_text.append(old.substr(0, begin)).append(text).append(old.substr(end));
-  std::vector<size_t> new_origin(piece->origin.begin(), piece->origin.begin() + begin);
-  new_origin.insert(new_origin.end(), origin.begin(), origin.end());
-  new_origin.insert(new_origin.end(), piece->origin.begin() + end, piece->origin.end());
-  piece->text = std::move(new_text);
-  piece->origin = std::move(new_origin);
+  if (begin == 0 && end == old.size()) {  // the whole text rewritten (NFC, ...): the new one takes its place
+    piece->text = std::move(text);
+    piece->origin = std::move(origin);
+    return;
+  }
+  // A part of it (Prepend's first character, ...): spliced in place, no second copy of the rest.
+  piece->text.replace(begin, end - begin, text);
+  piece->origin.erase(piece->origin.begin() + std::ptrdiff_t(begin), piece->origin.begin() + std::ptrdiff_t(end));
+  piece->origin.insert(piece->origin.begin() + std::ptrdiff_t(begin), origin.begin(), origin.end());
 }
 
 void prepend(Piece* piece, std::string_view s) {
@@ -148,7 +149,7 @@ void invert(Spans* spans) {
 
 void replace(Piece* piece, const Spans& spans, std::string_view content) {
   std::string text;
-  std::vector<size_t> origin;
+  std::vector<Origin> origin;
   text.reserve(piece->text.size());
   origin.reserve(piece->text.size());
   size_t last_end = 0;
@@ -160,7 +161,7 @@ void replace(Piece* piece, const Spans& spans, std::string_view content) {
     // match's last byte (of the piece's start for an empty match at 0).
     const size_t align = s.end < 1 ? piece->shift : piece->origin[s.end - 1];
     text.append(content);
-    origin.resize(text.size(), align);
+    origin.resize(text.size(), Origin(align));
     last_end = s.end;
   }
   text.append(piece->text, last_end, std::string::npos);

@@ -19,9 +19,12 @@ namespace tern::hf {
 // original character it is aligned with (the start of the Rust's alignment pair). Only those starts are kept: the
 // one thing encoding reads from them is where a piece starts in the original text (Metaspace's prepend_scheme First
 // prepends only to the piece that starts at offset 0).
+// 4 bytes: texts are below 4 GiB (HfTokenizer::encode refuses longer ones), and the vector is the largest thing
+// encoding keeps per byte of text.
+using Origin = uint32_t;
 struct Piece {
   std::string text;
-  std::vector<size_t> origin;  // [text.size()]
+  std::vector<Origin> origin;  // [text.size()]
   size_t shift = 0;            // offset in the input where this piece's original text starts (offsets_original().0)
 };
 

@@ -5,6 +5,7 @@
 #include "text/hf_added_tokens.h"
 #include "text/hf_piece.h"
 #include "text/hf_steps.h"
+#include "text/token_limits.h"
 
 namespace tern {
 
@@ -15,6 +16,11 @@ struct Item {
   int32_t added_id = -1;
   hf::Piece piece;
 };
+
+// No added token found: the one span is the whole text, which moves on instead of being copied.
+bool covers_whole(const std::vector<hf::AddedTokens::Match>& matches, size_t size) {
+  return matches.size() == 1 && matches[0].token < 0 && matches[0].begin == 0 && matches[0].end == size;
+}
 
 }  // namespace
 
@@ -42,27 +48,39 @@ Result<std::unique_ptr<HfTextPipeline>> HfTextPipeline::from_table(const fb::HfT
   return p;
 }
 
-void HfTextPipeline::normalize_piece(hf::Piece* piece) const {
-  for (const hf::NormalizerStep& step : normalizers_) step.apply(piece);
+Status HfTextPipeline::normalize_piece(hf::Piece* piece) const {
+  // Every step is held to the same bound on the piece's size, so a chain of expanding steps stops at the first one
+  // that would pass it.
+  const size_t input_bytes = piece->text.size();
+  const size_t limit = max_normalized_bytes(input_bytes);
+  for (const hf::NormalizerStep& step : normalizers_) {
+    if (!step.apply(piece, limit)) return normalized_too_long(input_bytes);
+  }
+  return Status::Ok();
 }
 
-std::string HfTextPipeline::normalize(std::string_view text) const {
+Result<std::string> HfTextPipeline::normalize(std::string_view text) const {
   hf::Piece piece = hf::whole_piece(hf::is_valid_utf8(text) ? std::string(text) : hf::to_valid_utf8(text));
-  normalize_piece(&piece);
+  TERN_RETURN_IF_ERROR(normalize_piece(&piece));
   return std::move(piece.text);
 }
 
-void HfTextPipeline::split(std::string_view text, bool split_specials, std::vector<HfSegment>* out) const {
-  const hf::Piece whole = hf::whole_piece(hf::is_valid_utf8(text) ? std::string(text) : hf::to_valid_utf8(text));
+Status HfTextPipeline::split(std::string_view text, bool split_specials, std::vector<HfSegment>* out) const {
+  hf::Piece whole = hf::whole_piece(hf::is_valid_utf8(text) ? std::string(text) : hf::to_valid_utf8(text));
   const auto& tokens = added_->tokens();
 
   // 1. Added tokens that are not normalized, matched in the text as it is.
   std::vector<Item> items;
-  for (const auto& m : added_->find(whole.text, false, split_specials)) {
-    if (m.token >= 0) {
-      items.push_back({tokens[size_t(m.token)].id, {}});
-    } else if (m.begin < m.end) {
-      items.push_back({-1, hf::slice(whole, m.begin, m.end)});
+  const auto matches = added_->find(whole.text, false, split_specials);
+  if (covers_whole(matches, whole.text.size())) {
+    if (!whole.text.empty()) items.push_back({-1, std::move(whole)});  // no added token: no copy of the text
+  } else {
+    for (const auto& m : matches) {
+      if (m.token >= 0) {
+        items.push_back({tokens[size_t(m.token)].id, {}});
+      } else if (m.begin < m.end) {
+        items.push_back({-1, hf::slice(whole, m.begin, m.end)});
+      }
     }
   }
 
@@ -73,8 +91,16 @@ void HfTextPipeline::split(std::string_view text, bool split_specials, std::vect
       next.push_back(std::move(item));
       continue;
     }
-    normalize_piece(&item.piece);
-    for (const auto& m : added_->find(item.piece.text, true, split_specials)) {
+    TERN_RETURN_IF_ERROR(normalize_piece(&item.piece));
+    const auto normalized_matches = added_->find(item.piece.text, true, split_specials);
+    if (covers_whole(normalized_matches, item.piece.text.size())) {
+      if (item.piece.text.empty()) continue;
+      // As hf::slice gives it: the piece starts where its first byte came from (a Strip may have moved it).
+      item.piece.shift = item.piece.origin[0];
+      next.push_back(std::move(item));
+      continue;
+    }
+    for (const auto& m : normalized_matches) {
       if (m.token >= 0) {
         next.push_back({tokens[size_t(m.token)].id, {}});
       } else if (m.begin < m.end) {
@@ -100,12 +126,15 @@ void HfTextPipeline::split(std::string_view text, bool split_specials, std::vect
     items.swap(next);
   }
 
+  out->reserve(out->size() + items.size());
   for (Item& item : items) {
     HfSegment segment;
     segment.added_id = item.added_id;
     if (item.added_id < 0) segment.word = std::move(item.piece.text);
+    std::vector<hf::Origin>().swap(item.piece.origin);  // 4 bytes per byte, no longer read
     out->push_back(std::move(segment));
   }
+  return Status::Ok();
 }
 
 }  // namespace tern

@@ -33,16 +33,17 @@ class HfTextPipeline {
   // compile within HfRegex's bounds, ids in [0, vocab_size)) and builds the pipeline; a message names what is wrong.
   static Result<std::unique_ptr<HfTextPipeline>> from_table(const fb::HfTokenizer& table, int64_t vocab_size);
   // Appends the segments of text in order. split_specials false: special added tokens are not split out (their
-  // text is encoded as ordinary text, tokenizers' encode_special_tokens = true).
-  void split(std::string_view text, bool split_specials, std::vector<HfSegment>* out) const;
-  // The normalizers applied to one string (the decoders' Replace has its own; exposed for tests).
-  std::string normalize(std::string_view text) const;
+  // text is encoded as ordinary text, tokenizers' encode_special_tokens = true). The one error: normalization growing
+  // a part of the text past max_normalized_bytes (text/token_limits.h), which no real tokenizer's rules do.
+  Status split(std::string_view text, bool split_specials, std::vector<HfSegment>* out) const;
+  // The normalizers applied to one string (the decoders' Replace has its own; exposed for tests); the same error.
+  Result<std::string> normalize(std::string_view text) const;
 
   ~HfTextPipeline();
 
  private:
   HfTextPipeline();
-  void normalize_piece(hf::Piece* piece) const;
+  Status normalize_piece(hf::Piece* piece) const;
 
   std::vector<hf::NormalizerStep> normalizers_;
   std::vector<hf::PreTokenizerStep> pre_tokenizers_;

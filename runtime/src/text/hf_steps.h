@@ -33,11 +33,14 @@ class Pattern {
 
 class NormalizerStep {
  public:
+  // Checks the step (a Replace or Prepend content, a charsmap's replacements: at most kMaxReplacementBytes).
   static Result<NormalizerStep> from_table(const fb::HfStep& step, size_t index);
-  void apply(Piece* piece) const;
+  // false: the result would pass max_bytes (a Replace or a charsmap is stopped before it builds more; *piece is then
+  // left in some state the caller drops).
+  bool apply(Piece* piece, size_t max_bytes) const;
 
  private:
-  void apply_precompiled(Piece* piece) const;
+  bool apply_precompiled(Piece* piece, size_t max_bytes) const;
 
   fb::HfNormalizer kind_ = fb::HfNormalizer::NFC;
   std::string content_;

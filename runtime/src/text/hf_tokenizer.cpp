@@ -53,8 +53,12 @@ Result<std::unique_ptr<HfTokenizer>> HfTokenizer::from_table(const fb::HfTokeniz
 
 Status HfTokenizer::encode(std::string_view text, bool add_special_tokens, bool split_specials,
                            std::vector<int32_t>* ids) const {
+  if (text.size() > UINT32_MAX) {
+    return InvalidArgument("the text holds " + std::to_string(text.size()) +
+                           " bytes; a tokenizer.json tokenizer takes less than 4 GiB at once");
+  }
   std::vector<HfSegment> segments;
-  pipeline_->split(text, split_specials, &segments);
+  TERN_RETURN_IF_ERROR(pipeline_->split(text, split_specials, &segments));
   if (add_special_tokens) ids->insert(ids->end(), prefix_ids_.begin(), prefix_ids_.end());
   HfBpe::Scratch bpe_scratch;
   HfUnigram::Scratch unigram_scratch;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "text/token_limits.h"
+
 namespace tern {
 
 Result<HfVocab> HfVocab::from_table(const fb::HfTokenizer& table, int64_t vocab_size) {
@@ -18,6 +20,9 @@ Result<HfVocab> HfVocab::from_table(const fb::HfTokenizer& table, int64_t vocab_
   for (int64_t i = 0; i < count; ++i) {
     const flatbuffers::String* p = pieces->Get(flatbuffers::uoffset_t(i));
     const std::string_view piece(p->data(), p->size());
+    if (piece.size() > kMaxPieceBytes) {
+      return InvalidModel(piece_too_long_message("vocabulary: hf_tokenizer.pieces " + std::to_string(i), piece.size()));
+    }
     vocab.pieces.push_back(piece);
     if (piece.empty()) continue;
     const auto inserted = vocab.ids.emplace(piece, int32_t(i));

@@ -16,7 +16,8 @@ struct HfVocab {
   std::vector<std::string_view> pieces;               // [vocab_size]; "" where the model has no token
   std::unordered_map<std::string_view, int32_t> ids;  // every non-empty piece -> its id
 
-  // Checks pieces (exactly vocab_size of them, no non-empty piece twice) and builds the map. Errors name the field
+  // Checks pieces (exactly vocab_size of them, none longer than kMaxPieceBytes, no non-empty piece twice) and builds
+  // the map. Errors name the field
   // and the id: "hf_tokenizer.pieces: 17 and 40 are both \"ab\"".
   static Result<HfVocab> from_table(const fb::HfTokenizer& table, int64_t vocab_size);
 

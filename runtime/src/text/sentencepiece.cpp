@@ -72,6 +72,7 @@ Result<SentencePieceTokenizer> SentencePieceTokenizer::create(SentencePieceSpec 
     const std::string_view piece = spec.pieces[i];
     const PieceType type = spec.types[i];
     if (piece.empty()) return InvalidModel(piece_name(i) + " is empty");
+    if (piece.size() > kMaxPieceBytes) return InvalidModel(piece_too_long_message(piece_name(i), piece.size()));
     // The reference's unigram trie keeps pieces as C strings: one holding a NUL would be cut short there.
     if (piece.find('\0') != std::string_view::npos) return InvalidModel(piece_name(i) + " holds a NUL byte");
     if (!std::isfinite(spec.scores[i])) return InvalidModel(piece_name(i) + "'s score is not finite");
@@ -151,35 +152,37 @@ size_t SentencePieceTokenizer::user_defined_prefix(std::string_view text) const 
   return longest;
 }
 
-void SentencePieceTokenizer::encode(std::string_view text, std::vector<int32_t>* ids) const {
+bool SentencePieceTokenizer::append_ids(const Segment& s, bool* previous_unknown, std::vector<int32_t>* ids) const {
+  const PieceType t = type(s.id);
+  // A control piece covers no text, so the reference finds the normalized text not all consumed and fails the whole
+  // encoding: no ids. Only a BPE model whose control piece is one character can get here.
+  if (t == PieceType::kControl) return false;
+  const bool unknown = t == PieceType::kUnknown;
+  if (unknown && spec_.byte_fallback) {
+    for (char c : s.piece) ids->push_back(byte_ids_[uint8_t(c)]);
+  } else if (!(unknown && *previous_unknown)) {  // a run of unknown pieces is one unknown id
+    ids->push_back(s.id);
+  }
+  *previous_unknown = unknown;
+  return true;
+}
+
+Status SentencePieceTokenizer::encode(std::string_view text, std::vector<int32_t>* ids) const {
   ids->clear();
   std::string normalized;
-  normalize(text, &normalized);
-  if (normalized.empty()) return;
-  std::vector<Segment> segments;
+  TERN_RETURN_IF_ERROR(normalize(text, &normalized));
+  // Segmentation keeps offsets into the normalized text in 32 bits.
+  if (normalized.size() > UINT32_MAX) {
+    return InvalidArgument("the text normalizes to " + std::to_string(normalized.size()) +
+                           " bytes; a sentencepiece tokenizer takes less than 4 GiB at once");
+  }
+  if (normalized.empty()) return Status::Ok();
   if (spec_.bpe) {
-    segment_bpe(normalized, &segments);
+    encode_bpe(normalized, ids);
   } else {
-    segment_unigram(normalized, &segments);
+    encode_unigram(normalized, ids);
   }
-  ids->reserve(segments.size());
-  bool previous_unknown = false;
-  for (const Segment& s : segments) {
-    const PieceType t = type(s.id);
-    // A control piece covers no text, so the reference finds the normalized text not all consumed and fails the
-    // whole encoding: no ids. Only a BPE model whose control piece is one character can get here.
-    if (t == PieceType::kControl) {
-      ids->clear();
-      return;
-    }
-    const bool unknown = t == PieceType::kUnknown;
-    if (unknown && spec_.byte_fallback) {
-      for (char c : s.piece) ids->push_back(byte_ids_[uint8_t(c)]);
-    } else if (!(unknown && previous_unknown)) {  // a run of unknown pieces is one unknown id
-      ids->push_back(s.id);
-    }
-    previous_unknown = unknown;
-  }
+  return Status::Ok();
 }
 
 std::string SentencePieceTokenizer::decode(const int32_t* ids, size_t n) const {

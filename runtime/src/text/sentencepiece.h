@@ -22,8 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "text/sentencepiece_tables.h"
 #include "format/status.h"
+#include "text/sentencepiece_tables.h"
+#include "text/token_limits.h"
 
 namespace tern {
 
@@ -44,14 +45,17 @@ class SentencePieceTokenizer {
  public:
   // Validates everything (the data comes from a possibly hostile model file: the charsmap's trie is bounds-checked
   // at every access so no input text or file can read out of bounds or loop forever; sizes agree; exactly one
-  // kUnknown piece at unk_id; no empty, NUL-holding or duplicate pieces; finite scores; byte pieces spelled
-  // <0xNN>, only with byte_fallback, and then all 256 present). Errors: InvalidModel naming what is wrong
-  // ("sentencepiece piece 17 is empty").
+  // kUnknown piece at unk_id; no empty, NUL-holding, duplicate or over-long pieces (kMaxPieceBytes, which bounds
+  // every trie walk of segmentation and normalization); finite scores; byte pieces spelled <0xNN>, only with
+  // byte_fallback, and then all 256 present). Errors: InvalidModel naming what is wrong ("sentencepiece piece 17 is
+  // empty").
   static Result<SentencePieceTokenizer> create(SentencePieceSpec spec);
 
-  // ids as SentencePieceProcessor::Encode(text, &ids) gives them (any bytes accepted; never fails on text). *ids is
-  // replaced, not appended to.
-  void encode(std::string_view text, std::vector<int32_t>* ids) const;
+  // ids as SentencePieceProcessor::Encode(text, &ids) gives them (any bytes accepted). *ids is replaced, not
+  // appended to. The one error: normalization growing the text past max_normalized_bytes (text/token_limits.h), which
+  // only a charsmap no real model has can do. Memory besides the ids, per byte of normalized text: unigram 13 (the
+  // text and the best path to each byte); BPE about 1 + 16 per character (its symbols) + 12 per merge candidate.
+  Status encode(std::string_view text, std::vector<int32_t>* ids) const;
   // As SentencePieceProcessor::DecodeIds (ids assumed in [0, V); the caller checks range).
   std::string decode(const int32_t* ids, size_t n) const;
   // The text one id adds when it follows other ids (no leading-space removal): U+2581 as space, a byte piece as its
@@ -66,6 +70,9 @@ class SentencePieceTokenizer {
     std::string_view piece;
     int32_t id;
   };
+  // What encode does with the segments in turn (unknown runs, byte fallback); false: the encoding fails (a control
+  // piece). The unigram walk back feeds it the last segment first, then reverses *ids.
+  bool append_ids(const Segment& s, bool* previous_unknown, std::vector<int32_t>* ids) const;
 
   SentencePieceTokenizer() = default;
   PieceType type(int32_t id) const { return spec_.types[size_t(id)]; }
@@ -74,9 +81,10 @@ class SentencePieceTokenizer {
   // Bytes of the longest user-defined piece that is a prefix of text; 0 when none.
   size_t user_defined_prefix(std::string_view text) const;
 
-  void normalize(std::string_view input, std::string* normalized) const;
-  void segment_unigram(std::string_view normalized, std::vector<Segment>* segments) const;
-  void segment_bpe(std::string_view normalized, std::vector<Segment>* segments) const;
+  Status normalize(std::string_view input, std::string* normalized) const;
+  // The ids of normalized text (below 4 GiB) straight into *ids, with no list of segments in between.
+  void encode_unigram(std::string_view normalized, std::vector<int32_t>* ids) const;
+  void encode_bpe(std::string_view normalized, std::vector<int32_t>* ids) const;
 
   SentencePieceSpec spec_;
   PrecompiledCharsMap charsmap_;

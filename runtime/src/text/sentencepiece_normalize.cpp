@@ -10,9 +10,13 @@ constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";           // U+2581
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 }  // namespace
 
-void SentencePieceTokenizer::normalize(std::string_view input, std::string* normalized) const {
+Status SentencePieceTokenizer::normalize(std::string_view input, std::string* normalized) const {
   normalized->clear();
-  if (input.empty()) return;
+  if (input.empty()) return Status::Ok();
+  // Each rule writes at most kMaxReplacementBytes (checked at load); the whole stays within this, checked as it
+  // grows, so a hostile charsmap costs at most this much memory before the error.
+  const size_t input_bytes = input.size();
+  const size_t limit = max_normalized_bytes(input_bytes);
 
   // The normalized form of the text's first unit and the bytes it covers: a user-defined piece unchanged, else the
   // longest charsmap rule, else one UTF-8 character (a malformed byte: U+FFFD, one byte consumed).
@@ -41,10 +45,10 @@ void SentencePieceTokenizer::normalize(std::string_view input, std::string* norm
       input.remove_prefix(n);
     }
   }
-  if (input.empty()) return;
+  if (input.empty()) return Status::Ok();
 
   const std::string_view space = spec_.escape_whitespaces ? kSpaceSymbol : std::string_view(" ");
-  normalized->reserve(input.size() * 3);
+  normalized->reserve(input.size() + space.size());  // most text; escaped spaces grow it
   const bool dummy_in_front = spec_.add_dummy_prefix && !spec_.treat_whitespace_as_suffix;
   if (dummy_in_front) normalized->append(space);
 
@@ -63,6 +67,10 @@ void SentencePieceTokenizer::normalize(std::string_view input, std::string* norm
         }
       }
       previous_space = unit.back() == ' ';
+      if (normalized->size() > limit) {
+        normalized->clear();
+        return normalized_too_long(input_bytes);
+      }
     }
     input.remove_prefix(n);
     if (!remove_extra) previous_space = false;
@@ -75,6 +83,7 @@ void SentencePieceTokenizer::normalize(std::string_view input, std::string* norm
     }
   }
   if (spec_.add_dummy_prefix && spec_.treat_whitespace_as_suffix) normalized->append(space);
+  return Status::Ok();
 }
 
 }  // namespace tern

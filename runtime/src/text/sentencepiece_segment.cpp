@@ -20,13 +20,13 @@ constexpr float kUnknownPenalty = 10.0f;
 
 }  // namespace
 
-void SentencePieceTokenizer::segment_unigram(std::string_view normalized, std::vector<Segment>* segments) const {
-  // best[e]: the best path over normalized[0, e) whose last piece ends at e, as (its score, where that piece
-  // starts, its id). starts_at -1: none yet.
+void SentencePieceTokenizer::encode_unigram(std::string_view normalized, std::vector<int32_t>* ids) const {
+  // best[e]: the best path over normalized[0, e) whose last piece ends at e, as (its score, its last piece's id and
+  // bytes). length 0: none yet. 12 bytes per byte of text: with ids, the whole of encoding's memory besides the text.
   struct BestPath {
-    int32_t id = -1;
     float score = 0.0f;
-    int64_t starts_at = -1;
+    int32_t id = -1;
+    uint32_t length = 0;  // at most kMaxPieceBytes (a piece) or 4 (an unknown character)
   };
   const size_t size = normalized.size();
   std::vector<BestPath> best(size + 1);
@@ -35,6 +35,8 @@ void SentencePieceTokenizer::segment_unigram(std::string_view normalized, std::v
     const float score_so_far = best[start].score;
     const size_t char_length = std::min(one_char_length(normalized[start]), size - start);
     bool has_single_char_piece = false;
+    // Pieces are at most kMaxPieceBytes long, so the trie has no deeper node: each walk takes at most that many
+    // steps and the whole search is linear in the text.
     int32_t node = PieceTrie::root();
     for (size_t end = start; end < size;) {
       node = trie_.child(node, uint8_t(normalized[end]));
@@ -49,47 +51,54 @@ void SentencePieceTokenizer::segment_unigram(std::string_view normalized, std::v
                                                                 : double(spec_.scores[size_t(id)]);
       const double candidate = score + double(score_so_far);
       BestPath& target = best[end];
-      if (target.starts_at == -1 || candidate > double(target.score)) {
-        target.score = float(candidate);
-        target.starts_at = int64_t(start);
-        target.id = id;
-      }
+      if (target.length == 0 || candidate > double(target.score)) target = {float(candidate), id, uint32_t(length)};
       if (length == char_length) has_single_char_piece = true;
     }
     if (!has_single_char_piece) {  // the character as an unknown piece, scored in float
       BestPath& target = best[start + char_length];
       const float candidate = unknown_score + score_so_far;
-      if (target.starts_at == -1 || candidate > target.score) {
-        target.score = candidate;
-        target.starts_at = int64_t(start);
-        target.id = spec_.unk_id;
+      if (target.length == 0 || candidate > target.score) {
+        target = {candidate, spec_.unk_id, uint32_t(char_length)};
       }
     }
     start += char_length;
   }
-  segments->clear();
-  // Every character boundary is reached (at worst by an unknown piece), so the walk back ends at 0.
+  // Walked back from the end (every character boundary is reached, at worst by an unknown piece), the ids go in last
+  // first, each piece's own bytes (byte fallback) reversed too, and the whole is reversed once: a run of unknown
+  // pieces is one id read in either direction.
+  ids->clear();
+  bool previous_unknown = false;
   for (size_t end = size; end > 0;) {
-    const BestPath& node = best[end];
-    if (node.starts_at < 0) break;
-    const size_t start = size_t(node.starts_at);
-    segments->push_back({normalized.substr(start, end - start), node.id});
+    const BestPath& path = best[end];
+    if (path.length == 0) break;
+    const size_t start = end - path.length;
+    const size_t before = ids->size();
+    if (!append_ids({normalized.substr(start, path.length), path.id}, &previous_unknown, ids)) {
+      ids->clear();
+      return;
+    }
+    std::reverse(ids->begin() + std::ptrdiff_t(before), ids->end());
     end = start;
   }
-  std::reverse(segments->begin(), segments->end());
+  std::reverse(ids->begin(), ids->end());
 }
 
-void SentencePieceTokenizer::segment_bpe(std::string_view normalized, std::vector<Segment>* segments) const {
+void SentencePieceTokenizer::encode_bpe(std::string_view normalized, std::vector<int32_t>* ids) const {
+  // 16 bytes per character; offsets are 32-bit (encode refuses normalized text of 4 GiB).
   struct Symbol {
-    int32_t prev;  // -1 at the start
-    int32_t next;  // -1 at the end
-    bool frozen;   // a user-defined piece: never merged
-    std::string_view piece;  // empty once merged into its left neighbour
+    int32_t prev;          // -1 at the start
+    int32_t next;          // -1 at the end
+    uint32_t begin;        // in normalized
+    uint32_t length : 31;  // 0 once merged into its left neighbour
+    uint32_t frozen : 1;   // a user-defined piece: never merged
   };
+  // A candidate merge of `left` and its next symbol, 12 bytes. A symbol only grows, by taking in its next one, so a
+  // candidate is stale exactly when its two symbols no longer add up to `size`: either side changed, or `left`'s
+  // next is another symbol that begins past the merged piece.
   struct Pair {
-    int32_t left, right;
+    int32_t left;
     float score;
-    size_t size;  // bytes of the merged piece; a pair whose symbols changed since no longer adds up to it
+    uint32_t size;  // bytes of the merged piece
   };
   // The best pair on top: highest score, then leftmost.
   struct PairOrder {
@@ -99,15 +108,17 @@ void SentencePieceTokenizer::segment_bpe(std::string_view normalized, std::vecto
   };
 
   std::vector<Symbol> symbols;
-  symbols.reserve(normalized.size());
-  for (std::string_view rest = normalized; !rest.empty();) {
+  symbols.reserve(normalized.size());  // one per byte at most, and for most text about that
+  for (size_t at = 0; at < normalized.size();) {
+    const std::string_view rest = normalized.substr(at);
     const size_t user_defined = user_defined_prefix(rest);
     const size_t n = user_defined > 0 ? user_defined : std::min(one_char_length(rest.front()), rest.size());
     const int32_t index = int32_t(symbols.size());
-    rest.remove_prefix(n);
-    symbols.push_back({index - 1, rest.empty() ? -1 : index + 1, user_defined > 0,
-                       std::string_view(rest.data() - n, n)});
+    at += n;
+    symbols.push_back({index - 1, at == normalized.size() ? -1 : index + 1, uint32_t(at - n), uint32_t(n),
+                       user_defined > 0 ? 1u : 0u});
   }
+  auto piece = [&](const Symbol& s) { return normalized.substr(s.begin, s.length); };
 
   std::priority_queue<Pair, std::vector<Pair>, PairOrder> agenda;
   // Unused pieces met as a pair: the two symbols they were made of (the last pair seen wins, as in the reference).
@@ -116,13 +127,13 @@ void SentencePieceTokenizer::segment_bpe(std::string_view normalized, std::vecto
     if (left == -1 || right == -1 || symbols[size_t(left)].frozen || symbols[size_t(right)].frozen) return;
     const Symbol& l = symbols[size_t(left)];
     const Symbol& r = symbols[size_t(right)];
-    const std::string_view merged(l.piece.data(), l.piece.size() + r.piece.size());
+    const std::string_view merged = normalized.substr(l.begin, l.length + r.length);
     const auto it = ids_.find(merged);
     if (it == ids_.end()) return;
     const PieceType t = type(it->second);
     if (t != PieceType::kNormal && t != PieceType::kUserDefined && t != PieceType::kUnused) return;
-    agenda.push({left, right, spec_.scores[size_t(it->second)], merged.size()});
-    if (t == PieceType::kUnused) unused_parts[merged] = {l.piece, r.piece};
+    agenda.push({left, spec_.scores[size_t(it->second)], uint32_t(merged.size())});
+    if (t == PieceType::kUnused) unused_parts[merged] = {piece(l), piece(r)};
   };
   for (size_t i = 1; i < symbols.size(); ++i) consider_pair(int32_t(i - 1), int32_t(i));
 
@@ -130,28 +141,34 @@ void SentencePieceTokenizer::segment_bpe(std::string_view normalized, std::vecto
     const Pair top = agenda.top();
     agenda.pop();
     Symbol& l = symbols[size_t(top.left)];
-    Symbol& r = symbols[size_t(top.right)];
-    if (l.piece.empty() || r.piece.empty() || l.piece.size() + r.piece.size() != top.size) continue;
-    l.piece = std::string_view(l.piece.data(), l.piece.size() + r.piece.size());
+    if (l.length == 0 || l.next == -1) continue;
+    Symbol& r = symbols[size_t(l.next)];
+    if (l.length + r.length != top.size) continue;
+    l.length += r.length;
     l.next = r.next;
     if (r.next >= 0) symbols[size_t(r.next)].prev = top.left;
-    r.piece = std::string_view();
+    r.length = 0;
     consider_pair(l.prev, top.left);
     consider_pair(top.left, l.next);
   }
 
-  // Unused pieces go back, recursively, to the pair that formed them (a stack instead of recursion).
-  segments->clear();
+  // Unused pieces go back, recursively, to the pair that formed them (a stack instead of recursion); each final
+  // segment goes straight into the ids.
+  ids->clear();
+  bool previous_unknown = false;
   std::vector<std::string_view> pending;
   for (int32_t index = 0; index != -1; index = symbols[size_t(index)].next) {
-    pending.push_back(symbols[size_t(index)].piece);
+    pending.push_back(piece(symbols[size_t(index)]));
     while (!pending.empty()) {
       const std::string_view w = pending.back();
       pending.pop_back();
       const int32_t id = piece_id(w);
       const auto parts = type(id) == PieceType::kUnused ? unused_parts.find(w) : unused_parts.end();
       if (parts == unused_parts.end()) {
-        segments->push_back({w, id});
+        if (!append_ids({w, id}, &previous_unknown, ids)) {
+          ids->clear();
+          return;
+        }
       } else {
         pending.push_back(parts->second.second);
         pending.push_back(parts->second.first);

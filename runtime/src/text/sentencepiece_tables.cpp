@@ -4,6 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "text/token_limits.h"
+
 namespace tern {
 
 size_t sentencepiece_utf8_length(std::string_view text) {
@@ -96,6 +98,18 @@ Result<PrecompiledCharsMap> PrecompiledCharsMap::parse(std::string_view blob) {
   }
   map.units_ = blob.substr(4, trie_bytes);
   map.pool_ = blob.substr(4 + size_t(trie_bytes));
+  // A replacement is read from its offset to the next NUL (or the pool's end), so bounding every NUL-separated run
+  // of the pool bounds them all, whatever offsets the trie holds.
+  for (size_t start = 0; start < map.pool_.size();) {
+    const size_t nul = std::min(map.pool_.find('\0', start), map.pool_.size());
+    if (nul - start > kMaxReplacementBytes) {
+      return InvalidModel("sentencepiece precompiled_charsmap's replacement at pool offset " + std::to_string(start) +
+                          " is " + std::to_string(nul - start) +
+                          " bytes long; a normalization rule may write at most " +
+                          std::to_string(kMaxReplacementBytes));
+    }
+    start = nul + 1;
+  }
   return map;
 }
 
@@ -121,7 +135,10 @@ size_t PrecompiledCharsMap::longest_match(std::string_view text, std::string_vie
   size_t results = 0;
   // The same walk as Darts' commonPrefixSearch: out-of-range positions end it as a label mismatch would.
   size_t pos = unit_offset(unit(0));
-  for (size_t i = 0; i < text.size() && results < kMaxResults; ++i) {
+  // A double array may hold a cycle: the walk stops after kMaxPieceBytes as it does at a mismatch (real rules'
+  // sources are a few characters), so normalizing stays linear in the text.
+  const size_t walk = std::min(text.size(), kMaxPieceBytes);
+  for (size_t i = 0; i < walk && results < kMaxResults; ++i) {
     const uint8_t c = uint8_t(text[i]);
     pos ^= c;
     if (pos >= count) break;
@@ -146,7 +163,7 @@ size_t PrecompiledCharsMap::shortest_match(std::string_view text, std::string_vi
   const size_t count = unit_count();
   if (count == 0) return 0;
   size_t pos = unit_offset(unit(0));
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < std::min(text.size(), kMaxPieceBytes); ++i) {  // as longest_match's walk
     const uint8_t c = uint8_t(text[i]);
     if (c == 0) break;
     pos ^= c;

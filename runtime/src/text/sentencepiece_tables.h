@@ -46,11 +46,12 @@ class PieceTrie {
 
 // NormalizerSpec.precompiled_charsmap: <uint32 little-endian trie size in bytes><double-array units, uint32 LE each>
 // <replacement pool>. Every unit and pool access is bounds-checked, so a hostile blob gives some mapping, never an
-// out-of-bounds read; a search walks at most one unit per input byte, so it always ends.
+// out-of-bounds read; a search walks at most one unit per input byte and at most kMaxPieceBytes units, so it always
+// ends, after a bounded number of steps.
 class PrecompiledCharsMap {
  public:
-  // An empty blob is no mapping at all. A blob too short for its header, or whose trie size runs past its end, is
-  // InvalidModel.
+  // An empty blob is no mapping at all. A blob too short for its header, whose trie size runs past its end, or whose
+  // pool holds a replacement longer than kMaxReplacementBytes (text/token_limits.h) is InvalidModel.
   static Result<PrecompiledCharsMap> parse(std::string_view blob);
 
   // No unit: no rule can match.

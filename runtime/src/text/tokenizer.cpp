@@ -123,8 +123,9 @@ Status Tokenizer::encode(std::string_view text, bool add_special, bool specials_
   if (add_special && adds_bos()) ids->push_back(bos_);
   if (kind_ == Kind::kSymbols) return symbols_->encode(text, ids);
   if (kind_ == Kind::kSentencePiece) {
+    if (ids->empty()) return sentencepiece_->encode(text, ids);  // the usual case: no copy of the ids
     std::vector<int32_t> out;
-    sentencepiece_->encode(text, &out);
+    TERN_RETURN_IF_ERROR(sentencepiece_->encode(text, &out));
     ids->insert(ids->end(), out.begin(), out.end());
     return Status::Ok();
   }
