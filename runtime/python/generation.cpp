@@ -132,6 +132,9 @@ std::unique_ptr<Generator> create_generator(py::object session, const std::strin
   Session& s = instance_of<Session>(session, "session", "tern.Session");
   tern_generator_options o;
   tern_generator_options_init(&o);
+  // The library's generator would refuse to go on after an end token; this binding's streams decide that themselves
+  // (stop_at_end), and Generator.next samples on through one, as tern_generator_next did before it stopped.
+  o.ignore_eos = 1;
   const std::pair<const char*, tern_context_policy> policies[] = {{"stop", TERN_CONTEXT_STOP},
                                                                   {"slide", TERN_CONTEXT_SLIDE},
                                                                   {"sinks", TERN_CONTEXT_SINKS},
