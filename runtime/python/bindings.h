@@ -8,8 +8,10 @@
 #include <pybind11/stl.h>  // std::vector <-> list (ids, history)
 
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tern/tern.hpp"
@@ -52,6 +54,18 @@ T& instance_of(py::handle object, const char* what, const char* type_name) {
                          std::string(py::str(object.get_type().attr("__name__"))));
   }
   return object.cast<T&>();
+}
+
+// A keyword argument given as a name ("cpu", "f16", "slide") -> its enum value; ValueError naming the choices.
+template <typename Enum>
+Enum choice(const std::string& field, const std::string& given,
+            std::initializer_list<std::pair<const char*, Enum>> names) {
+  std::string known;
+  for (const auto& [name, value] : names) {
+    if (given == name) return value;
+    known += std::string(known.empty() ? "" : ", ") + "'" + name + "'";
+  }
+  throw py::value_error(field + " must be one of " + known + "; got '" + given + "'");
 }
 
 // tern.Model: the C++ wrapper's handle, and the bytes object the library reads in place (from_bytes given a

@@ -135,21 +135,11 @@ std::unique_ptr<Generator> create_generator(py::object session, const std::strin
   // The library's generator would refuse to go on after an end token; this binding's streams decide that themselves
   // (stop_at_end), and Generator.next samples on through one, as tern_generator_next did before it stopped.
   o.ignore_eos = 1;
-  const std::pair<const char*, tern_context_policy> policies[] = {{"stop", TERN_CONTEXT_STOP},
-                                                                  {"slide", TERN_CONTEXT_SLIDE},
-                                                                  {"sinks", TERN_CONTEXT_SINKS},
-                                                                  {"shift", TERN_CONTEXT_SHIFT}};
-  bool known = false;
-  for (const auto& [name, policy] : policies) {
-    if (context_policy == name) {
-      o.context_policy = policy;
-      known = true;
-    }
-  }
-  if (!known) {
-    throw py::value_error("context_policy must be one of 'stop', 'slide', 'sinks', 'shift'; got '" + context_policy +
-                          "'");
-  }
+  o.context_policy = choice<tern_context_policy>("context_policy", context_policy,
+                                                {{"stop", TERN_CONTEXT_STOP},
+                                                 {"slide", TERN_CONTEXT_SLIDE},
+                                                 {"sinks", TERN_CONTEXT_SINKS},
+                                                 {"shift", TERN_CONTEXT_SHIFT}});
   o.keep_tokens = keep_tokens;
   o.history_tokens = history_tokens;
   auto g = std::make_unique<Generator>();

@@ -2,7 +2,6 @@
 // writes in place, the state as bytes, and the planner's numbers as dicts.
 #include <Python.h>
 
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,18 +11,6 @@
 namespace tern_python {
 
 namespace {
-
-// A keyword argument given as a name ("cpu", "f16") -> its enum value; ValueError naming the choices.
-template <typename Enum>
-Enum choice(const std::string& field, const std::string& given,
-            std::initializer_list<std::pair<const char*, Enum>> names) {
-  std::string known;
-  for (const auto& [name, value] : names) {
-    if (given == name) return value;
-    known += std::string(known.empty() ? "" : ", ") + "'" + name + "'";
-  }
-  throw py::value_error(field + " must be one of " + known + "; got '" + given + "'");
-}
 
 // Runs call() (a tern_session_* call returning its status) without the GIL and with the session's mutex held; a
 // failure raises tern.Error with the session's message, read while the mutex still holds it.
