@@ -31,8 +31,15 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 namespace {
 
 // AddressSanitizer's shadow and fake stacks grow the process on their own; the allocation count still holds.
+// GCC says so with __SANITIZE_ADDRESS__, clang (the sanitized tree's compiler) with __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kRssIsTern = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssIsTern = false;
+#else
+constexpr bool kRssIsTern = true;
+#endif
 #else
 constexpr bool kRssIsTern = true;
 #endif
