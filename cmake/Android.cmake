@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # An Android NDK build (docs/arm64-android.md, "Android"):
 #   cmake -S . -B build-android -G Ninja -DCMAKE_TOOLCHAIN_FILE=$NDK/build/cmake/android.toolchain.cmake \
 #         -DANDROID_ABI=arm64-v8a -DANDROID_PLATFORM=android-28 -DCMAKE_PREFIX_PATH=<prefix>

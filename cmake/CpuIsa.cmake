@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The CPU backend's hot loops (runtime/src/cpu/isa/) are compiled once per instruction-set variant, and the
 # library picks one at run time (cpu/isa.cpp: the widest the CPU supports, or TERN_CPU_ISA's). Each variant is its
 # own object library with its own flags and its own namespace, tern::cpu::isa_<name>, so that no code compiled for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tern_check_in_sysroot(NAME path...): when cross-compiling, every file or directory that a find step chose for the
 # library NAME must lie inside one of the target's roots, symlinks resolved: CMAKE_SYSROOT, or a directory of
 # CMAKE_FIND_ROOT_PATH (an Android build's dependency prefixes, cmake/Android.cmake). A build machine's library or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tern_embed_shaders(TARGET target SOURCES a.comp b.comp ... INCLUDE_DIR dir [VARIANTS name=source:DEFINE[:ENV] ...])
 # Compiles each GLSL compute shader with glslc at build time into SPIR-V written as a C initializer list
 # (glslc -mfmt=c), and adds to TARGET one generated source that holds them all as uint32_t arrays with a lookup by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The libraries libtern links privately, found as Debian 12 installs them, as imported targets:
 #   tern_deps::XNNPACK, tern_deps::pthreadpool  find_library (XNNPACK ships no CMake or pkg-config file)
 #   tern_deps::cpuinfo                          pkg-config libcpuinfo (its CMake config is broken on Debian 12)

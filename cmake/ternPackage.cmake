@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # `cmake --install`: libtern (shared + static), the public headers, the CMake package (find_package(tern): tern::tern,
 # tern::tern_static) and tern.pc. Included by runtime/CMakeLists.txt; the tools install themselves (converter/,
 # examples/). Everything installed is relocatable: `cmake --install BUILD --prefix P` works for any P.

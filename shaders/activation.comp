@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ACTIVATION: y = f(x) elementwise over [n, d]. KIND: 0 RELU, 1 GELU_ERF, 2 GELU_TANH, 3 SILU, 4 SOFTCAP (schema
 // ActivationKind; common/activation.glsl).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ADAPTIVE_EMBEDDING (ops/adaptive.h): y[r, o] = scale * (proj_i table_i[id - l_i])[o] for id = ids[r] in cluster i.
 //   ids [n] (checked by the host), y [n, d];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ADAPTIVE_LOG_SOFTMAX (ops/adaptive.h) in three dispatches (STAGE):
 //   0: px[r, pxoff_i + c] = (x_r proj_i)[c] (x_r itself without a projection)       grid over n * PXW

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (AdaptiveSpan; semantics: runtime/src/ops/adaptive_span.h): query i of head h reads the keys at distances
 // d = 1..reach[h] (never itself), score (q·k_j + q·pe_d) * scale, where a key before position 0 is a zero vector that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ADD: y = a + b over [n, d]. Push constants: common/row_push.glsl.
 #include "common/interface.glsl"

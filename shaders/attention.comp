@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (dense, sliding window, chunked local, strided, fixed): causal softmax attention with online softmax, so
 // no [n, keys] score buffer exists anywhere. A workgroup takes BQ query rows of one head; key tiles of BK keys (k and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // CONCAT: y = [a | b] row by row. a [n, da], b [n, db], y [n, da + db].
 #include "common/interface.glsl"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // EMBEDDING: y[i, :] = table[ids[i], :] * scale. ids [n] (checked by the host), table [V, d], y [n, d].
 // The table bound is rows [first_row, first_row + rows): the whole table, or one part of one over

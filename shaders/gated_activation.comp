@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // GATED_ACTIVATION: y[i, j] = act(gate[i, j]) * up[i, j] over [n, F], x [n, 2F] = gate | up (SwiGLU with SILU, GeGLU
 // with GELU_TANH). KIND: 0 RELU, 1 GELU_ERF, 2 GELU_TANH, 3 SILU (common/activation.glsl), as the CPU path: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // The streaming state of an attention op, after its call: the keys and values of positions pos0..pos0+n-1 go to
 // their slot (common/attention_pattern.glsl: j % ring, or fixed's summary slots), except ring positions a later

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // A context shift of a dense attention op's state (VulkanBackend::shift; the CPU's AttentionKernel::shift): the
 // n = keep entries of positions d.. (d = pos0 - n, pos0 the positions held) move to slots 0..n-1, each key rotated

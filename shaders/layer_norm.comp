@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LAYER_NORM: y = (x - mean) / sqrt(var + eps) * gamma + beta, row by row. x, y [n, d]; gamma, beta [d].
 // One workgroup per row (rows stride by the workgroup count); two passes, as the CPU path.

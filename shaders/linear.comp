@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LINEAR: y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS), y [n, y_stride].
 // A weight over maxStorageBufferRange runs as one dispatch per part of whole rows (ops_linear.cpp): W and b are then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LOG_SOFTMAX: y = x - log(sum_j exp(x_j)), row by row. x, y [n, d]. One workgroup per row.
 // Push constants: common/row_push.glsl.

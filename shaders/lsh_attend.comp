@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, step 3 (runtime/src/ops/lsh.h): every query against its window, with HF's float32 log-sum-exp.
 // Chunked call: the sorted axis (hashes * n_pad slots per head) in chunks of `chunk`; the queries of chunk c see the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, step 4 (runtime/src/ops/lsh.h): the rounds of each query combined by a softmax over their
 // log-sum-exps, in float32 as HF: M = max_r lse_r, L = log(sum_r exp(lse_r - M)) + M, out = sum_r exp(lse_r - L) out_r.

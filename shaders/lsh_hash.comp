@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, step 1 (runtime/src/ops/lsh.h): per head h and position j, the normalised key
 //   keys[h, j] = qk_j * rsqrt(mean(qk_j^2) + eps) * scale

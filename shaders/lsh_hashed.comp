@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, after lsh_step: the cache's hashed flag (state[0]) for the next call. A call's unhashed steps hash
 // every position once the sequence reaches a chunk, so the flag is set when pos0 + n >= chunk (lsh_step.comp).

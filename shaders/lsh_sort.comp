@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, step 2 (runtime/src/ops/lsh.h): per head and round, the positions sorted by bucket, stably (ties in
 // position order), pads (positions n..n_pad-1) after every bucket: a counting sort in one workgroup per (round, head).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, a call after the first (runtime/src/ops/lsh.h, "Continuing a sequence"): Hugging Face's cached
 // step, as the CPU's LshCache::step (cpu/lsh_cache.cpp) computes it, one workgroup per (head, call position).

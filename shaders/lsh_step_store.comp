@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, a call after the first (runtime/src/ops/lsh.h, "Continuing a sequence"; the CPU's LshCache::step):
 // what lsh_step reads of the call's own positions, put into the cache before any of them steps (a position's window

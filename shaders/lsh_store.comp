@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, after a first call of n positions (runtime/src/ops/lsh.h, "Continuing a sequence"; the CPU's
 // cpu/lsh_cache.cpp store_rows / store_first_buckets): the cache a later call continues from.

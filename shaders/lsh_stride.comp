@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // LSH attention, a call after the first (runtime/src/ops/lsh.h, "Continuing a sequence"): the round offset of the
 // call's new buckets, as the CPU's LshCache::step picks it: buckets + 1 when the padding bucket of a padded first

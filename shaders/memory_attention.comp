@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION with a memory, step 3: query i of the call (qkv row prefix + i) against keys [first, prefix + i] with
 // online softmax, one invocation a (query, head): no [n, keys] buffer anywhere.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION with a memory, step 1: ctx = [memory; h], the rows the keys and values come from (the raw rows: the
 // memory update reads them too, after the state they came from has been read).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION with a memory, step 2: qkv = norm(ctx) W^T (+ b) for every row of ctx. One workgroup a row (rows stride by
 // the workgroup count): the row, layer-normalised when NORM (pre-LN Transformer-XL), staged in shared memory.

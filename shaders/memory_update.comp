@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION with a memory, step 4: the state after the call, from ctx (memory_concat.comp) alone.
 //   MODE 0 RelativeXL: state [M, d] = the last M rows of ctx [M + n, d].

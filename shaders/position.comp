@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // POSITION: y[i] = x[i] + pe[pos0 + i]. x, y [n, d].
 // LEARNED: table [P, d]. SINUSOIDAL: pe[p, 2k] = sin(2 pi p f_k), pe[p, 2k+1] = cos(2 pi p f_k), f_k = 10000^(-2k/d)

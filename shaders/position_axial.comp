@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // POSITION of kind AXIAL (Reformer): y[i] = x[i] + [rows[p / s1] | cols[p % s1]], p = pos0 + i.
 // x, y [n, d0 + d1]; rows [s0, d0]; cols [s1, d1].

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // RMS_NORM: x, y [n, width]; gain [columns]. Each group of `group` columns among the first `columns` of a row:
 //   y = x / sqrt(mean(x^2 over the group) + eps) * (weight_offset + gain),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ROTARY: x, y [n, width]; the first `heads` blocks of head_dim columns rotate their first rotary_dim columns in
 // pairs (a, b) = (x[first], x[second]):  a' = a cos - b sin,  b' = b cos + a sin;  every other column is copied.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (Routing), step 4: every member query of a cluster attends the cluster's keys at positions <= its own
 // (normalised queries and keys, the values as they are), with online softmax over key tiles staged in shared memory.

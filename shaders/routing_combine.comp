@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (Routing), step 5: each position's routing-head output, the sum of its clusters' outputs (clusters in
 // ascending order, as the CPU path adds them) divided by (the number of those clusters + count_eps); zeros for a

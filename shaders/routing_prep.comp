@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (Routing), step 1 of runtime/src/vulkan/ops_routing.cpp: the normalised query and key of every position
 // and routing head (layer norm without gain or bias), in float32 with the arithmetic of ops/routing.cpp's

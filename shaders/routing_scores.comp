@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (Routing), step 2: the score of every normalised query and key against every centroid of its head,
 // summed in float32 in column order as ops/routing.cpp's routing_scores (each product rounded before it is added:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // ATTENTION (Routing), step 3: per cluster, its w = min(window, n) members, as ops/routing.cpp's routing_top picks
 // them: the w largest scores, equal scores to the lower position. Each position's rank (the positions ahead of it in

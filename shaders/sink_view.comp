@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // Attention sinks (ops/sink_cache.h, ops_attention.cpp): what the call sees, for attention.comp's SINKS variant.
 //   view [held, 2*kv_inner]: cache entry e (0 <= e < held = min(pos0, S + W), in cache order: SinkCache::position_of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #version 450
 // The streaming state of an AdaptiveSpan op after its call: key/value head g keeps its last cap[g] keys and values,
 // position j in slot ring_offset[g] + j % cap[g] (adaptive_span.comp describes the layout; the tables give them at

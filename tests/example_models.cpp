@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The models the examples' ctest tests run on, converted into the build tree by the converter library:
 //   kjv-byte.tern     the shipped model (examples/models/kjv-byte: dense attention, learned positions, context 256)
 //   kjv-llama.tern    the shipped Llama-architecture model (examples/models/kjv-llama: Hugging Face layout with its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Catch2's runner, with one change to its exit status: a run with no failure that skipped part of itself (a Vulkan
 // case without a device) exits with kSkipExitCode, so ctest reports it as skipped; any failure exits as a failure,
 // whatever else the run printed.

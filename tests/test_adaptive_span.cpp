@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Adaptive span attention (ops/adaptive_span.h): the reference kernel's zero for a head that reaches no key, the
 // loader's checks, and facebookresearch/adaptive-span goldens (tools/reference/make_adaptive_span_goldens.py)
 // converted and run block by block and token by token (on each backend, Vulkan also against the CPU path), with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-convert on tiny random facebookresearch/adaptive-span checkpoints (converter/adaptive-span.md): the graph, the
 // parameter names with and without the DataParallel "module." prefix, and the errors for bad configs and tensors.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C API's versioning rules: version queries, options structs that grow (struct_size), and the log callback.
 #include <catch2/catch.hpp>
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where the C API's messages go: every failing call puts its message in the slot tern.h names for it (the session's,
 // the generator's, or the calling thread's), so that tern.hpp, which reads the slot of the handle it wraps, never
 // reports an empty message; a NULL argument's message names the argument. Also the C++ wrapper's lifetimes (a

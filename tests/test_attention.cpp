@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention for every pattern: the pattern's decomposition into a contiguous run and scattered keys, the CPU kernel
 // (cpu/kernels.h) against the reference kernel, and the planner's streaming state, which keeps only the keys a
 // pattern can still reach. Each kind through a session, streamed and on every backend, is a case of the op case

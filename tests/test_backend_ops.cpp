@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs every case of the op case table (support/op_cases.h) on every backend through the public C API: one Catch2
 // test per (group, backend), "<group> on CPU" and "<group> on Vulkan", with one section per case, so that ctest
 // lists and runs the groups in parallel and a failure names the case and the backend. Per session of a case: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compressed weights (tern-convert --weights f16|int8|int4) on every golden checkpoint of every family, on each
 // backend. What a compressed model computes is defined as the float32 model whose weights are the dequantised ones
 // (format/dequantize.h: value = q * scale): each case runs the compressed model and that twin (the float32 conversion

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compressive memory (ops/compressive.h; reference family kind "compressive"): the goldens of
 // tools/reference/make_compressive_goldens.py streamed segment by segment (on each backend: on Vulkan with both
 // memories on the device), and a state that stops growing once both memories are full. The op against the reference

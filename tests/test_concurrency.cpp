@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One loaded model shared by sessions on several threads at once: every thread's outputs must be bit for bit
 // those of the same calls made on one thread, alone. A data race on the model, on shared kernel tables or
 // between sessions shows up as a differing bit (and, under ThreadSanitizer, as a report).

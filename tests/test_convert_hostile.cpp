@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-convert against hostile inputs (issue 20, round two), through the built binary under a 20 s timeout and a
 // 4 GiB address-space limit, as they were found: nesting deep enough to overflow a recursive parser, inputs that
 // block or never end, header sizes that exposed a quadratic step, signals and file-size limits mid-write, inputs

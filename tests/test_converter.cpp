@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-convert on tiny random reference-family checkpoints: graph, layout, weight bytes, errors, atomicity; the graph
 // and decoder builders and the writer on graphs built here.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU kernels' instruction-set variants (cpu/isa.h, cmake/CpuIsa.cmake): which one a process runs, what a
 // session reports, and every variant this CPU runs against the narrowest one on the same random inputs, loop by loop.
 // ctest runs this file once more under TERN_CPU_ISA set to each variant and to a name that is none

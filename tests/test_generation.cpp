@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern_generator and the session's sequence limit on converted models: reproducible text across thread counts, the
 // SLIDE and STOP policies at the limit, bounded-state models continuing past max_tokens, validation, and text <-> ids.
 #include <algorithm>

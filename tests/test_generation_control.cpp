@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Generation an app can drive: stops at end tokens, stop strings and max_new_tokens with the reason; a generator
 // saved and restored into a fresh session continues token for token (CPU and Vulkan); abort and progress callbacks
 // on long calls; misuse of a session behind its generator's back; hostile generator blobs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern_activation_storage F16 on the CPU: the bulk conversions against an independent rounding, Reformer models
 // (whose two residual streams stay whole around LSH layers) against the float32 PyTorch goldens, and the option's
 // limits: models without such values run exactly as with float32, the Vulkan backend refuses it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Layers whose heads are split into groups of different attention kinds (converter/reference-family.md, "groups";
 // schema/tern.fbs, ATTENTION). The goldens groups_strided_fixed and groups_routing_sliding run with the other
 // goldens (test_models.cpp, test_routing.cpp); this file covers the planner's state per group and config errors.

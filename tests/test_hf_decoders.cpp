@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hugging Face llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text and gpt2 checkpoints (docs/models-llama.md,
 // models-gemma.md, models-gpt2.md): the RoPE tables against transformers' numbers (tests/fixtures/rope_tables.json,
 // written by tools/reference/rope_tables.py with PyTorch); the graph each family's tiny random checkpoint becomes;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Hugging Face decoder goldens (tests/goldens/hf_*: HF-layout random-init checkpoints of llama, mistral, qwen2,
 // qwen3, phi3, gemma2, gemma3_text and gpt2 with the logits of tools/reference/hf_decoders.py): each converts and its
 // prompt logits and every cached generation step match within 1e-4 (relative L2) on the CPU; converted with

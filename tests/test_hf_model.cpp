@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tokenizer.json models and decoders (text/hf_bpe.h, hf_unigram.h, hf_decoders.h) against the `tokenizers`
 // library: tests/fixtures/hf_model_cases.json holds small BPE and Unigram models drawn from a fixed seed, the ids
 // tokenizers 0.23.2 gives their texts (each text one word), and decoder chains' texts for id lists, written by

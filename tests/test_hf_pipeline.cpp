@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // HfTextPipeline (text/hf_pipeline.h) against the `tokenizers` library: the pipelines of tests/fixtures/hf_pipeline.json
 // (written by tools/reference/make_hf_pipeline_fixture.js: the normalizers, pre-tokenizers and added tokens of real
 // tokenizer.json files and small ones for each kind and flag) are built as fb::HfTokenizer tables, and every text

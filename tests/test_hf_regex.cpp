@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // HfRegex (runtime/src/text/hf_regex.h) against Oniguruma: the pieces that the `tokenizers` library's Split
 // pre-tokenizer cuts random mixed-script strings into with the patterns of real tokenizer.json files
 // (tests/fixtures/hf_regex_splits.json, written by tools/reference/make_hf_regex_fixture.js); the syntax outside the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tokenizer.json into the HF_TOKENIZER vocabulary (converter/src/hf_tokenizer_json.h): small files built here, read
 // through tern-convert and checked field by field in the written HfTokenizer table; hostile files refused with a
 // message and exit status 1 by the built binary, fast and within its address-space limit; and, where

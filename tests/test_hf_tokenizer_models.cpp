@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A converted model whose tokenizer is a Hugging Face tokenizer.json, end to end: the shipped kjv-llama (a Llama
 // checkpoint with both a tokenizer.json and the SentencePiece tokenizer.model it was written from) takes its
 // tokenizer.json by default; its ids equal libsentencepiece's for the same text, and tern-run --prompt prints the same

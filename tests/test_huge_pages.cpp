@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cpu/huge_pages.h: large buffers start on a huge page and only their whole huge pages are marked for transparent
 // huge pages (Linux: VmFlags "hg" in /proc/self/smaps); small ones are ordinary 64-byte aligned allocations.
 #include <catch2/catch.hpp>

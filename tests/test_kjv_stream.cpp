@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The shipped bounded-state model, examples/models/kjv-stream (sliding-window attention, w = 128, no positions):
 // streamed through one session far past its context, it gives the bits per byte that the PyTorch reference computes
 // for the same bytes (tools/reference/sample.py --score --streamed --write-json, the model's reference_streamed.json),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern_kv_storage F16 on the CPU: keys and values of dense, sliding, chunked, strided and fixed attention kept as
 // float16. The definition (tern.h): every key and value is rounded to half once, when a call computes it, and every
 // query attends to the rounded ones. Checked three ways: each kernel variant's float16 loops against its float32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Loader robustness: a model file is untrusted input. Every hostile file gives a clear error, never a crash.
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reformer LSH attention (ops/lsh.h): the reference kernel's sensitivity to padding, rounds and rotations, the
 // loader's checks, whole-sequence-only streaming (on each backend), the planner's bytes, and the limits of the AXIAL
 // positions Reformer also uses. The op against the reference (int and factorised buckets, several rounds, chunks

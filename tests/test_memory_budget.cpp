@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Resource limits: a session that cannot fit its memory budget (or, without one, the machine) fails at creation
 // with the planner's numbers, before allocating what does not fit; streaming state never outgrows its plan.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End-to-end: reference-family checkpoints converted and run, against PyTorch goldens (tools/reference/), on each
 // backend (Vulkan also against the CPU path). The routing goldens run in tests/test_routing.cpp.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // White-box tests of the plain ops' CPU kernels (cpu/kernels.h) against their reference kernels on random input,
 // relative error <= 1e-5, at sizes beyond the session cases (layer_norm d up to 1024, 10^4 and 5x10^4 element
 // activations and adds, log_softmax with one class); and sinusoidal positions a million tokens into a stream. Each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The arena planner (core/planner.h): place_buffers against a direct first-fit written here, on random lifetimes
 // and sizes, and the time it takes on long chains of ops (a hidden benchmark: ./test_planner "[bench]").
 #include <catch2/catch.hpp>

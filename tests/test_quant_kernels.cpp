@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The compressed-weight kernels of the CPU's kernel table (cpu/isa/table.h, cpu/isa/quant.inc): int8 activations,
 // I8, I4 and F16 matrix-vector / small-GEMM loops, each against a double-precision reference written here from the
 // table's definitions, for the variant this process runs (ctest runs this file once per variant via TERN_CPU_ISA,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hugging Face Reformer checkpoints (converter/reformer.md): the goldens of tools/reference/make_reformer_goldens.py
 // (logits from reformer_model.py, HF's eval forward) converted and run in one forward; generation continuing a prompt
 // step by step as HF's cached path does (tools/reference/reformer_cached.py); rotations drawn from the hash seed when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Routing attention (ops/routing.h): the reference kernel against independent formulas for its two corner cases and
 // its sensitivity to centroids and window, continuing a sequence (each later position as row t over 0..t; Vulkan
 // refuses it), the planner's bytes, the loader's and the converter's checks, and the reference-family goldens of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Continuing a sequence through routing layers (ops/routing.h, "Continuing a sequence"): each step against the
 // goldens of tools/reference/routing_steps.py (the prefix recomputed by brute force each step), the cache as the
 // planner's state, saved and restored, a forged cache refused, none kept by a forward_only session, and Vulkan's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Row-block execution (cpu/row_chains.h): chains of row-wise ops, and of attention that runs in appends, run block by
 // block give the results of one pass, and the planner places their inner values in [block, width] instead of
 // [n, width]. Dense causal attention chains with the ops around it; routing attention needs the whole call and

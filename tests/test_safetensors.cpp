@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // safetensors reader and checkpoint directory: round trips and every kind of malformed file.
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern_sampler: each step against an independent computation over many seeded draws, reproducibility, validation,
 // and no allocation after the first call.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tern's SentencePiece tokenizer (text/sentencepiece.h) against libsentencepiece 0.1.97 itself: models trained
 // here at test time (unigram and BPE, nmt_nfkc and other normalizations, byte fallback, user-defined symbols,
 // whitespace settings), read with the converter's reader, and 10,000 lines that reach every rule; every line's ids

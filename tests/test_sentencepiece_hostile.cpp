@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SentencePiece data from a hostile or broken model file: SentencePieceTokenizer::create refuses what is wrong with
 // a message naming it, and what it accepts (any charsmap bytes behind a consistent header) encodes any text without
 // reading out of bounds (run under build-asan too); the converter's reader refuses files and settings it cannot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Converted models that carry a SentencePiece tokenizer, end to end: a spiece.model beside config.json (as HF
 // ReformerTokenizer checkpoints ship it) or named by --tokenizer, trained here with libsentencepiece's trainer on
 // public-domain text; the C API's ids and text against libsentencepiece's, and tern-run --prompt on both backends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Session behaviour: planner numbers, argument errors, per-op operation counts, and seeded generation through
 // tern-run.
 #include <catch2/catch.hpp>

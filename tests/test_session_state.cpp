@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Saving and restoring a session's streaming state (tern_session_save_state / tern_session_load_state), on each
 // backend: for every kind of state (dense and windowed KV stores, adaptive-span rings, Transformer-XL memory,
 // compressive memories), stream part of a golden's ids, save, restore into a new session and continue: the outputs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two SIGINTs in quick succession, as `timeout -s INT` sends them (to the child, then to its process group), while
 // the output's temporary exists: tern-convert and tern-run --logits-out leave no *.tmp-* file behind, and the
 // destination holds either what was there before or the whole new file, never part of one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention sinks and context shift (issue: chat that never runs out of memory) against the PyTorch port of their
 // semantics (tools/reference/streaming_sinks.py, goldens in tests/goldens/sinks/: the logits of every row of every
 // call), on every backend: sinks across eviction and calls longer than S + W, with a state saved and restored in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run's streamed scoring: --perplexity over --ids and --score FILE with --segment feed the tokens through the
 // session's state (Transformer-XL's memory, a sliding window's ring), each token predicted once, and report what the
 // goldens' log-probabilities give.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bounded streaming: 100,000 tokens through a sliding-window session, one at a time. The planner's state does not
 // grow once the window is full, the session allocates nothing while it runs, and the process does not grow.
 #include <sys/resource.h>

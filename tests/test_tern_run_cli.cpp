@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run (and tern-bench's shared pieces) through the built binary, under a 20 s timeout and a 4 GiB address-space
 // limit (tests/support/run_tool.h): every bad command line, path and option grid gives exit status 2 (the command
 // line) or 1 (what it names) and one line naming the flag; --json prints one parseable object; --score's bits per

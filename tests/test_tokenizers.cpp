@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tokenizer a model file carries (schema/README.md, "Tokenizers") through the C API and tern-run: byte and
 // shifted-byte vocabularies, models without one, and a hostile file's vocabulary refused at load by name.
 // SentencePiece's encoding against libsentencepiece: test_sentencepiece.cpp and test_sentencepiece_models.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hugging Face Transformer-XL checkpoints (converter/transfo-xl.md): goldens of tools/reference/
 // make_transfo_xl_goldens.py converted and streamed segment by segment with the memory, the state that stays
 // mem_len x d_model per layer for any number of segments, tied weights stored once, and the importer's errors. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Transformer-XL's ops: the loader's checks of ATTENTION of kind RelativeXL (ops/relative_xl.h) and of
 // ADAPTIVE_LOG_SOFTMAX (ops/adaptive.h). The ops against their reference kernels (RelativeXL segment after segment
 // with the memory carried and its state; ADAPTIVE_EMBEDDING with ADAPTIVE_LOG_SOFTMAX, ids outside the vocabulary

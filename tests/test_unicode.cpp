@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // runtime/src/text/unicode.h against independent implementations: normalization forms, lower case, White_Space and
 // Alphabetic against Node's ICU (tests/unicode/node_unicode.js), general categories against Python's unicodedata
 // (tests/unicode/python_categories.py), extended grapheme clusters against the UCD's GraphemeBreakTest.txt.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What only the Vulkan backend has: a missing loader gives a clear status and auto falls back to the CPU; the session
 // reports its device and refuses a bad device number; a dispatch or binding over a device limit fails with the
 // limit's name; per-op profiling on the device; the shared-memory limit of relative XL attention; weights larger

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compressed weights (F16, I8, I4 in the .tern file) on the Vulkan backend: LINEAR weights and EMBEDDING tables read
 // as stored (linear_f16 / _i8 / _i4, embedding likewise), any other compressed weight widened while staging. Each
 // case compares the compressed model on Vulkan against its float32 "twin": the float32 conversion of the same

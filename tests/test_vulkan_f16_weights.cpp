@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // weight_storage F16 on the Vulkan backend: LINEAR weights and EMBEDDING tables stored as float16 on the device and
 // widened to float32 by the shaders. Each case checks the device against a reference computed here from the same
 // weights rounded to float16 (by this file's own rounding, not the library's), and against the float32 CPU path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Hugging Face decoder goldens (tests/goldens/hf_*: llama with MHA, GQA and every RoPE scaling, mistral's window,
 // qwen2, qwen3's per-head q/k norms, phi3, gemma2's soft-caps, gemma3_text, gpt2) on Vulkan: RMS_NORM, ROTARY,
 // GATED_ACTIVATION, scaled embeddings, grouped-query and soft-capped attention end to end. Per golden: the prompt's

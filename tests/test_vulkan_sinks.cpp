@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention sinks (ops/sink_cache.h) and the context shift on Vulkan against the CPU path, on the random-init Llama
 // checkpoints tests/goldens/hf_llama_gqa and hf_llama_mha: the same calls give logits within 1e-4 a row, across the
 // cache's cut and calls longer than S + W; a state saved on one backend continues on the other (the same saved

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write tern_vocab.json for a model of facebookresearch/adaptive-span from the data directory it was trained on.
 
     python3 tools/adaptive_span_vocab.py DATA_DIR CHECKPOINT_DIR/tern_vocab.json --unit characters|bytes-decimal|words

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks that two builds of Tern give bit-identical logits: every golden under tests/goldens/ and the shipped model
 # are converted with each build's tern-convert (the .tern files must be identical too, and so must their
 # conversions with --weights f16, int8 and int4), then run with each build's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what is missing, builds Tern, converts the shipped models, generates text, scores held-out text, and
 # streams the whole held-out text through the bounded-state model in the memory of one window.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what Tern needs to build and test, from Debian 12's packages. Idempotent: does nothing when all is there.
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Turn a facebookresearch/adaptive-span checkpoint (.pt) into a directory tern-convert reads.
 
 That codebase saves torch.save({'iter_no', 'model': state_dict, 'optimizer', 'logger', ...}); the model is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what is missing, builds Tern and runs the whole test suite (the README's test command, and CI's):
 #   1. the Release build (build/) and every test;
 #   2. one clang tree with AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets (build-asan/): the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Turn Hugging Face's Transformer-XL vocabulary (vocab.pkl of transfo-xl-wt103) into tern_vocab.json.
 
     python3 tools/transfo_xl_vocab.py vocab.pkl CHECKPOINT_DIR/tern_vocab.json

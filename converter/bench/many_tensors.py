@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Times tern-convert on checkpoints whose safetensors header lists many tensors (not a test: it prints numbers).
 
 Each checkpoint is the tiny tern-reference model of tests/fuzz/data/convert_config/ plus N one-element tensors the

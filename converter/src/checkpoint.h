@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A checkpoint directory: config.json plus every *.safetensors file in it (a sharded one's
 // model.safetensors.index.json, when present, must list every tensor in the file that holds it and name only files
 // that are there), each opened read-only (regular files only,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "compress.h"
 
 #include <fnmatch.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-convert --weights: which tensors of an imported graph are stored compressed, and in which form
 // (schema/tern.fbs, Tensor). A tensor is eligible when every op weight slot that reads it allows compression
 // (OpDef::compressible); eligible matrices of at least kMinCompressedElements elements take the chosen format

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Typed, validated access to a checkpoint's config.json. Every failure is one line naming the field:
 //   config.json: field 'hidden_size' must be a positive integer, got "abc"
 #pragma once

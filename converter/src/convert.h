@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Library entry point of tern-convert: checkpoint directory -> .tern file. Used by the CLI and the tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // In-memory model that importers build and the writer serialises. Tensors carry a fill callback instead
 // of bytes, so weights are produced (converted, fused) one tensor at a time while the file is written.
 #pragma once

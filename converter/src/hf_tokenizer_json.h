@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading a Hugging Face tokenizer.json (the `tokenizers` library's serialization, version 1.0) into the HfTokenizer
 // table of an HF_TOKENIZER vocabulary (schema/tern.fbs). Each component is read as tokenizers 0.23's serde format
 // reads it (tokenizer/serialization.rs, models/bpe and models/unigram serialization.rs, normalizers/,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "hf_tokenizer_steps.h"
 
 #include <limits>

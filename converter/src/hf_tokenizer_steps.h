@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pipeline parts of a tokenizer.json (hf_tokenizer_json.h): normalizer, pre_tokenizer, decoder and
 // post_processor, each read as tokenizers 0.23's serde format reads it, Sequences flattened into the list.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JSON from untrusted files (config.json, safetensors headers), parsed and shown with bounds a hostile input cannot
 // push past: nesting depth, the length of what a message quotes, and time linear in the text.
 #pragma once

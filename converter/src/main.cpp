@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-convert CHECKPOINT_DIR -o MODEL.tern: command-line front end of convert_checkpoint().
 #include <cerrno>
 #include <cstdio>

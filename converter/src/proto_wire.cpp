@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proto_wire.h"
 
 #include <string>

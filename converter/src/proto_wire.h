@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A bounds-checked reader of the protobuf wire format, enough to pick a few fields out of a message whose schema
 // the converter knows by field number (the generated code of that schema is another library's, not exposed).
 #pragma once

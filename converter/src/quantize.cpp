@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "quantize.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Weight compression math (schema/tern.fbs, Tensor): float32 rows into F16, I8 or I4 with their scales. Pure
 // functions over one matrix; the converter's policy (compress.h) picks which tensors and which format.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reader for the safetensors format: [u64 LE header length N][N bytes of JSON header][data segment].
 // Every header field is validated before any tensor is handed out, so importers can trust a TensorView's offsets
 // and size. A file is read with pread, never mapped: one truncated while it is being converted gives an I/O error

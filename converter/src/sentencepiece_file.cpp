@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sentencepiece_file.h"
 
 #include <sentencepiece_processor.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading a SentencePiece .model file (a serialized sentencepiece.ModelProto) into what Tern's tokenizer runs
 // (text/sentencepiece.h). libsentencepiece loads and validates it (and runs its self-test samples) and gives the
 // pieces, scores and special ids; what its API does not expose (model type, byte fallback, whitespace as suffix,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "symbols_file.h"
 
 #include <unordered_map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A word-, character- or byte-level symbol list (tern_vocab.json) for the SYMBOLS vocabulary (schema/tern.fbs):
 //   {"unit": "words" | "characters" | "bytes-decimal", "symbols": ["<eos>", "the", ...],
 //    "eos": "<eos>", "unk": "<unk>", "space": "_", "lower_case": false}

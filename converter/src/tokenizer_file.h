@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tokenizer a converted model carries (schema/README.md, "Tokenizers"): a symbol list (tern_vocab.json,
 // symbols_file.h) becomes a SYMBOLS vocabulary, a Hugging Face tokenizer.json (hf_tokenizer_json.h) an
 // HF_TOKENIZER one, a SentencePiece model file (spiece.model, as HF ReformerTokenizer and T5 name it, or

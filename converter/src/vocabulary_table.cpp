@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "vocabulary_table.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Vocabulary table a .tern file carries (schema/tern.fbs): the kind, the special ids and the tokenizer's own
 // table (SentencePiece, symbols or HfTokenizer) of a model's metadata. write_model puts it in every file; the
 // tokenizer fuzz target builds a runtime tokenizer from it without writing a model.

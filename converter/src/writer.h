@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Serialises a GraphBuilder into a .tern file (layout: schema/tern.fbs header comment):
 //   [u32 LE size S][FlatBuffer, S bytes, identifier "TERN"][zero pad to data_alignment][data segment]
 // The file appears atomically: it is written to a temporary next to the destination (temp_file.h), fsynced and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Small helpers shared by the command-line tools: argument parsing, timing, memory, JSON id files.
 #pragma once
 

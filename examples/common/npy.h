@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Minimal .npy (NumPy format 1.0) reader and writer for little-endian float32 and int32 arrays.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The smallest app linking libtern: load a byte-level model, turn a prompt into ids, and generate a few tokens with
  * the library's sampler and generator, printing each token's text as it comes. */
 #include <stdio.h>

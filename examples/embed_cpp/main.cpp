@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // embed_c's app with the C++ wrapper (tern.hpp): RAII handles, errors as values. Loads a byte-level model, turns a
 // prompt into ids and generates a few tokens with the library's sampler and generator.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // long_document: scores a text of any length with a bounded-memory model, streaming it through the session's state
 // one segment at a time, and prints bits per byte, the memory the session allocated and what dense attention would
 // have needed for the same length.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generates text from a prompt with a .tern model through the Python bindings, and reports tokens per second.
 
     python3 examples/python/generate.py build/example-models/kjv-llama.tern --prompt "And God said" -n 100

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "contention.h"
 
 #include <signal.h>

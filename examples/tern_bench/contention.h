@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-bench on a shared machine: sessions that run at once (--sessions) and tests measured beside busy
 // processes (--compete).
 #pragma once

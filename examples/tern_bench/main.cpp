@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-bench: on-device latency and memory of a .tern model, llama-bench style.
 //   pp<N>      prefill: one forward of N tokens
 //   tg<N>@d<D> generation: N tokens appended one at a time after D tokens already in the state

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The option grid against the loaded model and its session, checked before any mode runs: what the flags ask must
 // fit the context, the vocabulary and the machine's memory, and every message names the flags that do not agree.
 #include <algorithm>

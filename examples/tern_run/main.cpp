@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run: generate text from a prompt, score a file in bits per byte, or dump logits for given ids (run.cpp).
 #include "run.h"
 #include "format/temp_file.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What tern-run does once the model is loaded and every option checked: --plan, --prompt, --score, --ids. Each
 // prints its line for people on stdout, or under --json adds its member to the report; each returns 0 or the exit
 // status of an error it printed.

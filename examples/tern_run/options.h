@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run's command line: the options, their checks before any work (values, paths, the option grid), and the
 // inputs read up front (--score's text, --ids's ids), each error naming the flag as the user typed it.
 #pragma once

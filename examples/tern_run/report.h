@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run's results: a line of text for people, or members of the one JSON object --json prints on stdout.
 #pragma once
 

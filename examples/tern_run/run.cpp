@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run's whole command: the command line and every path are checked before the model loads (options.cpp), the
 // option grid against the model and its session before any mode runs (checks.cpp); the modes are in modes.cpp.
 // main.cpp calls it; so does the fuzz target of the command line (tests/fuzz/fuzz_tern_run.cpp).

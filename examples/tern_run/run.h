@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern-run as a function: parses argv, runs what it asks, prints as the tool does; returns the exit status.
 #pragma once
 

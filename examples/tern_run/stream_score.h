@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scoring through the streaming state: the ids are fed `segment` at a time with append, so every token after the
 // first is predicted exactly once, with all the context the model's state keeps (Transformer-XL's memory, an
 // adaptive span, a sliding window's ring), the way those papers evaluate.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Python module tern._tern (runtime/python/tern/__init__.py re-exports it): what its three files share.
 // Every library call runs with the GIL released; a session's calls (its own and its generator's) are serialized by
 // the session's mutex, so that two Python threads on one session wait for each other instead of one failing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern.Sampler, tern.Generator and the iterators over a generation (token ids, or text pieces through
 // tern_token_to_text), each step with the GIL released.
 #include <Python.h>

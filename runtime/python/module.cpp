@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern._tern: the module, tern.Status and tern.Error, and tern.Model (sessions: session.cpp; sampling and
 // generation: generation.cpp).
 #include <Python.h>

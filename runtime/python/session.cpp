@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern.Session: tern_session_create's options as keyword arguments, forward / append into numpy arrays the library
 // writes in place, the state as bytes, and the planner's numbers as dicts.
 #include <Python.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The activation functions of ACTIVATION and GATED_ACTIVATION (schema ActivationKind), with the CPU path's formulas.
 // Needs common/math.glsl. kind: 0 RELU, 1 GELU_ERF, 2 GELU_TANH, 3 SILU, 4 SOFTCAP (cap * tanh(v / cap), cap > 0).
 float activate(int kind, float v, float cap) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which keys query i sees, as runtime/src/ops/attention_pattern.h defines it: a contiguous run [local_lo(i), i] plus,
 // for strided and fixed, scattered keys below it. KIND: 0 dense, 1 sliding window, 2 chunked local, 3 strided,
 // 4 fixed. `second`: a head of the second half of split heads (strided: strided keys only; fixed: summaries only).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every Tern compute shader sees (runtime/src/vulkan/pipelines.h, program.h):
 //   binding 0: the call, n tokens at positions pos0..pos0+n-1, written by the host before each run;
 //   push constants: its family's block `pc` (runtime/src/vulkan/push_constants.h mirrors each one), declared by the

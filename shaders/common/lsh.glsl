@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the LSH attention shaders share (runtime/src/ops/lsh.h, runtime/src/vulkan/ops_lsh.cpp): the push constants
 // of every lsh_*.comp, LshPush in runtime/src/vulkan/push_constants.h (each shader reads the fields it needs).
 layout(push_constant) uniform LshPush {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bucket of lsh_x [HEAD_DIM] in round rnd of head h (runtime/src/ops/lsh.h): x R[h, :, rnd, :], then per bucket
 // factor f (f/2 columns each, in order) the first maximum of [x | -x], mixed in radix order. The rotated columns are
 // summed in the order the CPU path sums them, with fused multiply-adds (USE_FMA) where the CPU build contracts them,

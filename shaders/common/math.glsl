@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Float helpers with known accuracy: Vulkan only bounds sin/cos to 2^-11 absolute and has no erf.
 
 // exp clamped to finite results.

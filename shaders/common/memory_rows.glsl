@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the shaders of an attention op with a memory share (runtime/src/vulkan/ops_memory.cpp): the push constants of
 // every memory_*.comp, MemoryPush in runtime/src/vulkan/push_constants.h (each shader reads the fields it needs).
 layout(push_constant) uniform MemoryPush {

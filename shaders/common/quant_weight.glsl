@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compressed weights read as they are stored (schema/tern.fbs, Tensor), widened exactly as core/dequantize.cpp
 // defines them: value = float(q) * scale in float32. No 8- or 16-bit storage features: the packed bytes and the
 // float16 scales are read as 32-bit words and unpacked.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Workgroup reductions over WG invocations (WG a power of two, declared by the including shader with red[WG]).
 float reduce_sum(float v) {
   uint lid = gl_LocalInvocationID.x;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One column of a rotary pair (ops/rotary.h: Rotary::first, second): column c of a head block, c < 2 * pairs, is
 // pair k's first (a) or second (b) column; its partner is the other. a' = a cos - b sin, b' = b cos + a sin, each
 // product rounded before the sum as the CPU path computes it (no fused multiply-add).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The push constants of every routing_*.comp (runtime/src/vulkan/ops_routing.cpp): RoutingPush in
 // runtime/src/vulkan/push_constants.h (each shader reads the fields it needs). Heads [0, local_heads) are local,
 // routing_heads = heads - local_heads follow; a cluster keeps min(window, n) members, max_w = min(window, max_batch)

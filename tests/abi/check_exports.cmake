@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The shared library's ABI: its SONAME carries the major version, its dynamic symbol table defines the C API and
 # nothing else (every function tern.h declares, under version node TERN_<MAJOR>), so neither C++ internals nor the
 # static archives it links leak into apps.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tern.h alone, as C99 (tests/CMakeLists.txt compiles it with -std=c99 -pedantic -Werror) and as C++11. */
 #include "tern/tern.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tern.hpp alone, at its minimum standard (tests/CMakeLists.txt: -std=c++11 -pedantic -Wall -Wextra -Werror).
 #include "tern/tern.hpp"
 

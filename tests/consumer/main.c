@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A C app of the installed libtern, built with plain cc and pkg-config (tests/consumer/run.sh): loads a byte-level
  * model, runs a prompt, prints the most likely next byte and the library's version. Usage: consumer_c MODEL TEXT */
 #include <stdio.h>

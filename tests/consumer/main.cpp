@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A C++ app of the installed libtern (tern.hpp): loads a byte-level model, runs a prompt, prints the most likely
 // next byte and the library's version. Usage: consumer_cpp MODEL.tern TEXT
 #include <cstdio>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs a built tree into a fresh prefix and uses it the way an app would, from the prefix alone:
 #   tests/consumer/run.sh BUILD_DIR   (ctest: consumer_install_and_link; CC, CXX: the compilers, default cc, c++)
 # 1. cmake --install BUILD_DIR --prefix BUILD_DIR/consumer/prefix (emptied first), and checks the layout (the

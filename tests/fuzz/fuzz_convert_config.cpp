@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: config.json of an untrusted checkpoint. Writes the input as config.json next to a small valid
 // safetensors file (data/convert_config/, tensors of a tiny model of each importer) and converts it. What the
 // converter writes must then load: a model it produces that the runtime rejects is a bug, and traps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: a .tern model file from an untrusted source. Loads it from memory; if it loads, creates a small
 // session and runs a few tokens through forward and append, so that everything the loader accepted is also
 // exercised by the planner and the kernels, and runs its tokenizer (if any) both ways on a text that meets every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: a safetensors file from an untrusted checkpoint. Parses and validates the header, then converts
 // every float tensor to F32 as an importer would.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: tern-run's command line (examples/tern_run/run.h) and the work it asks for, on small models made
 // once from the goldens. An input is the arguments after "tern-run", one per line; these words stand for files:
 //   @MODEL  a dense byte-level model (256-token context)      @TEXT   a text to --score (1000 bytes)

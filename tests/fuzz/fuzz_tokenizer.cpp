@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: a tokenizer file and a text. The input is <tokenizer file><kTextMarker><text> (the text after the
 // last marker; no marker: no text). A file starting with '{' is a tokenizer.json, anything else a SentencePiece
 // .model. The converter reads it as --tokenizer does (attach_tokenizer) into a model's vocabulary: a .model's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the fuzz targets' seed inputs and the checkpoint the config target converts (stdlib only, seeded).
 
     python3 tests/fuzz/make_seeds.py build/converter/tern-convert

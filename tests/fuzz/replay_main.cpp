@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs every file in the given directories (or the given files) through the fuzz target's entry point once,
 // without libFuzzer: the seed corpus and kept crash inputs become an ordinary test in every build.
 // A directory that does not exist counts as empty.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs each libFuzzer target for SECONDS each, from the build directory TERN_FUZZ_BUILD_DIR (default build-asan/, the
 # clang tree that tools/test.sh configures with -DTERN_FUZZ=ON and ASan + UBSan, where `cmake --build` builds them).
 #   [TERN_FUZZ_BUILD_DIR=DIR] tests/fuzz/run.sh [SECONDS [TARGET...]]      default: 60 s, every target

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails when a source includes a header across a layer it must not cross:
 #   - runtime/src/{ops,core,format,text}/ include no backend header (cpu/, vulkan/, vulkan_absent/): op facts,
 #     sessions, the file format and tokenizers sit above the backend boundary (core/backend.h), and the converter

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails when an object of a CPU kernel variant (cpu/isa/kernels.cpp compiled for one instruction set, see
 # cmake/CpuIsa.cmake) defines an external symbol outside that variant's namespace, tern::cpu::<NAMESPACE>. Such a
 # symbol, above all a weak one (an inline function or template instantiation, nm types W, V, u), could be the copy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails when a class of tern.hpp (the C++ wrapper apps compile) shares its name with a class or struct of the runtime
 # under runtime/src/: both live in namespace tern, so a program that links the static runtime and includes tern.hpp
 # (the fuzz targets, tests, apps linking libtern.a) would hold two definitions of one class, and the linker keeps one

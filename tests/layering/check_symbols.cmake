@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails when CONVERTER (tern-convert) links code of a backend's dependencies: XNNPACK, pthreadpool, cpuinfo or Tern's
 # Vulkan backend. RUNTIME (the static libtern.a), which holds the backends and calls into their dependencies, is the
 # control that the symbol names are right.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures of the Python suite. ctest (tests/CMakeLists.txt, python_bindings) sets the environment: PYTHONPATH to
 the build's package (build/python), TERN_EXAMPLE_MODELS to the converted shipped models, TERN_RUN to tern-run."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Sampler, Generator and tern.generate against tern-run (the C++ path), and the example script."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The documented install (cmake --install BUILD --component python), into a scratch DESTDIR: the package imports
 from there alone and loads the libtern copy installed next to its extension."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tern.Model: loading from a file and from bytes, its info, the tokenizer, and load errors."""
 import numpy as np
 import pytest

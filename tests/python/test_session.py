@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tern.Session: forward against tern-run's logits, append, the state round trip, the plan, errors, the GIL."""
 import json
 import subprocess

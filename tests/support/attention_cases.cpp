@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "attention_cases.h"
 
 #include <catch2/catch.hpp>

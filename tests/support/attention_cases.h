@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The attention pattern kinds (dense, sliding, chunked, strided, fixed), and a one-op model around them: ids ->
 // EMBEDDING (random qkv rows) -> ATTENTION, with the reference kernel's output. Shared by the op case table, the
 // attention tests and the Vulkan backend's own tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "generation_golden.h"
 
 #include <algorithm>

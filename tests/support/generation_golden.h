@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A golden's generation: a prompt in one call, then one id per step, and the reference's logits (the prompt call's
 // last row, then each step's). Written by tools/reference/make_reformer_generation_goldens.py and
 // make_routing_generation_goldens.py as generation.json and generation_logits.npy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "hf_goldens.h"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Hugging Face decoder goldens (tests/goldens/hf_*, written by tools/reference/make_hf_goldens.py), as the CPU
 // and the Vulkan tests read them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kind_graphs.h"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One-op models of the attention kinds that carry weights (LSH rotations, routing centroids, adaptive span's key
 // positions and spans), and the reference kernels' specs built from the same numbers. Shared by the op case table
 // (op_cases_*.cpp) and the kinds' semantic tests (loader checks, planner growth, streaming errors).

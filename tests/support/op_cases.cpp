@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "op_cases.h"
 
 #include <set>

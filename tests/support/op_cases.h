@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The op case table: every op and attention-kind case listed once, run on every backend by tests/test_backend_ops.cpp
 // (the pattern of ggml's tests/test-backend-ops.cpp). A case is a name, a builder (a small model around the op: ids ->
 // EMBEDDING of a random table -> op, through the real writer, loader, planner and session), the reference output of

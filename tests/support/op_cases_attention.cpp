@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cases for the attention pattern kinds (dense, sliding windows, chunked local, strided and fixed with merged and
 // split heads) and adaptive span. Every kind streams: appends after a reset give the one-pass reference, since
 // keys before position 0 are zero and each query sees only earlier keys.

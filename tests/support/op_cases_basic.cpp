@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cases for the plain ops: embedding, positions (learned, sinusoidal, axial), layer_norm, linear, activations, add,
 // log_softmax and concat. Each model is ids -> EMBEDDING(random table) -> op(s); sizes stay small for lavapipe.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cases for the Llama-family ops: RMS_NORM (plain, Gemma's 1 + gain, per-head groups), ROTARY (half-split and
 // interleaved pairs, partial rotary dims, dynamic NTK and LongRoPE frequencies chosen per call), GATED_ACTIVATION,
 // the SILU and SOFTCAP activations, a scaled EMBEDDING, and grouped-query and soft-capped attention. Each model is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cases for the kinds with a memory carried between calls: Transformer-XL relative attention (ops/relative_xl.h) and
 // compressive memory (ops/compressive.h), each segment size against the reference streamed with the same cut, the
 // state exactly the memory however far planned; and Transformer-XL's adaptive input and adaptive log-softmax

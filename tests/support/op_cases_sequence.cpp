@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cases for the kinds whose first call runs whole, Reformer LSH and routing attention: one forward call per run
 // (continuing a sequence: test_reformer.cpp, test_routing.cpp), several lengths through one session. Device sizes run on every backend; the
 // CPU sizes (up to 333 tokens, one and two threads) only on the CPU.

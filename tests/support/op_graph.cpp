@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "op_graph.h"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Builds small .tern models around one op under test: ids -> EMBEDDING(random table) -> op(s) -> output.
 // The embedding turns token ids into chosen random rows, so the op sees random float input through the
 // real loader, planner and session.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running a built tool (tern-convert, tern-run, tern-bench) as a child process the way a hostile input would meet
 // it: under a 20 s timeout and a 4 GiB address-space limit, stdout and stderr to files, default signal
 // dispositions. tests/test_convert_hostile.cpp and tests/test_tern_run_cli.cpp use it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Samplers the generation tests share (header only: tests/test_generation*.cpp).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "sentencepiece_corpus.h"
 
 #include <cstring>

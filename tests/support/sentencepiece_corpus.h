@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Text for the SentencePiece tests: training lines, and a deterministic set of test lines that reach every branch
 // of normalization and segmentation (case, whitespace runs, full-width forms, ligatures, combining and precomposed
 // accents, CJK, emoji, zero-width and control characters, NBSP, malformed and truncated UTF-8, empty and very long

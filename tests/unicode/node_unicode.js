@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The expected values of tests/test_unicode.cpp, from Node's ICU: reads lines of hexadecimal code points (one
 // string per line) from argv[2] and writes to argv[3] the Unicode version of Node's ICU, then per line:
 //   NFC|NFD|NFKC|NFKD|lower|white_space|alphabetic

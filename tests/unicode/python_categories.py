@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The expected general categories of tests/test_unicode.cpp, from Python's unicodedata: one line
 `<hex code point> <category>` per code point that its Unicode version assigns, and a first line with that version."""
 import sys

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Old and new tern-bench alternated on one model, for A/B numbers on a shared, noisy machine: ROUNDS rounds, each
 # running the old build's tern-bench and then the new one's with the same arguments, and per test the median over
 # rounds of each build's warm median, with new / old; and the fastest warm run of each build over all rounds, with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How long a long forward takes to return after the app asks it to stop (tern_session_set_callbacks): one
 // tern_session_forward of --tokens ids, a second thread raising the abort flag --after-ms milliseconds into it, the
 // time from the flag to the call's return measured --repeat times (docs/generation.md, "Abort and progress").

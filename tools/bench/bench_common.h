@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the benchmarks here share: reading a comma-separated option and opening a session for one call of n tokens.
 #pragma once
 

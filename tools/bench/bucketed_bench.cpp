@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bucketed attention (Reformer LSH, Routing Transformer k-means clusters) vs dense attention, one layer each with the
 // same heads and head_dim: the attention op's time (measured, per thread count) and its bytes (the planner's) for n in
 // {4k, 16k, 64k}. A benchmark that prints numbers, not a test.

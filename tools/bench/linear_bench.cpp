@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A model's linear layers against bare XNNPACK fully-connected operators of the same shapes, in one run: how close
 // does Tern's LINEAR, on the model's weights as converted (f32, f16, int8 or int4), come to XNNPACK's f32, f16 and
 // qs8 operators? For N = 1 row (generation) and N = --tokens rows, one line per distinct shape: ms per call and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write a random-init Hugging Face Transformer-XL checkpoint (config.json + model.safetensors) for benchmarks.
 
 By default the config is transfo-xl-wt103's (18 layers, d_model 1024, 16 heads x 64, d_inner 4096, vocab 267,735,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Tern side by side with ONNX Runtime, llama.cpp (with and without flash attention) and PyTorch eager, on the same
 # random-init GPT-2-like weights, on this machine. From a clean checkout, as root (or with sudo):
 #

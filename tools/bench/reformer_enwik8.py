@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Full-scale Reformer check: a random-init model with google/reformer-enwik8's exact config, converted and run.
 
 Writes (never into the repository) a checkpoint with HF's parameter names and enwik8's config.json (12 layers,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Streaming a long sequence through a rotary model under a fixed cache budget (docs/streaming.md): how the four ways
 // of making room compare in perplexity, speed and memory, and whether attention sinks hold their memory over a
 // million generated tokens. A benchmark that prints numbers, not a test.

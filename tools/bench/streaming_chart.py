@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Draws the perplexity of each segment of tools/bench/streaming_bench's score runs, one line a policy (slide, shift,
 window, sinks), the same relative to slide's (the policies differ by less than the segments do), and, where the
 results hold the soaks, their resident set against the tokens generated (Debian's python3-matplotlib). The results

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tern's side of the tokenizer check: encodes and decodes every test input of a JSON-lines text file
 // (tools/reference/tokenizer_text.py) through the C API and compares with what Hugging Face tokenizers gave for it
 // (tools/reference/tokenizer_reference.js's expected file). Prints per mode

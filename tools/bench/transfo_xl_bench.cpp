@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Streams a converted Transformer-XL model segment by segment through its memory and prints tokens/s and the
 // process's peak resident memory after each stage: it must stay flat after the first segment (the state is
 // mem_len x d_model per layer, the arena one segment). A benchmark that prints numbers, not a test.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Full-scale Transformer-XL benchmark: a random-init model with transfo-xl-wt103's exact config (about 1.1 GB of
 # float32, made here and never committed), converted by tern-convert (its peak anonymous memory is sampled: the
 # weights stream through one tensor at a time, never two copies), then streamed 100 segments of 128 tokens with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Dense vs windowed attention on one model: forward time and planned bytes for n in {1k, 4k, 16k, 64k},
 // for the attention op alone and for the whole forward. A benchmark that prints numbers, not a test.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds Tern for 64-bit ARM Linux on a Debian 12 x86-64 machine, and with --test runs the CPU suite under qemu:
 #   tools/cross/aarch64.sh [--test | --ci]
 # 1. installs what is missing (root or sudo): Debian's cross toolchain, qemu-user, the host's cmake, ninja, flatc,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Compares the logits of an aarch64 build with an x86-64 build's, on every golden and the shipped models.
 
     tools/cross/compare_logits.py [--x86 build] [--arm build-aarch64] [--tolerance 1e-5] [--only NAME ...]

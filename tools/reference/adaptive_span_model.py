@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch reference for facebookresearch/adaptive-span language models (Sukhbaatar et al. 2019).
 
 The inference path of that codebase, ported module for module: TransformerSeq, TransformerSeqLayer,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Check a Hugging Face Llama checkpoint written by train_llama.py (examples/models/kjv-llama) from its files alone.
 
     /usr/bin/python3 tools/reference/check_llama_checkpoint.py examples/models/kjv-llama

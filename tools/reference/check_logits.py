@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Compare logits written by the runtime against a reference.
 
 The runtime writes logits with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks Tern's tokenizer.json support against Hugging Face tokenizers, id for id, for every tokenizer family: for
 # each tokenizer.json, a tiny Llama checkpoint around it (tokenizer_models.py) -> tern-convert -> Tern's encodes
 # and decodes of the test text (tools/bench/tokenizer_check) against tokenizers' (tokenizer_reference.js).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Compressive Transformer memory (Rae et al. 2019) for the reference family's attention kind "compressive".
 
 Spec: converter/reference-family.md. A layer of this kind keeps, between calls (segments), two memories of its

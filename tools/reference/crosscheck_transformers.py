@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Cross-check of hf_decoders.py and the hf_* goldens against Hugging Face transformers' own modeling code.
 
 transformers is not installed here: point --src at the `src` directory of a transformers source tree (e.g. one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Float64 reference for Hugging Face decoder-only checkpoints: what an importer of these `model_type`s must compute.
 
     llama  mistral  qwen2  qwen3  gemma2  gemma3_text  phi3  gpt2

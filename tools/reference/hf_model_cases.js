@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reference ids and texts for tests/test_hf_model.cpp from the `tokenizers` Node binding (0.23.x): small BPE and
 // Unigram models drawn from a fixed seed, each encoded without normalizer or pre-tokenizer (the whole text is one
 // word), and decoder chains applied to id lists. Writes tests/fixtures/hf_model_cases.json:

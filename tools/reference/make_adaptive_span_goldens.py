@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write small random-init facebookresearch/adaptive-span checkpoints and their golden log-probabilities.
 
 Each case builds adaptive_span_model.TransformerSeq (a port of that codebase's model), gives it random weights and

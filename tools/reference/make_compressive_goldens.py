@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write small random-init reference-family checkpoints with compressive memory and their golden logits.
 
 Each case writes tests/goldens/compressive_<name>/ (reference family, converter/reference-family.md):

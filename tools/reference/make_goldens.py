@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write small random-init reference-family checkpoints and their golden logits.
 
 For every case below, tests/goldens/<name>/ gets:

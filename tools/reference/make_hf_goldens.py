@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Random-init Hugging Face decoder checkpoints (HF layout) and their float64 golden logits: tests/goldens/hf_<case>/.
 
 Each directory gets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes tests/fixtures/hf_pipeline.json: tokenizer.json pipelines (the normalizer, pre-tokenizer and added tokens of
 // the real GPT-2, Llama 3, Qwen 3, GPT-4o, Gemma 3 and Mistral files, and small ones for each normalizer,
 // pre-tokenizer and added-token flag) with texts and what the `tokenizers` library splits each text into: added

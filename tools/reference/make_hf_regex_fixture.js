@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes tests/fixtures/hf_regex_splits.json: random mixed-script strings and, for each of the Split patterns of
 // real tokenizer.json files (GPT-2, Llama 3, Qwen, GPT-4o), the pieces the `tokenizers` library (Oniguruma) cuts
 // them into with behavior "Isolated", as UTF-8 byte lengths. tests/test_hf_regex.cpp matches HfRegex against them.

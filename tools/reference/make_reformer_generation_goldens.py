@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Golden logits of Hugging Face Reformer's cached generation (reformer_cached.py) on the Reformer goldens' weights.
 
 For each case, tests/goldens/reformer_<name>/ gets:

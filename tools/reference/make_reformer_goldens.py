@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write small random-init Hugging Face Reformer checkpoints and their golden logits.
 
 Each case writes tests/goldens/reformer_<name>/:

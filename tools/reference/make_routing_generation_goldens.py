@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Golden logits of continuing a sequence through routing layers one token at a time (routing_steps.py, the
 definition in runtime/src/ops/routing.h) on the routing goldens' weights.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Writes tests/goldens/sinks/<case>/: attention-sink and context-shift fixtures on the hf_llama_* checkpoints.
 
 Each case reuses a checkpoint of tests/goldens by name ("model") and holds

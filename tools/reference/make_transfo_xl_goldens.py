@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Write small random-init Transformer-XL checkpoints in Hugging Face's layout and their golden log-probabilities.
 
 Each case writes tests/goldens/transfo_xl_<name>/:

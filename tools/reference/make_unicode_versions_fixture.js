@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes tests/fixtures/unicode_versions.txt: for every code point of blocks where Unicode 8.0 .. 17.0 added
 // characters, what the `tokenizers` library (Node binding) makes of it, so that tests/test_unicode.cpp pins the
 // Unicode version each of its facts follows (runtime/src/text/unicode.h). One line per code point:

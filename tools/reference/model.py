@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Plain PyTorch implementation of Tern's reference family ("model_type": "tern-reference").
 
 The specification lives in converter/reference-family.md. This file follows it literally and is

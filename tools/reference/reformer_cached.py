@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Hugging Face Reformer's cached generation (use_cache=True, past_buckets_states), step by step as
 modeling_reformer.py runs it, on the reference model of reformer_model.py.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch reference for Hugging Face Reformer checkpoints (ReformerModelWithLMHead in eval mode).
 
 Written from transformers' modeling_reformer.py and following its steps one by one, in float32 as HF runs them

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Export LSH rotations for a Hugging Face Reformer checkpoint, drawn exactly as HF's code draws them.
 
 HF's LSHSelfAttention._hash_vectors draws fresh rotations from torch's RNG on every forward call:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """RoPE frequency tables as Hugging Face transformers computes them (modeling_rope_utils.py, the 5.x rules; the 4.45
 differences are noted in docs/models-llama.md), in PyTorch float32, for the converter's unit test.
 

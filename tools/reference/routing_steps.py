@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A reference-family sequence continued one token at a time, as Tern defines continuation for routing layers
 (runtime/src/ops/routing.h, "Continuing a sequence"; converter/reference-family.md, Routing attention).
 

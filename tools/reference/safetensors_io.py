@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Minimal safetensors reader/writer built on numpy + json.
 
 File layout:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Generate text from (or score text with) a byte-level reference-family checkpoint.
 
     /usr/bin/python3 tools/reference/sample.py examples/models/kjv-byte --prompt "And God said" --bytes 400

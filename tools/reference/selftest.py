@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Self-checks of the Python reference side.
 
   1. safetensors_io round trip (F32, F16, BF16, metadata, header alignment, sharded directories).

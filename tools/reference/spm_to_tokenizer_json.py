@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the tokenizer.json that Hugging Face transformers' slow-to-fast conversion (convert_slow_tokenizer.py)
 makes of a SentencePiece .model file. Python 3 standard library only: the model file (a protobuf) is read by hand.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Float64 reference for attention sinks and context shift on rotary (Llama-family) checkpoints of hf_decoders.py.
 
 Attention sinks (StreamingLLM, Xiao et al. 2023), as mit-han-lab/streaming-llm's eval_long_ppl.py runs them with

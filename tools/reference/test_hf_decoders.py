@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks of hf_decoders.py and the hf_* goldens.
 
   1. Every hf_* golden reloads (sharded, BF16, F16 included) and reproduces logits.npy and generation_logits.npy.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks of the attention kinds in model.py against the table in converter/reference-family.md.
 
   1. Masks: model.visibility_mask agrees, entry by entry, with `visible` below, a per-(h, i, j)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes a tiny Llama checkpoint directory that holds a tokenizer: config.json (1 layer, hidden size 8, a
 vocabulary covering every id of the tokenizer, added tokens included), model.safetensors with random weights, and
 the tokenizer.json (and tokenizer_config.json, when given) copied beside them, for tern-convert to convert. Only the

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // The reference side of Tern's tokenizer check: what Hugging Face tokenizers (the official Node binding, 0.23.2,
 // tools/reference/npm) gives for each test input of a JSON-lines text file (tokenizer_text.py).
 //

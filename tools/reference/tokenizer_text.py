@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the tokenizer test text: one test input per line, each a JSON string (JSON lines), so that a case can hold
 any character, line ends included. Deterministic: the same file on every machine and Python 3 version.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Train a small byte-level reference-family model on the King James Bible.
 
 Text source: Debian package `bible-kjv-text` (compressed data file /usr/lib/bible.data), read with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Train a small Llama-architecture model on the King James Bible, saved in Hugging Face's layout.
 
 Output (examples/models/kjv-llama/ by default): config.json as transformers' LlamaConfig.save_pretrained writes it,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch reference for Transformer-XL (Dai et al. 2019) as Hugging Face's TransfoXLLMHeadModel computes it in eval mode.
 
 Follows HF transformers' (deprecated) transfo_xl code fact for fact; what the runtime must reproduce:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes a Unigram tokenizer.json whose segmentations are decided by the last bit of its scores: pieces of 1 to 16
 repeats of "a", "😀" and "的" (runs of them are in the tokenizer test text) with scores of 17 significant digits.
 Runs of one character have many segmentations whose scores are equal but for rounding, so an encoder agrees with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importer for facebookresearch/adaptive-span models ("model_type": "adaptive-span"); spec: converter/adaptive-span.md.
 //
 // Per layer (post-LN): h = norm1(h + Out(Attn(h))); h = norm2(h + Fc2(relu(Fc1(h)))); then log_softmax(out_emb(h)).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "importers/decoder_builder.h"
 
 namespace tern::convert {

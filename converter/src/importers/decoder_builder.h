@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The decoder pieces every importer shares, in the spirit of llama.cpp's build_norm / build_attn / build_ffn: token
 // embedding, positions, norms, the attention block with its per-layer kind, the MLP, the residual layouts (pre-LN,
 // post-LN, Reformer's two streams), final norm and head. An importer maps its config, names its tensors and calls

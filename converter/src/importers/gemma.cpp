@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importers for Hugging Face Gemma 2 and Gemma 3 text checkpoints (model_type gemma2, gemma3_text); spec:
 // docs/models-gemma.md. Both: RMS norms scaling by 1 + weight, sandwich norms (post_attention_layernorm on the
 // attention output, pre/post_feedforward_layernorm around the MLP), the embedding times sqrt(hidden_size), q·k scaled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importer for Hugging Face GPT-2 checkpoints ("model_type": "gpt2", GPT2LMHeadModel); spec: docs/models-gpt2.md.
 //
 // ids -> EMBEDDING wte + POSITION (LEARNED, wpe) -> per layer, pre-LN:

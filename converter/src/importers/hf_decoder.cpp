@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "importers/hf_decoder.h"
 
 #include <filesystem>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Hugging Face decoders with rotary positions and RMS norms (Llama, Mistral, Qwen 2 and 3, Phi-3, Gemma 2 and
 // 3): one description the family importers fill from their config (llama_family.cpp, gemma.cpp), and one build that
 // reads the checkpoint's tensors by their Hugging Face names and lays the graph out with DecoderBuilder:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "importers/importers.h"
 
 #include "config.h"

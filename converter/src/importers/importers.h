@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importers turn one architecture's checkpoint into a Tern graph. The converter picks one by config.json's
 // "model_type"; adding an architecture whose ops exist means one importers/<arch>.cpp built from the decoder pieces
 // (decoder_builder.h) and one row in importers.cpp: docs/adding-an-architecture.md lists every file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importers for Hugging Face Llama, Mistral, Qwen2, Qwen3 and Phi-3 checkpoints (model_type llama, mistral, qwen2,
 // qwen3, phi3); spec: docs/models-llama.md. Each reads its config class's fields with that class's defaults
 // (transformers' configuration_<family>.py) into an HfDecoder, which hf_decoder.cpp builds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importer for Tern's reference family ("model_type": "tern-reference"); spec: converter/reference-family.md.
 #include <cmath>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "importers/reference_attention.h"
 
 #include <string>

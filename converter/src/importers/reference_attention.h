@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference family's per-layer attention objects (converter/reference-family.md, "Attention objects").
 #pragma once
 

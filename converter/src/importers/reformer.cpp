@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importer for Hugging Face Reformer checkpoints ("model_type": "reformer", ReformerModelWithLMHead); spec:
 // converter/reformer.md.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "importers/rope_tables.h"
 
 #include <algorithm>

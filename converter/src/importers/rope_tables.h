@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rotary position embedding tables computed at conversion, as Hugging Face transformers' modeling_rope_utils.py
 // computes inv_freq and attention_factor for each rope type (default, linear, dynamic, yarn, longrope, llama3), in
 // float32 where transformers computes in float32. The ROTARY op (schema/tern.fbs) reads the tables as weights;

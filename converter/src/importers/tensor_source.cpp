@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "importers/tensor_source.h"
 
 #include <algorithm>

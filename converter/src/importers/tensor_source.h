@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checkpoint tensors -> graph tensors, validated now and converted to float32 lazily when the file is written.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Importer for Hugging Face Transformer-XL checkpoints ("model_type": "transfo-xl", TransfoXLLMHeadModel);
 // spec: converter/transfo-xl.md. Semantics the runtime follows: runtime/src/ops/relative_xl.h and ops/adaptive.h.
 //

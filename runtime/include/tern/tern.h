@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libtern C API. Opaque handles, status codes, nothing throws or aborts.
  *
  * Conventions for every function below, unless its comment says otherwise:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // Thin C++ wrapper over the C API: RAII handles, errors as tern::Error values (no exceptions).
 // Needs C++11 (std::shared_ptr, explicit operator bool); the suite compiles it with -std=c++11 -pedantic.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tern: run .tern models from Python (libtern's C API through pybind11).
 
     import tern

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one boundary between a session and where it runs. A Backend owns its kernels or device, the weights it copied,
 // the arena and the streaming state, and its own graph rewrites, all made at creation; the session keeps what is the
 // same everywhere (options, position, the state blob's format, the whole-sequence rule, plan reporting).

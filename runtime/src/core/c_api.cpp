@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C API: a thin shell over Model and Session that turns Status into codes and messages.
 #include <new>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C API's generation section (tern.h): samplers and generators (text: c_api_text.cpp).
 #include <new>
 #include <string>

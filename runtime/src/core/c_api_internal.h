@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the C API's other files (c_api_generate.cpp) need of c_api.cpp: the objects behind the handles and the
 // thread's last-error slot.
 #pragma once

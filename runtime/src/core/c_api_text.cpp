@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C API's text section (tern.h): text <-> token ids through the model's tokenizer (text/tokenizer.h).
 #include <cstring>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A sequence grown token by token in a borrowed Session (tern_generator_*): the prompt, then one sampled token per
 // next(), fed lazily at the start of the following call, with the context policy applied where the sequence reaches
 // the session's sequence limit (core/session.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Saving and restoring a generator (tern_generator_save / tern_generator_restore): the generator's sequence, the
 // sampler's PRNG state and the session's state (core/session_state.cpp) in one blob.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The library's log: notices that are not errors go to the app's tern_set_log_callback, or to stderr by default.
 #pragma once
 

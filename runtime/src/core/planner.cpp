@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/planner.h"
 
 #include <algorithm>

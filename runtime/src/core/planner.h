@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory planner: places buffers with known lifetimes in one arena, reusing space between buffers whose lifetimes
 // do not overlap (greedy by size, as TFLite's arena planner and TFLite Micro's MicroMemoryPlanner do). It knows
 // buffers, not ops: a backend's rewrites (cpu/arena.h) adjust sizes and lifetimes, the planner places them.

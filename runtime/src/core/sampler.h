@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Token sampling from a row of logits (tern_sampler_*): repetition penalty, top-k, temperature, top-p, min-p, then
 // one draw from the library's own PRNG, so that a seed gives the same tokens on every platform and compiler.
 //

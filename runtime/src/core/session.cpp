@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "core/session.h"
 
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A session: one sequence being run on one model, on one backend (core/backend.h). The session keeps what is the
 // same on every backend: the options, the position, the whole-sequence rule, the state blob and plan reporting.
 #pragma once

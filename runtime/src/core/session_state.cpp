@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Saving and restoring a session's streaming state (tern_session_save_state / tern_session_load_state), on either
 // backend.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Options structs whose first field is `size_t struct_size` (tern_session_options, tern_sampler_options,
 // tern_generator_options): an app built against an older tern.h passes a shorter struct, and the fields it does not
 // have take their defaults. Fields are only ever appended, and no field sits in an older struct's trailing padding.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX on the CPU (definitions: ops/adaptive.h). Every product runs on
 // cpu/matrix.h (XNNPACK for float32, packed at session creation; compressed weights read in place), except the
 // log-softmax's transposed projections, packed in float32; the log-softmax outputs are written straight into

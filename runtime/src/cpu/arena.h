@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU backend's arena: the planner's buffers (core/planner.h) after the CPU's own rewrites, which change sizes
 // and lifetimes: row chains (cpu/row_chains.h), values LSH layers update in place (cpu/lsh_fold.h), and values
 // stored as float16 (cpu/half_values.h).

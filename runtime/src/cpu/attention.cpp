@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Causal attention on the CPU for every pattern, blockwise with online softmax (Flash-style): per thread only a
 // [kQueryBlock, kKeyBlock] score tile exists, never an [n, T] matrix, and keys a pattern hides are never read.
 // Keys of this call come from the qkv input; older ones from the op's KvStore. Under tern_kv_storage F16 every key

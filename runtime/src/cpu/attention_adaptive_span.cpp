@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ATTENTION of kind AdaptiveSpan on the CPU (semantics and the parity note: ops/adaptive_span.h).
 //
 // Blockwise with online softmax: per thread one [kQueryBlock, dh] tile and the scores of one key block, never an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ATTENTION of kind Compressive on the CPU (definition: ops/compressive.h).
 //
 // Per call of n rows: keys and values of [cmem; mem; a] and the queries of a come from two XNNPACK fully-connected

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ATTENTION of kind Lsh on the CPU (semantics: ops/lsh.h). One head at a time, every phase spread over the threads:
 //   1. per position: the key's norm factor rsqrt(mean(qk^2) + eps) and the bucket of every round;
 //   2. per round: a counting sort by bucket (stable, so ties stay in position order) into the sorted axis;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ATTENTION of kind RelativeXL on the CPU (definition: ops/relative_xl.h).
 //
 // Per call of n tokens: keys and values of [memory; h] ([M + n, 2*H*dh]) and the queries of h come from two XNNPACK

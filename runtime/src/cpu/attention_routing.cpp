@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ATTENTION of kind Routing on the CPU (semantics: ops/routing.h). One head at a time, each phase spread over the
 // threads:
 //   local head:   per chunk, gather the chunk's and the previous chunk's keys and attend each query of the chunk;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Dense attention of a session with attention sinks (ops/sink_cache.h). The ROTARY op before it passes its rows
 // unrotated (cpu/decoder_ops.cpp); each call this kernel
 //   1. lays out every key and value the call sees in scratch, kv [held + n, 2 * kv_inner] (k | v per row, in cache

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/backend.h"
 
 #include <algorithm>

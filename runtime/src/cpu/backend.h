@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU backend: XNNPACK fully-connected operators and Tern's own kernels (cpu/op_table.cpp), with the CPU's
 // graph rewrites: LSH layers folded into their attention op (cpu/lsh_fold.h), chains of row-wise ops run in row
 // blocks (cpu/row_chains.h), and activations kept whole between chains stored as float16 (cpu/half_values.h).

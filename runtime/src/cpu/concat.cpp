@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CONCAT on the CPU: row copies.
 #include <cstring>
 

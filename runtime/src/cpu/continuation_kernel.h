@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A CPU kernel whose streaming state is a cache that only a later call reads (LSH and routing attention: their first
 // call runs whole, later positions step against the cache; ops/attention_kinds.h, state_serves_later_calls_only). The
 // cache holds max_tokens positions, or none in a forward_only session; CpuKernel's state methods forward to it.

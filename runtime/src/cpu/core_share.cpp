@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/core_share.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The machine's cores, shared among the CPU sessions' calls, and a call's pool workers put to sleep when it ends.
 //
 // A pool runs well only on cores of its own: each parallel region ends when the last of its threads checks in, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU kernels of the Llama-family row-wise ops: RMS_NORM, ROTARY and GATED_ACTIVATION (schema/tern.fbs). Plain
 // loops over rows split across threads; each row is computed as the reference computes it, in float32 with the
 // sums of squares in double.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/half_rows.h"
 
 #include "cpu/isa.h"

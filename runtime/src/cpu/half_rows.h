@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bulk float32 <-> IEEE float16: activations stored as float16 (tern_activation_storage F16), whose rows of a
 // whole-sequence value are widened into a float32 block before the ops that read them and narrowed back after the
 // ops that write them, split across the pool's threads. Rounding is to nearest, ties to even (format/half.h); above

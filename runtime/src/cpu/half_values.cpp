@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/half_values.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Float16 storage of the activations a CPU session keeps whole between row chains (tern_activation_storage F16):
 // which values qualify, and how each chain widens them into float32 blocks for its ops and narrows them back.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/huge_pages.h"
 
 #include <cstdlib>

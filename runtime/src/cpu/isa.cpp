@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/isa.h"
 
 #include <cpuinfo.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which variant of the CPU kernels' hot loops (cpu/isa/table.h) this process runs: picked once, on first use, as
 // the widest variant built into the library (cmake/CpuIsa.cmake) that the CPU supports. The environment variable
 // TERN_CPU_ISA (baseline | avx2 | avx512) asks for a narrower one, for tests and diagnosis; it never gets one the

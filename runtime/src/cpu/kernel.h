@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU backend's kernel interface: what a kernel sees for one call, what it is built with, and what it reports.
 #pragma once
 

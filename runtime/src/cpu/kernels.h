@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU kernels: the optimised paths behind each op, and the factories the CPU backend's op table points at
 // (cpu/op_table.cpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The streaming state of one attention op: keys and values of past tokens that later queries can still reach,
 // [kv_heads, slots, dh] each, sized at session creation and never grown. Which positions it keeps, in which slot,
 // and the bytes it saves are ops/kv_state.h's KvStateLayout, which the Vulkan backend saves by too.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LINEAR through cpu/matrix.h: float32 weights on XNNPACK's fully-connected operator (packed once per session),
 // compressed weights read in place by Tern's kernels.
 #include <xnnpack.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The LSH layer's cache and its one-position step (cpu/lsh_cache.h; semantics: ops/lsh.h, "Continuing a sequence").
 #include "cpu/lsh_cache.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What an LSH layer keeps to continue a sequence on the CPU, and the one-position step that reads it: Hugging Face's
 // cached generation (past_buckets_states; ops/lsh.h, "Continuing a sequence").
 //

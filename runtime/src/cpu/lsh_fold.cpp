@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/lsh_fold.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An LSH layer folded into its attention op (CPU backend). A Reformer LSH layer is
 //   h = LAYER_NORM(x2) [n, d];  qk|v = LINEAR(h) [n, 2*inner];  o = ATTENTION lsh(qk|v) [n, inner];
 //   p = LINEAR(o) [n, d];  y1 = ADD(x1, p)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/lsh_folded_layer.h"
 
 #include <algorithm>

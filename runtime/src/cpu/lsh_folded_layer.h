@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ops of a folded LSH layer (cpu/lsh_fold.h) that its attention kernel (cpu/attention_lsh.cpp) runs one head
 // at a time: x2's layer norm and the head's rows of the qk | v projection before the head, and with the output
 // fold the head's columns of the output projection, added into x1, after it.

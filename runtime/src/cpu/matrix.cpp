@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/matrix.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // y = x W^T + b for one weight matrix of a kernel, whatever its storage (schema/tern.fbs, Tensor): float32 through
 // XNNPACK's fully-connected operator (packed once at creation), float16, int8 and int4 through Tern's kernels
 // (cpu/isa/quant.inc), which read the model's compressed bytes in place: nothing is widened at load. For int8 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One thread's tile of blockwise attention with online softmax (Flash-style), the same for every attention kernel
 // (cpu/attention*.cpp): a block of query rows with each row's running state, and one key block a row's scores are
 // taken against. Per kernel a TileShape says which parts it keeps; a kernel that needs more (LSH's key positions,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU backend's kernels by op code and by attention kind. Both tables list every entry of the schema in order,
 // checked at compile time: an op or kind added to the schema without a CPU kernel fails the build.
 #include "cpu/op_table.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU backend's op -> kernel table.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // parallel_for over [0, range) in tiles, on the session's pthreadpool (inline when pool is null).
 #pragma once
 

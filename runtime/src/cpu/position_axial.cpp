@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // POSITION of kind AXIAL on the CPU (Reformer's axial position embeddings, HF AxialPositionEmbeddings in eval mode):
 // out[i] = x[i] + [rows[p / s1] | cols[p % s1]] with p = pos0 + i; rows [s0, d0], cols [s1, d1].
 #include "cpu/kernels.h"

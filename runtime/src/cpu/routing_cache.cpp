@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/routing_cache.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a routing layer keeps to continue a sequence on the CPU, and the one-position step that reads it (ops/routing.h,
 // "Continuing a sequence").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/row_chains.h"
 
 #include <algorithm>

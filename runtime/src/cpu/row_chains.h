@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Row-block execution on the CPU. A chain is a run of consecutive ops that can run on blocks of rows: row-wise ops
 // (Streaming::kRowWise, ops/op.h: embedding, positions, layer norm, linear, activation, add, concat, log-softmax — row i of each
 // output needs only row i of the inputs) and attention whose kernel gives the same rows when a call is split into

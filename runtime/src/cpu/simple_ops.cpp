@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU kernels for the row-wise ops: embedding, position, layer norm, activation, add, log-softmax. (RMS norm,
 // rotary embedding and gated activations: cpu/decoder_ops.cpp.)
 #include <algorithm>

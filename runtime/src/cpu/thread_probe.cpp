@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cpu/thread_probe.h"
 
 #include <pthread.h>

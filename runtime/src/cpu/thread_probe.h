@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Whether this process can start a pool's worker threads, checked before pthreadpool_create: pthreadpool ignores a
 // failed pthread_create and then waits forever for the worker that never started (a session of 2 threads under a
 // stack limit that leaves no room for a second stack hung in tern_session_create).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One XNNPACK fully-connected operator owned by a kernel: y = x W^T + b, weights packed once at creation.
 #pragma once
 

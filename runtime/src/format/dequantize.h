@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compressed weights (F16, I8, I4: schema/tern.fbs, Tensor) widened to float32, portable and exact: value =
 // q * scale in float32, as every kernel that reads them compressed defines it. For the paths that need a float32
 // copy of a small weight (a transposed projection, a staged upload) and for tests; the hot kernels read the

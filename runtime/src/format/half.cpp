@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "format/half.h"
 
 #if defined(__F16C__)

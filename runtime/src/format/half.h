@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IEEE float16 <-> float32: one value at a time (float16 tensors of a checkpoint), and arrays of them (format/half.cpp:
 // with the F16C instructions where the build targets them, 8 at a time, and one at a time for the rest), with which
 // Vulkan stages float16 weights. The CPU backend's activations use its kernel variants' own copies instead

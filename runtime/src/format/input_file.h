@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Opening the converter's inputs (config.json, *.safetensors) so that no path can block or feed it without end:
 // opened with O_NONBLOCK (a FIFO with no writer, a tty or a device returns at once) and required to be a regular
 // file before a byte is read. Messages name the path as given.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "format/mapped_file.h"
 
 #include <fcntl.h>

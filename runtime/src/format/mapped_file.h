@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Read-only view of a model's bytes: an mmap of a file, memory the caller owns, or an aligned copy of it.
 #pragma once
 

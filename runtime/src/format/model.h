@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A loaded, verified model: nothing in it is used before it has been checked.
 #pragma once
 

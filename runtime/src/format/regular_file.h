@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Opening a file that must be a regular file, so that no path can block or feed a reader without end, and what a
 // path is, in words, for the messages that refuse anything else: the loader's (mapped_file.cpp), the converter's
 // inputs and output (input_file.h, temp_file.h) and tern-run's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Status and Result<T>: every fallible call in Tern returns one; nothing throws across the API.
 #pragma once
 

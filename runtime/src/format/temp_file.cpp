@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "format/temp_file.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The temporary file a .tern is written into before it is renamed into place, and what guarantees that no
 // `*.tmp-*` file outlives a failed or interrupted conversion: the destructor removes it on every error path, and
 // in a program that calls remove_temporaries_on_signals() a signal handler removes it on SIGINT, SIGTERM, SIGHUP

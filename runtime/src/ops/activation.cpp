@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ACTIVATION: elementwise RELU, GELU_ERF (exact), GELU_TANH, SILU or SOFTCAP (cap * tanh(x / cap)) on [n, d].
 #include <cmath>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Adaptive input and projected adaptive log-softmax (Baevski & Auli 2019; Grave et al. 2017; Transformer-XL's
 // AdaptiveEmbedding and ProjectedAdaptiveLogSoftmax): the vocabulary [0, V) is cut into clusters
 // [ends[i], ends[i+1]) by the op's cutoffs; cluster i has its own width d_i and, optionally, a projection to d.

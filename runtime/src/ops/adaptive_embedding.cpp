@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ADAPTIVE_EMBEDDING: ids [n] (I32) -> [n, d]. Token t of cluster i: (proj_i table_i[t - l_i]) * scale.
 // weights, per cluster i: table_i [r_i - l_i, d_i], proj_i [d, d_i] or -1 (then d_i = d). ops/adaptive.h.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ADAPTIVE_LOG_SOFTMAX: x [n, d] -> log-probabilities [n, V] of a projected adaptive softmax (ops/adaptive.h).
 // weights: cluster_weight [C, d_0], cluster_bias [C] (-1 both when C = 0), then per cluster i: weight_i
 // [r_i - l_i, d_i] or [V, d_i] (rows l_i .. r_i-1 read), bias_i likewise or -1, proj_i [d, d_i] or -1 (d_i = d).

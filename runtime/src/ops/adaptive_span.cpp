@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ops/adaptive_span.h"
 
 #include <algorithm>

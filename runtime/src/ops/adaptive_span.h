@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Adaptive span attention (Sukhbaatar et al. 2019; facebookresearch/adaptive-span): the soft span mask and the keys
 // each head reads, the one definition the reference kernel, the CPU kernel and the planner share.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ADD: a [n, d] + b [n, d].
 #include "ops/op.h"
 #include "ops/reference.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ATTENTION: qkv [n, (H + 2*KV)*dh] (q | k | v column blocks; KV key/value heads, H by default) -> [n, H*dh]; causal softmax attention whose visible keys
 // follow the op's kind (ops/attention_pattern.h; kind AdaptiveSpan: ops/adaptive_span.h). State: the keys and values
 // later queries can still reach. Weights: kind AdaptiveSpan has key_pe [dh, max_span] and span [H] or -1.

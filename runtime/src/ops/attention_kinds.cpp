@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The attention kinds' facts (ops/attention_kinds.h). Each kind's parameters are parsed by its own ops/<kind> file
 // (attention_pattern, adaptive_span, relative_xl, lsh, compressive, routing); this file says what the op needs of
 // each.

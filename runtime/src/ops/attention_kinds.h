@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The attention kinds of ATTENTION (schema/tern.fbs's AttentionKind union), in one table of facts: how each
 // validates, where its projected rows hold queries, keys and values, the streaming state it keeps, what a dense
 // implementation would materialise, how it streams, what it computes at creation, its flops and which weights may be

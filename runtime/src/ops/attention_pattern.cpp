@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ops/attention_pattern.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which keys each query may see, for every attention kind: the one definition the reference kernel, the CPU
 // kernel and the planner share. All kinds are causal (key j <= query i).
 //

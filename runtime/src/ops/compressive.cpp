@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ops/compressive.h"
 
 #include <algorithm>

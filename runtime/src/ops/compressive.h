@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compressive Transformer memory (Rae et al. 2019) as the reference family defines it (converter/reference-family.md,
 // tools/reference/compressive.py): the one definition the reference kernel, the CPU kernel and the planner share.
 //

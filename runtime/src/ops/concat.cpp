@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CONCAT: a [n, da], b [n, db] -> [a | b] [n, da + db], row by row (Reformer joins its two reversible streams).
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EMBEDDING: ids [n] (I32) -> table[ids] * scale [n, d]. weights: table [V, d].
 #include <cmath>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GATED_ACTIVATION: gate | up [n, 2F] -> act(gate) * up [n, F] (SwiGLU with SILU, GeGLU with GELU_TANH).
 #include <string>
 #include <vector>

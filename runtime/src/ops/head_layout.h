@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where an attention op's heads sit in the rows it projects: the one description that the validation, the reference
 // kernels, the CPU kernels and the Vulkan lowerings (through their shaders' push constants) read, instead of each
 // writing 3*heads*head_dim offsets by hand.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The streaming state of a KV-store attention op (kinds Dense, SlidingWindow, ChunkedLocal, Strided, Fixed): which
 // positions it keeps, in which slot, and the bytes a saved state holds. Every backend keeps its state in its own
 // arrangement but saves and loads exactly these bytes, so a state saved on one backend loads on another.

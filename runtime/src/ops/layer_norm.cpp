@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LAYER_NORM: x [n, d] -> (x - mean) / sqrt(var + eps) * gamma + beta. weights: gamma [d], beta [d] (optional).
 #include <cmath>
 

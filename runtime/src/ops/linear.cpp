@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LINEAR: x [n, in] -> x W^T + b [n, out]. weights: W [out, in], b [out] (optional).
 #include "ops/op.h"
 #include "ops/reference.h"

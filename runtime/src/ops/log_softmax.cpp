@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LOG_SOFTMAX: x [n, d] -> x - log(sum_j exp(x[:, j])) row by row (log-probabilities), same width.
 #include <algorithm>
 #include <cmath>

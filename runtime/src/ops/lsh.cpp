@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LSH attention (ops/lsh.h): parameter checks, hashing, and the reference kernel.
 #include "ops/lsh.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reformer LSH attention (Kitaev et al. 2020), exactly as Hugging Face transformers' LSHSelfAttention computes it in
 // eval mode (modeling_reformer.py): the one definition the reference kernel, the CPU kernel and the planner share.
 //

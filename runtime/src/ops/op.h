@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An op is one registry entry of facts: what the loader checks, what the planner and a session need to know of it
 // (state bytes, dense bytes, how it streams). No backend code: each backend keeps its own op -> kernel table
 // (cpu/op_table.cpp, vulkan/op_table.cpp). Adding an op: a schema entry, ops/<op>.cpp (facts + reference kernel),

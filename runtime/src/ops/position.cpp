@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // POSITION: x [n, d] -> x + pe[pos0 + i]. weights: table [P, d] (LEARNED), none (SINUSOIDAL), or rows [s0, d0] and
 // cols [s1, d1] (AXIAL, Reformer: pe[p] = [rows[p / s1] | cols[p % s1]], P = s0 * s1, d0 + d1 = d).
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reference kernels: plain loops with double accumulation, the yardstick the optimised paths are tested against.
 // Layouts: activations are row-major [n, width]; weights as in schema/tern.fbs.
 #pragma once

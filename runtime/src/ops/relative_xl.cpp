@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ops/relative_xl.h"
 
 #include <algorithm>

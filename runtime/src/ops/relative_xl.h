@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Transformer-XL relative attention with a memory (Dai et al. 2019; Hugging Face's RelPartialLearnableMultiHeadAttn
 // in eval mode): the one definition the reference kernel, the CPU kernel and the planner share.
 //

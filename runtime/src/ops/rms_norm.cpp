@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RMS_NORM: x [n, w] -> groups of `group` columns among the first c RMS-normalised and scaled by
 // (weight_offset + gain), columns c..w-1 copied. weights: gain [c].
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ROTARY: qkv [n, w] -> the same row with rotary position embedding on its first `heads` blocks of head_dim columns.
 // weights: inv_freq [rotary_dim / 2], then long_inv_freq [rotary_dim / 2] (LONGROPE only).
 #include "ops/rotary.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ROTARY's parameters and the frequencies of a call (schema/tern.fbs, RotaryParams): the one place that reads them,
 // for the reference kernel, the CPU kernel and the Vulkan lowering alike.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Routing attention (ops/routing.h): parameter checks, cluster membership, and the reference kernel.
 #include "ops/routing.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Routing attention (Roy et al. 2020), following google-research's routing_transformer with two documented
 // differences: the one definition the reference kernel, the CPU kernel and the planner share.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Attention sinks (StreamingLLM, Xiao et al. 2023; tern_session_options.sink_tokens / sink_window): the cache of a
 // dense attention op fed by ROTARY, in the semantics of the reference code's evaluation loop (streaming-llm's
 // StartRecentKVCache with the Llama pos_shift attention):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The added tokens of a tokenizer.json (tokenizer/added_vocabulary.rs): found in a text leftmost-longest (the
 // Rust's aho-corasick MatchKind::LeftmostLongest), with the single_word, lstrip and rstrip rules of its find_matches.
 #pragma once

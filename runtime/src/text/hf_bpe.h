@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The BPE model of a tokenizer.json (tokenizers 0.23, models/bpe/model.rs and word.rs), one pre-tokenized word at a
 // time, without dropout:
 //   1. ignore_merges: a word that is a token is that token;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "text/hf_decoders.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ids -> text for a tokenizer.json (tokenizers 0.23, Tokenizer::decode and decoders/*): each id becomes its token
 // (the added vocabulary's first, then the model's; ids with neither are dropped; with skip_special, tokens whose
 // text is a special added token's are dropped), the decoder chain rewrites the token list, and the result is

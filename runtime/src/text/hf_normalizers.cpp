@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The normalizers of tokenizers 0.23 (normalizers/*.rs) on a Piece, with the alignment each NormalizedString
 // operation gives its characters.
 #include <string>

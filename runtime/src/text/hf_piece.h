@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The string a tokenizer.json pipeline rewrites (tokenizers' NormalizedString, less what encoding never reads) and
 // the ways its normalizers and pre-tokenizers change and cut it: the Rust's `transform` alignment rule, patterns'
 // find_matches, and `split` with its delimiter behaviours (tokenizer/normalizer.rs, tokenizer/pattern.rs).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The text half of a tokenizer.json encoder (tokenizers 0.23): added tokens split out of the text, the rest
 // normalized and pre-tokenized into the words the model segments (tokenizer/added_vocabulary.rs'
 // extract_and_normalize, then the pre-tokenizer), read from a `.tern` file's fb::HfTokenizer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pre-tokenizers of tokenizers 0.23 (pre_tokenizers/*.rs) on Pieces: each cuts every piece into words, in order.
 #include <string>
 

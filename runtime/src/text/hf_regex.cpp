@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Pike VM that runs an HfRegex program (hf_regex_program.h). Threads are kept in priority order, so the first
 // thread to reach Match is the match a backtracking matcher (Oniguruma) reports; threads after it are dropped,
 // threads before it run on for a longer match of higher priority. Each instruction holds at most one thread per

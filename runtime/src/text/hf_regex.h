@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The regular expressions of tokenizer.json files (Split pre-tokenizers, Replace normalizers and decoders),
 // compiled from Oniguruma's syntax as the `tokenizers` library's default build does (Ruby syntax, UTF-8) and matched
 // with leftmost-first (backtracking) priority by a Pike VM: time linear in the text times the program size, and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compiles the parse tree of hf_regex_parse.h into the Pike VM program of hf_regex_program.h. The program's size is
 // computed from the tree before anything is emitted, so a counted repetition that would pass kMaxInstructions is
 // refused without being expanded.

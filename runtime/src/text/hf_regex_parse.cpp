@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The parser of hf_regex_parse.h: Oniguruma's Ruby syntax (the subset hf_regex.h lists) into a tree of Node, with
 // its character classes, \p{..} property names and case-insensitive variants resolved into RegexClass.
 #include "text/hf_regex_parse.h"

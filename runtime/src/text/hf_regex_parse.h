@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Oniguruma's Ruby syntax (the subset hf_regex.h lists) parsed into a tree, which hf_regex_compile.cpp compiles into
 // the Pike VM program of hf_regex_program.h. Private to runtime/src/text/.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The compiled form of an HfRegex (hf_regex.h): a Pike VM program and its character classes. Private to
 // runtime/src/text/: hf_regex_parse.cpp and hf_regex_compile.cpp write it, hf_regex.cpp runs it.
 #pragma once

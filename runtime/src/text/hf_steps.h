@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The normalizers (normalizers/*.rs) and pre-tokenizers (pre_tokenizers/*.rs) of a tokenizer.json pipeline, each
 // checked and built from one fb::HfStep.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Hugging Face tokenizer.json (fb::HfTokenizer, converted by tern-convert) encoded and decoded as tokenizers 0.23
 // does, id for id: the text pipeline (hf_pipeline.h: added tokens, normalizers, pre-tokenizers) cuts the text into
 // added tokens and words, the model (hf_bpe.h or hf_unigram.h) turns each word into ids, and the post-processor's

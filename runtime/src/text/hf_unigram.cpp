@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "text/hf_unigram.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Unigram model of a tokenizer.json (tokenizers 0.23, models/unigram/model.rs: encode_optimized and tokenize),
 // one pre-tokenized word at a time:
 //   1. Viterbi over the word's bytes: from each character boundary, every token that is a prefix of the rest

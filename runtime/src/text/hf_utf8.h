@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // UTF-8 stepping for the tokenizer.json models and decoders (the length of the character a lead byte starts), and
 // the GPT-2 byte <-> character table the ByteLevel pre-tokenizer and decoder share.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The model vocabulary of a tokenizer.json section (fb::HfTokenizer.pieces): each id's token and the reverse map,
 // shared by the BPE and Unigram models and the decoders. Views into the model file, which outlives them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SentencePieceTokenizer: validation, the steps around segmentation (unknown runs, byte fallback) and decoding.
 // Normalization is in sentencepiece_normalize.cpp, segmentation in sentencepiece_segment.cpp.
 #include "text/sentencepiece.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A SentencePiece tokenizer (unigram and BPE) whose ids and text are those of libsentencepiece 0.1.97's
 // SentencePieceProcessor::Encode(text, &ids) and DecodeIds for the same model, normalization through the model's
 // precompiled_charsmap included. The runtime does not link libsentencepiece: the model file carries the pieces and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SentencePieceTokenizer::normalize: the reference Normalizer::Normalize, ids-only (no offsets back into the input).
 #include <string>
 

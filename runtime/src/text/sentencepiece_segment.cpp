@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SentencePieceTokenizer's segmentation of normalized text: the unigram model's Viterbi path (the reference's
 // EncodeOptimized) and BPE's merges (bpe::Model::SampleEncode without dropout). Floating-point steps follow the
 // reference's types exactly, since ties and near-ties decide between paths.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "text/sentencepiece_tables.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The two lookup tables a SentencePiece tokenizer needs: a byte trie over its pieces (prefix matching for the
 // unigram lattice and for user-defined symbols) and a reader of a model's precompiled_charsmap (the normalization
 // rules, a Darts-clone double-array trie over the source strings plus a pool of NUL-terminated replacements), and

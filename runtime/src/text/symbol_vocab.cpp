@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "text/symbol_vocab.h"
 
 #include <cctype>

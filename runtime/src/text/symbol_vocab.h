@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A SYMBOLS vocabulary (schema/tern.fbs): one symbol per id, each a word, a character or a byte in decimal, with
 // line ends as the end-of-line id, as the word- and character-level corpora of Transformer-XL (wt103) and
 // adaptive-span (enwik8, text8) number their tokens.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Limits every tokenizer is held to, checked where the converter reads a tokenizer file and again where the runtime
 // builds a tokenizer from a model file. They keep encoding linear in the text and its memory a bounded multiple of
 // it, whatever the file holds: every trie walk (model pieces, added tokens, user-defined symbols, a precompiled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "text/tokenizer.h"
 
 namespace tern {

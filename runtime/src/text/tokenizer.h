@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Text <-> token ids for a loaded model, from its Metadata.vocab (schema/README.md, "Tokenizers"): bytes, bytes
 // shifted by an offset, a SentencePiece model encoded exactly as libsentencepiece does (sentencepiece.h), a
 // Hugging Face tokenizer.json encoded exactly as the tokenizers library does (hf_tokenizer.h), or a list of words,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lookups over the generated tables (unicode_data.h), UTF-8, normalization forms (UAX #15), lower-casing and
 // extended grapheme clusters (UAX #29).
 #include "text/unicode.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unicode facts the Hugging Face tokenizer pipeline needs (hf_tokenizer.h), from tables generated out of the
 // Unicode Character Database (tools/unicode/make_tables.py; version in kUnicodeVersion): general categories, the
 // White_Space property, normalization forms, lower-case mappings and extended grapheme clusters.

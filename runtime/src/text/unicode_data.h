@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tables unicode.cpp reads, generated into unicode_data.cpp by tools/unicode/make_tables.py from the Unicode
 // Character Database. Private to runtime/src/text/.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Vulkan backend of a session: checks that every op has a shader, opens the device, places the values, uploads
 // the weights, records the forward pass once, and replays it per call. Its own rewrite: a weight over the device's
 // maxStorageBufferRange is split into parts (vulkan/ops_linear.cpp, ops_rowwise.cpp).

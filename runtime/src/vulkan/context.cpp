@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "vulkan/context.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One Vulkan instance, physical device, logical device and compute queue, per session.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "vulkan/limits.h"
 
 #include <algorithm>

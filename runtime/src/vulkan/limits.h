@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device limits read at run time, and the checks every pipeline and binding passes at session creation: a shader
 // that would exceed a limit fails session creation with a message naming the limit, never at dispatch.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "vulkan/loader.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Vulkan loader, opened at run time (dlopen) so that libtern links and runs on machines without one: a
 // session asking for Vulkan there gets a clear TERN_UNSUPPORTED instead of a process that cannot start.
 #pragma once

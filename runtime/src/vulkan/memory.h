@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device memory: a few large blocks (one VkBuffer each), sub-allocated by bumping an offset. A session allocates
 // everything at creation (weights, arena, state, the host-visible buffers of a call) and frees it all at once.
 #pragma once

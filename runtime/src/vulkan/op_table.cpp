@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ops the Vulkan backend runs (by op code, and ATTENTION by kind: both tables list every entry of the schema in
 // order, checked at compile time), and the pieces of Lowering every op shares.
 #include <algorithm>

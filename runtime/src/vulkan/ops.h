@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of graph ops to dispatches of a Program. One entry per op code with shaders (op_table.cpp); each
 // op family's lowering lives in its own file (ops_rowwise.cpp, ops_linear.cpp, ops_attention.cpp).
 #pragma once

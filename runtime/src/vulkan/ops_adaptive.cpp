@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of ADAPTIVE_EMBEDDING (shaders/adaptive_embedding.comp) and ADAPTIVE_LOG_SOFTMAX
 // (shaders/adaptive_log_softmax.comp, three dispatches). A variable number of clusters does not fit a fixed set of
 // bindings, so each op's tensors are packed at session creation into one float table with an int header of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of ATTENTION of kind AdaptiveSpan (semantics: ops/adaptive_span.h): shaders/adaptive_span.comp, then
 // shaders/span_append.comp to keep each key/value head's reach of recent keys and values in the op's device state (one
 // ring per key/value head, cap[g] = min(kv_reach[g], max_tokens) slots: the CPU path's layout and bytes). The per-head numbers, the mask

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local, strided, fixed; merged or
 // split heads): shaders/attention.comp,
 // then shaders/kv_append.comp to keep what later calls can reach in the op's device state. With attention sinks:

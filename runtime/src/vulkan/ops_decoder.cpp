@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of the Llama-family row-wise ops: RMS_NORM (shaders/rms_norm.comp), ROTARY (shaders/rotary.comp, with
 // cos | sin written by the host per call) and GATED_ACTIVATION (shaders/gated_activation.comp).
 #include <vector>

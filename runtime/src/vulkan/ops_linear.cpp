@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of LINEAR to the tiled GEMM of shaders/linear.comp.
 #include "vulkan/ops.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of ATTENTION of kind Lsh (Reformer; semantics: ops/lsh.h). A first call runs four dispatches, as the CPU
 // path's phases:
 //   lsh_hash     normalised keys, and the bucket of every (round, position) by the rotation matmul + argmax per factor;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of ATTENTION with a memory: kinds RelativeXL (ops/relative_xl.h) and Compressive (ops/compressive.h).
 // Four dispatches a call, the memory kept on the device between calls in the op's state (the CPU kernel's bytes):
 //   memory_concat    ctx = [memory; h]                               ctx [prefix + n, d] (device scratch)

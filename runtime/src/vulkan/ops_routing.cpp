@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of ATTENTION of kind Routing (semantics: ops/routing.h) to dispatches, whole sequences only:
 //   local heads:   shaders/attention.comp as chunked local attention (own chunk and the one before);
 //   routing heads: routing_prep.comp    normalised queries and keys         xn      [Hr, 2, max_batch, dh]

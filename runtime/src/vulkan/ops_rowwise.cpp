@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of the elementwise and row-wise ops: embedding, position, layer norm, activation, add, concat, log-softmax.
 #include <algorithm>
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lowering of what rotates cached keys again: dense ATTENTION in a session with attention sinks (ops/sink_cache.h;
 // the CPU's cpu/attention_sinks.cpp) and the context shift of a dense state (the CPU's AttentionKernel::shift).
 //

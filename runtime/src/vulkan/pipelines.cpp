@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "vulkan/pipelines.h"
 
 #include "vulkan/shaders.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compute pipelines from embedded SPIR-V, one per (shader, specialization constants), shared by the ops of a
 // session. Every pipeline has the same interface: storage buffers at bindings 0..k-1 of set 0 (binding 0: the
 // call's n and pos0) and one push-constant range that every shader family's block fits in (push_constants.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "vulkan/program.h"
 
 #include <algorithm>

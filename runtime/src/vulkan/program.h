@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A session's whole forward pass as one command buffer, recorded once at session creation and replayed for every
 // call. What changes between calls (n and pos0, the ids, the workgroup counts for n tokens) lives in host-visible
 // buffers the shaders and vkCmdDispatchIndirect read, so nothing is re-recorded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The push constants of each shader family: one struct per `layout(push_constant) uniform` block, with the block's
 // name and its fields' names, types and order. Push-constant blocks use the std430 layout; with 4-byte scalars only
 // (int32_t/int, uint32_t/uint, float/float) a field's offset is 4 times its index in both, which the asserts below

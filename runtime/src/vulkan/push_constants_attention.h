@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The push constants of the attention shader families (attention, kv_append, adaptive span, routing, LSH, the
 // memory kinds): the rest of push_constants.h, which includes this after its own structs and with its checking
 // macros (TERN_PUSH_FIELD, TERN_PUSH_QKV_COLUMNS, TERN_PUSH_KV_COLUMNS, TERN_PUSH_SIZE) defined. Include

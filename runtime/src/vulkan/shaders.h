@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SPIR-V of shaders/*.comp, compiled by glslc at build time and embedded (cmake/EmbedShaders.cmake).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built instead of vulkan/ when CMake found no Vulkan loader, headers or glslc (or TERN_VULKAN=OFF).
 #include "core/backend.h"
 #include "core/planner.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Draws time and peak memory against sequence length from the JSON of tools/bench/peers.sh: every runtime on the
 dense model, and Tern on the same weights with sliding-window attention; and, where the JSON has them, generation
 tokens/s against the tokens already in the cache (Debian's python3-matplotlib).

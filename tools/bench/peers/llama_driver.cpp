@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Side-by-side driver for llama.cpp (tools/bench/peers/run.py), linked against the prebuilt CPU libraries that the
 // npm package node-llama-cpp ships, with llama.h from the llama.cpp sources it ships. One llama_decode of the whole
 // prompt (n_batch = n_ubatch = n, logits at every position), the first run and WARM more, KV cache cleared before

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Makes the side-by-side benchmark's models from one random initialisation (fixed seed):
 
   OUT/dense/      tern-reference checkpoint (config.json + model.safetensors): GPT-2-like, pre-LN, learned

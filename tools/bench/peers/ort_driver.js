@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Side-by-side driver for ONNX Runtime (tools/bench/peers/run.py), npm onnxruntime-node (its bundled CPU library).
 // Usage: node ort_driver.js MODEL.onnx IDS.i32 N THREADS WARM LOGITS.f32
 // Session: CPU execution provider, intra-op threads = THREADS, inter-op 1, sequential execution, all graph

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Tern side by side with ONNX Runtime, llama.cpp (with and without flash attention) and PyTorch eager on the same
 weights, on this machine. Called by tools/bench/peers.sh, which installs the dependencies and builds the drivers.
 

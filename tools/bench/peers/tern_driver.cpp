@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Side-by-side driver for Tern (tools/bench/peers/run.py): one forward of N ids, the first run and WARM more, and the
 // logits of the last run. Usage: peer_tern MODEL.tern IDS.i32 N THREADS WARM LOGITS.f32 [DEPTH]
 // With DEPTH (generation, as llama-bench's tg<N>@d<DEPTH>): each run resets, appends the first DEPTH ids in one call

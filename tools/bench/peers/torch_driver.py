@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Side-by-side driver for PyTorch eager (tools/bench/peers/run.py): tools/reference/model.py in float32 under
 torch.inference_mode, torch.set_num_threads(THREADS). Run it with LD_LIBRARY_PATH pointing at OpenBLAS's libblas.so.3
 (Debian's torch links libblas.so.3, the reference BLAS by default); the BLAS actually mapped is reported.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """An independent check of streaming_bench's sinks and window numbers (docs/streaming.md): streams the first N ids of
 a text, one verse a document (<s> ids </s>, the ids of tokenizer.model), token by token through
 check_llama_checkpoint.py's float64 numpy Llama with the reference code's semantics (streaming-llm's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One instruction-set variant of the CPU kernels' hot loops (cpu/isa/table.h). cmake/CpuIsa.cmake compiles this
 // file once per variant, with the variant's flags (e.g. -march=x86-64-v3) and TERN_ISA_NAMESPACE = isa_<name>;
 // auto-vectorisation under those flags does the rest.

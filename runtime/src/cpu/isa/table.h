@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU kernels' hot loops as one table of function pointers. cpu/isa/kernels.cpp is compiled once per
 // instruction-set variant (cmake/CpuIsa.cmake), each defining tern::cpu::isa_<name>::kKernels; cpu/isa.h picks one
 // at run time. The kernels (cpu/*.cpp) keep everything else: threads, patterns, gathering keys, state.
