@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Tern side by side with ONNX Runtime, llama.cpp (with and without flash attention) and PyTorch eager, on the same
-# random-init GPT-2-like weights, on this machine. From a clean checkout, as root (or with sudo):
+# random-init weights of two models, on this machine: the GPT-2-like model, and a Llama-architecture one (d 768,
+# 12 layers, grouped-query attention 12:3, SwiGLU, RoPE, vocab 32000; about 123 M parameters), which Tern reads
+# through its Hugging Face Llama importer and llama.cpp as a `llama` GGUF. From a clean checkout, as root (or sudo):
 #
-#   tools/bench/peers.sh [--quick] [--json FILE] [--chart FILE]
+#   tools/bench/peers.sh [--quick] [--model gpt2|llama|both] [--json FILE] [--chart FILE]
+#                        [--json-llama FILE] [--chart-llama FILE]
 #
 # 1. installs what is missing: Tern's build dependencies (tools/install-deps.sh), then Debian's python3-torch,
 #    python3-numpy, python3-matplotlib, libopenblas0-pthread (and nodejs, npm, git unless present). Installing
@@ -15,15 +18,18 @@
 #    their install scripts;
 # 4. unpacks the llama.cpp sources that node-llama-cpp ships (a git bundle) for llama.h and gguf-py, and compiles
 #    tools/bench/peers/llama_driver.cpp against the package's libllama / libggml;
-# 5. makes the models (tools/bench/peers/make_model.py, fixed seed): safetensors -> .tern (tern-convert; the dense
-#    model also with --weights f16, int8 and int4), ONNX (torch.onnx.export), GGUF F32, F16, Q8_0 and Q4_0 (gguf-py,
-#    the tensor types llama-quantize would pick);
+# 5. makes the models (tools/bench/peers/make_model.py, fixed seed; --arch llama for the second): safetensors ->
+#    .tern (tern-convert; the dense model also with --weights f16, int8 and int4), ONNX (torch.onnx.export), GGUF
+#    F32, F16, Q8_0 and Q4_0 (gguf-py, the tensor types llama-quantize would pick);
 # 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process (prefill: one forward of n
 #    tokens; generation: tg128@d0, d512, d2048 for Tern (float32 and F16 KV state) and llama.cpp with and without
 #    flash attention; compressed weights: Tern f16 / int8 / int4 against llama.cpp FA F16 / Q8_0 / Q4_0 and both
 #    float32 files, pp512, tg128@d0 and @d512:
 #    file size, peak RSS, speed and the logits' error against each runtime's float32 run and Tern's); prints
-#    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py).
+#    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py). The Llama model runs
+#    n in {512, 2048}, generation at d0, d2048 and d8192, the compressed phase and the linear layers, without
+#    PyTorch (its driver runs the GPT-2-like reference) and without a windowed twin; JSON and chart beside the
+#    first model's (peers-llama.json, peers-llama.png).
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
 # Tern's windowed model at n in {8192, 16384, 32768}, then generation and the compressed-weights phase: 12.5 min on
@@ -35,13 +41,20 @@ root=$(pwd)
 work=${TERN_PEERS_WORK:-/tmp/tern-peers}
 json=$work/peers.json
 chart=$work/peers.png
+json_llama=$work/peers-llama.json
+chart_llama=$work/peers-llama.png
 quick=0
+which=both
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --model) which=$2; shift
+      case "$which" in gpt2|llama|both) ;; *) echo "peers.sh: --model $which: expected gpt2, llama or both" >&2; exit 2 ;; esac ;;
     --json) json=$2; shift ;;
     --chart) chart=$2; shift ;;
-    -h|--help) sed -n 2,29p "$0"; exit 0 ;;
+    --json-llama) json_llama=$2; shift ;;
+    --chart-llama) chart_llama=$2; shift ;;
+    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
     *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -107,29 +120,60 @@ if [ ! -x "$peer_llama" ] || [ tools/bench/peers/llama_driver.cpp -nt "$peer_lla
     -Wl,-rpath,"$llama_bins"
 fi
 
-# ---- 5. models
-models=$work/models
-if [ ! -f "$models/dense-f16.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense-q4_0.gguf" ]; then
-  say "making the models"
-  /usr/bin/python3 tools/bench/peers/make_model.py --out "$models" --gguf-py "$llama_src/gguf-py" 2>/dev/null >&2
-fi
-for m in dense windowed; do
-  [ "$models/$m.tern" -nt "$models/$m/model.safetensors" ] || build/converter/tern-convert "$models/$m" -o "$models/$m.tern" --quiet
-done
-for w in f16 int8 int4; do  # the compressed-weights phase: Tern's f16 / int8 / int4 against llama.cpp's F16 / Q8_0 / Q4_0
-  [ "$models/dense-$w.tern" -nt "$models/dense/model.safetensors" ] ||
-    build/converter/tern-convert "$models/dense" -o "$models/dense-$w.tern" --weights "$w" --quiet
-done
+# ---- 5. models, 6. runs: the GPT-2-like model (models/) and the Llama-architecture one (models-llama/)
 ids=$work/ids.i32
 /usr/bin/python3 -c "import numpy as np; np.random.default_rng(7).integers(0, 256, 65536).astype(np.int32).tofile('$ids')"
+ids_llama=$work/ids-llama.i32
+/usr/bin/python3 -c "import numpy as np; np.random.default_rng(7).integers(0, 32000, 65536).astype(np.int32).tofile('$ids_llama')"
 
-# ---- 6. run
+# make_models DIR ARCH: make_model.py's files (when missing or older than the scripts), then Tern's conversions
+make_models() {
+  local models=$1 arch=$2
+  if [ ! -f "$models/dense-q4_0.gguf" ] || [ tools/bench/peers/make_model.py -nt "$models/dense-q4_0.gguf" ] ||
+     [ tools/bench/peers/llama_model.py -nt "$models/dense-q4_0.gguf" ]; then
+    say "making the $arch models"
+    /usr/bin/python3 tools/bench/peers/make_model.py --arch "$arch" --out "$models" --gguf-py "$llama_src/gguf-py" \
+      2>/dev/null >&2
+  fi
+  local m w
+  for m in dense windowed; do
+    [ -d "$models/$m" ] || continue
+    [ "$models/$m.tern" -nt "$models/$m/model.safetensors" ] ||
+      build/converter/tern-convert "$models/$m" -o "$models/$m.tern" --quiet
+  done
+  for w in f16 int8 int4; do  # the compressed-weights phase: Tern's f16 / int8 / int4 against llama.cpp's F16 / Q8_0 / Q4_0
+    [ "$models/dense-$w.tern" -nt "$models/dense/model.safetensors" ] ||
+      build/converter/tern-convert "$models/dense" -o "$models/dense-$w.tern" --weights "$w" --quiet
+  done
+}
+
+# run_models DIR IDS JSON CHART [run.py arguments]
+run_models() {
+  local models=$1 model_ids=$2 out_json=$3 out_chart=$4
+  shift 4
+  /usr/bin/python3 tools/bench/peers/run.py --models "$models" --ids "$model_ids" --build "$root/build" \
+    --node-modules "$npm_dir/node_modules" --peer-llama "$peer_llama" --llama-bins "$llama_bins" \
+    --openblas-dir "$openblas_dir" --json "$out_json" --tmp "$work" "$@"
+  /usr/bin/python3 tools/bench/peers/chart.py "$out_json" "$out_chart"
+}
+
 args=()
 if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --decode-warm 2 --windowed-ns 2048,4096,8192); fi
-say "running (progress on stderr, tables on stdout)"
-/usr/bin/python3 tools/bench/peers/run.py --models "$models" --ids "$ids" --build "$root/build" \
-  --node-modules "$npm_dir/node_modules" --peer-llama "$peer_llama" --llama-bins "$llama_bins" \
-  --openblas-dir "$openblas_dir" --json "$json" --tmp "$work" "${args[@]}"
-/usr/bin/python3 tools/bench/peers/chart.py "$json" "$chart"
+if [ "$which" != llama ]; then
+  make_models "$work/models" gpt2
+  say "GPT-2-like model: running (progress on stderr, tables on stdout)"
+  run_models "$work/models" "$ids" "$json" "$chart" "${args[@]}"
+fi
+if [ "$which" != gpt2 ]; then
+  make_models "$work/models-llama" llama
+  # No PyTorch eager (its driver runs tools/reference/model.py, the GPT-2-like family) and no windowed twin; the
+  # generation depths up to 8192.
+  llama_args=(--ns 512,2048 --decode-depths 0,2048,8192 --phases dense,decode,quant,linear
+              --runtimes tern,ort,llama-fa,llama)
+  [ "$quick" = 1 ] && llama_args+=(--warm 2 --decode-warm 2 --decode-depths 0,2048)
+  say "Llama-architecture model: running (progress on stderr, tables on stdout)"
+  run_models "$work/models-llama" "$ids_llama" "$json_llama" "$chart_llama" "${llama_args[@]}"
+fi
 echo
-echo "JSON: $json   chart: $chart"
+if [ "$which" != llama ]; then echo "GPT-2-like model: JSON $json   chart $chart"; fi
+if [ "$which" != gpt2 ]; then echo "Llama-architecture model: JSON $json_llama   chart $chart_llama"; fi

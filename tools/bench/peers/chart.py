@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from run import describe  # noqa: E402  (run.py beside this file)
 
 LABEL = {"tern": "Tern (dense)", "ort": "ONNX Runtime", "llama-fa": "llama.cpp, flash attention",
          "llama": "llama.cpp", "torch": "PyTorch eager", "tern-windowed": "Tern (sliding window)",
@@ -69,8 +70,9 @@ def main():
         ax_d.grid(True, lw=0.3)
         ax_d.legend(fontsize=8)
     m = doc["model"]
-    fig.suptitle(f"{m['num_layers']} layers, d {m['hidden_size']}, {m['num_heads']} heads, F32, {t} thread(s); "
-                 f"sliding window {doc['windowed_attention']['window']}", fontsize=10)
+    window = doc.get("windowed_attention")
+    fig.suptitle(f"{describe(m, short=True)}, F32, {t} thread(s)"
+                 + (f"; sliding window {window['window']}" if window else ""), fontsize=10)
     fig.subplots_adjust(left=0.05 if decode else 0.07, right=0.98, bottom=0.13, top=0.86, wspace=0.25)
     fig.savefig(a.out, dpi=90)
 

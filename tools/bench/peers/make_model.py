@@ -23,6 +23,11 @@
                   Checked against llama_model_quantize() of the same libllama on OUT/dense.gguf: every tensor of both
                   files byte for byte the same, but for that token_embd.
 
+With --arch llama it makes the Llama-architecture model instead (llama_model.py: d 768, 12 layers, 12 heads over 3
+key/value heads, SwiGLU 2048, RoPE, vocab 32000, untied head, context 8192; about 123 M parameters), as OUT/dense/ in
+Hugging Face's layout (converted by tern-convert's Llama importer), OUT/dense.onnx and OUT/dense*.gguf; no windowed
+model.
+
 Runs under Debian's /usr/bin/python3 (python3-torch, python3-numpy). torch.onnx.export in torch 1.13 serialises the
 graph itself and does not need the `onnx` Python module.
 """
@@ -154,18 +159,34 @@ def write_gguf(path, tensors, a, gguf_py, weights="F32"):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--d", type=int, default=512)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--arch", choices=("gpt2", "llama"), default="gpt2",
+                    help="gpt2: the GPT-2-like model and its windowed twin; llama: the Llama-architecture model")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--d", type=int)
+    ap.add_argument("--heads", type=int)
+    ap.add_argument("--kv-heads", type=int, help="llama only (default 3)")
+    ap.add_argument("--ffn", type=int, help="llama only: SwiGLU width (default 2048)")
+    ap.add_argument("--vocab", type=int)
     ap.add_argument("--ctx", type=int, default=8192)
     ap.add_argument("--window", type=int, default=512)
     ap.add_argument("--window-ctx", type=int, default=65536)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--gguf-py", required=True, help="llama.cpp's gguf-py directory")
     a = ap.parse_args()
+    defaults = {"gpt2": dict(layers=6, d=512, heads=8, vocab=256),
+                "llama": dict(layers=12, d=768, heads=12, kv_heads=3, ffn=2048, vocab=32000)}[a.arch]
+    for k, v in defaults.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
     os.makedirs(a.out, exist_ok=True)
     torch.manual_seed(a.seed)
+    if a.arch == "llama":
+        import llama_model
+
+        n_params = llama_model.make(a)
+        print(f"make_model: llama, {a.layers} layers, d {a.d}, {a.heads} heads / {a.kv_heads} kv heads, ffn {a.ffn}, "
+              f"vocab {a.vocab}, ctx {a.ctx}, {n_params / 1e6:.1f} M parameters -> {a.out}")
+        return
 
     cfg = config(a, {"kind": "dense"}, a.ctx)
     m = ref.ReferenceModel(cfg).float().eval()

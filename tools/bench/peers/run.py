@@ -202,7 +202,8 @@ def main():
                        "cpu": next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
                                     if ln.startswith("model name")), "")},
            "model": json.load(open(os.path.join(a.models, "dense", "config.json"))),
-           "windowed_attention": json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"],
+           "windowed_attention": (json.load(open(os.path.join(a.models, "windowed", "config.json")))["attention"]
+                                  if os.path.exists(os.path.join(a.models, "windowed", "config.json")) else None),
            "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
            "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": [],
            "decode": [], "decode_tokens": a.decode_tokens, "decode_warm_runs": a.decode_warm, "quant": []}
@@ -522,6 +523,18 @@ def print_decode(doc, threads_list):
                       f"(<= {bound:g}) |")
 
 
+def describe(cfg, short=False):
+    """The model of a config.json make_model.py wrote: the GPT-2-like tern-reference one or the Llama one."""
+    if cfg.get("model_type") == "llama":
+        head = (f"{cfg['num_hidden_layers']} layers, d {cfg['hidden_size']}, {cfg['num_attention_heads']} heads over "
+                f"{cfg['num_key_value_heads']} KV heads")
+        return head if short else (f"Llama-architecture model: {head}, SwiGLU {cfg['intermediate_size']}, RoPE, "
+                                   f"RMSNorm, vocab {cfg['vocab_size']}, untied head")
+    head = f"{cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads"
+    return head if short else (f"Dense model: {head}, vocab {cfg['vocab_size']}, GELU tanh, learned positions, "
+                               f"tied embeddings")
+
+
 def print_tables(doc, runtimes, ns, threads_list):
     res = doc["dense"]
     get = lambda rt, n, t: next((r for r in res if r["runtime"] == rt and r["n"] == n and r["threads"] == t  # noqa
@@ -530,8 +543,7 @@ def print_tables(doc, runtimes, ns, threads_list):
     if not res:
         ns = []
     if res:  # (phases without the dense runs print no dense table)
-        print(f"\nDense model: {cfg['num_layers']} layers, d {cfg['hidden_size']}, {cfg['num_heads']} heads, vocab "
-              f"{cfg['vocab_size']}, GELU tanh, learned positions, tied embeddings; F32 weights everywhere. "
+        print(f"\n{describe(cfg)}; F32 weights everywhere. "
               f"Steady = median of the warm runs after the first ({doc['warm_runs']} below n = {doc['long_n']}, "
               f"{doc['long_warm_runs']} from {doc['long_n']} on). Error = max |peer - Tern| / max |Tern| over all "
               f"logits.\n")
