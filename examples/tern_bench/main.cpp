@@ -240,6 +240,10 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
                   tern::cli::format_bytes(t.plan.packed_weight_bytes).c_str());
     } else {
       std::printf("backend: cpu, %s\n", t.driver.c_str());  // "kernels: avx512": the CPU kernels' instruction set
+      if (t.plan.packed_weight_bytes > 0) {
+        std::printf("packed weights: %s, shared by the model's sessions (one copy per model)\n",
+                    tern::cli::format_bytes(t.plan.packed_weight_bytes).c_str());
+      }
       if (t.f16_activations) std::printf("activations: float16 storage between row blocks (--f16-activations)\n");
       if (t.f16_kv) std::printf("attention keys and values: float16 (--f16-kv)\n");
     }

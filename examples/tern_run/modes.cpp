@@ -57,6 +57,7 @@ int print_plan(Run& run) {
                 "dense n x n", "row chains", "block rows");
   }
   json rows = json::array();
+  uint64_t packed = 0;
   for (int64_t n : run.opt.plan_sizes) {
     tern_memory_plan p{};
     if (tern_session_plan(run.session.get(), n, &p) != TERN_OK)
@@ -69,6 +70,7 @@ int print_plan(Run& run) {
                     {"dense_attention_bytes", json_bytes(p.dense_attention_bytes)},
                     {"row_chains", p.row_chains},
                     {"row_block_rows", p.row_block_rows}});
+    packed = p.packed_weight_bytes;
     if (run.opt.json) continue;
     auto bytes = [](uint64_t b) { return b == UINT64_MAX ? std::string(">= 2^64") : std::to_string(b); };
     std::printf("%10lld %14llu %14llu %14llu %14s %16s %10lld %10lld\n", static_cast<long long>(n),
@@ -76,6 +78,13 @@ int print_plan(Run& run) {
                 static_cast<unsigned long long>(p.arena_bytes), bytes(p.state_bytes).c_str(),
                 bytes(p.dense_attention_bytes).c_str(), static_cast<long long>(p.row_chains),
                 static_cast<long long>(p.row_block_rows));
+  }
+  // The CPU packs float32 matrices once per model (its other sessions use the same copy); a Vulkan session uploads
+  // its own.
+  if (!run.opt.json && packed > 0 && run.session.backend().backend == TERN_BACKEND_CPU) {
+    std::printf("packed weights: %s, shared by the model's sessions (one copy per model; each session's plan and "
+                "memory budget count it)\n",
+                tern::cli::format_bytes(packed).c_str());
   }
   run.report["plan"] = rows;
   return 0;

@@ -12,6 +12,21 @@
 
 namespace tern::test {
 
+// Whether the process's resident memory is the library's and the test's: AddressSanitizer's shadow and fake stacks
+// grow it on their own (GCC says so with __SANITIZE_ADDRESS__, clang, the sanitized tree's compiler, with
+// __has_feature), and memory checks then say nothing.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssIsTern = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssIsTern = false;
+#else
+constexpr bool kRssIsTern = true;
+#endif
+#else
+constexpr bool kRssIsTern = true;
+#endif
+
 // The .tern file `bytes` re-serialised after `mutate` changes its graph (object API); the data segment is kept as
 // it was, at the same 64-byte alignment after the new graph. For hostile-file tests.
 std::string rebuild_model(const std::string& bytes, const std::function<void(fb::ModelT&)>& mutate);

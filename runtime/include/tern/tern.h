@@ -148,7 +148,8 @@ typedef struct {
   int64_t max_batch;    /* most tokens in one forward/append call; 0: max_tokens, capped at the model's max_context,
                          * or at 4096 where max_tokens was fitted to memory (see max_tokens) */
   uint64_t memory_budget_bytes; /* 0: none. Most bytes the session may allocate (packed weights + arena + scratch +
-                                 * state; weights mapped from the file are not counted): creation fails with
+                                 * state; weights mapped from the file are not counted; packed weights in full,
+                                 * even where the CPU shares them with the model's other sessions): creation fails with
                                  * TERN_OUT_OF_MEMORY when the plan does not fit, before anything big is allocated,
                                  * with the planner's numbers (the bytes for max_tokens and max_batch, the budget) and
                                  * the largest max_tokens that would fit. Without a budget, a plan larger than the
@@ -200,7 +201,11 @@ typedef struct {
 typedef struct {
   int64_t n_tokens;              /* the n this plan is for */
   uint64_t weight_bytes;         /* constants in the model file (mapped, not copied) */
-  uint64_t packed_weight_bytes;  /* backend copies of weights (e.g. XNNPACK packing) */
+  uint64_t packed_weight_bytes;  /* backend copies of weights this session uses: on the CPU, float32 matrices
+                                  * packed once per model and shared with the model's other sessions (one copy
+                                  * per model, freed with its last session; every session counts it, and so does
+                                  * memory_budget_bytes: a conservative bound); on Vulkan, the session's own
+                                  * device copies; plus tables computed at creation */
   uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
   uint64_t state_bytes;          /* streaming state: KV caches, memories */
   uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take; UINT64_MAX when

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX on the CPU (definitions: ops/adaptive.h). Every product runs on
-// cpu/matrix.h (XNNPACK for float32, packed at session creation; compressed weights read in place), except the
-// log-softmax's transposed projections, packed in float32; the log-softmax outputs are written straight into
-// the caller's [n, V] buffer (row stride V), so no [n, V] scratch exists.
+// cpu/matrix.h (float32 packed once per model, shared by its sessions; compressed weights read in place), except
+// the log-softmax's transposed projections, packed per session in float32 on XNNPACK; the log-softmax outputs are
+// written straight into the caller's [n, V] buffer (row stride V), so no [n, V] scratch exists.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -28,12 +28,12 @@ class AdaptiveEmbeddingKernel : public CpuKernel {
     rows_.resize(size_t(max_batch));
   }
 
-  Status init() {
+  Status init(const Model& model) {
     for (size_t i = 0; i < a_.clusters(); ++i) {
       Matrix m;
       if (a_.proj_tensors[i]) {
         // proj_i [d, d_i] is already [out, in].
-        TERN_ASSIGN_OR_RETURN(m, Matrix::create(*a_.proj_tensors[i], nullptr, node_.label()));
+        TERN_ASSIGN_OR_RETURN(m, Matrix::create(model, *a_.proj_tensors[i], nullptr, node_.label()));
         quant_bytes_ = std::max(quant_bytes_, (m.scratch_bytes(max_batch_) + 63) / 64 * 64);
       }
       proj_.push_back(std::move(m));
@@ -110,7 +110,7 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
     for (int64_t di : a_.dims) max_dim_ = std::max(max_dim_, di);
   }
 
-  Status init() {
+  Status init(const Model& model) {
     const int64_t V = a_.vocab(), d = a_.d;
     std::vector<float> widened, transposed;
     auto note_scratch = [&](const Matrix& m) {
@@ -130,13 +130,13 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
       }
       proj_.push_back(std::move(p));
       // Cluster i's logits go straight to its columns of the output (row stride V).
-      TERN_ASSIGN_OR_RETURN(Matrix out, Matrix::create(*a_.weight_tensors[i], a_.weight_row0[i], rows, a_.biases[i], V,
-                                                       node_.label()));
+      TERN_ASSIGN_OR_RETURN(Matrix out, Matrix::create(model, *a_.weight_tensors[i], a_.weight_row0[i], rows,
+                                                       a_.biases[i], V, node_.label()));
       note_scratch(out);
       out_.push_back(std::move(out));
     }
     if (a_.tails() > 0) {
-      TERN_ASSIGN_OR_RETURN(cluster_, Matrix::create(*a_.cluster_weight_tensor, 0, a_.tails(), a_.cluster_bias,
+      TERN_ASSIGN_OR_RETURN(cluster_, Matrix::create(model, *a_.cluster_weight_tensor, 0, a_.tails(), a_.cluster_bias,
                                                      a_.tails(), node_.label()));
       note_scratch(cluster_);
     }
@@ -212,7 +212,7 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
 Result<std::unique_ptr<CpuKernel>> make_adaptive_embedding(const Node& node, const Model& model, const KernelConfig& cfg) {
   TERN_ASSIGN_OR_RETURN(auto spec, AdaptiveInput::from(node, model.values()));
   std::unique_ptr<AdaptiveEmbeddingKernel> k(new AdaptiveEmbeddingKernel(node, std::move(spec), cfg.max_batch));
-  TERN_RETURN_IF_ERROR(k->init());
+  TERN_RETURN_IF_ERROR(k->init(model));
   return std::unique_ptr<CpuKernel>(std::move(k));
 }
 
@@ -220,7 +220,7 @@ Result<std::unique_ptr<CpuKernel>> make_adaptive_log_softmax(const Node& node, c
                                                               const KernelConfig& cfg) {
   TERN_ASSIGN_OR_RETURN(auto spec, AdaptiveSoftmax::from(node, model.values()));
   std::unique_ptr<AdaptiveLogSoftmaxKernel> k(new AdaptiveLogSoftmaxKernel(node, std::move(spec), cfg.max_batch));
-  TERN_RETURN_IF_ERROR(k->init());
+  TERN_RETURN_IF_ERROR(k->init(model));
   return std::unique_ptr<CpuKernel>(std::move(k));
 }
 

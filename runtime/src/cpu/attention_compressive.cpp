@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // ATTENTION of kind Compressive on the CPU (definition: ops/compressive.h).
 //
-// Per call of n rows: keys and values of [cmem; mem; a] and the queries of a come from two XNNPACK fully-connected
-// operators over the row blocks of qkv (one packed copy of the weight); attention is blockwise with online softmax
-// (a [kQueryBlock, dh] tile per thread). Then the memory takes the call's rows, and the whole groups of `rate` rows
-// beyond mem_len are compressed (CONV on XNNPACK, MEAN, MAX) into the compressed memory; only the groups that can
-// still be among its last cmem_len rows are computed.
+// Per call of n rows: keys and values of [cmem; mem; a] and the queries of a come from two float32 GEMMs
+// (cpu/matrix.h) over the row blocks of qkv (the model's packed copy of the weight); attention is blockwise with
+// online softmax (a [kQueryBlock, dh] tile per thread). Then the memory takes the call's rows, and the whole groups
+// of `rate` rows beyond mem_len are compressed (CONV on cpu/matrix.h, MEAN, MAX) into the compressed memory; only
+// the groups that can still be among its last cmem_len rows are computed.
 // State: mem [M + rate - 1, d] and cmem [C, d], oldest first, with their row counts; allocated once.
 #include <algorithm>
 #include <atomic>
@@ -54,18 +54,19 @@ class CompressiveKernel : public CpuKernel {
   CompressiveKernel(const Node& node, const Compressive& c, const KernelConfig& cfg)
       : node_(node), c_(c), threads_(std::max(cfg.threads, 1)), max_batch_(cfg.max_batch) {}
 
-  Status init() {
+  Status init(const Model& model) {
     const int64_t inner = c_.inner(), d = c_.d;
     const TensorInfo& qkv = *node_.weights[0];  // [heads.row, d], any storage (cpu/matrix.h)
     // Its rows are the columns of the projected rows: the queries, then the keys and values (k | v, adjacent).
     const HeadLayout heads = c_.layout();
     const int64_t kv_rows = 2 * heads.kv_inner();
-    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, heads.q, inner, c_.qkv_bias ? c_.qkv_bias + heads.q : nullptr, inner,
-                                             node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, heads.k, kv_rows, c_.qkv_bias ? c_.qkv_bias + heads.k : nullptr,
-                                              kv_rows, node_.label()));
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(model, qkv, heads.q, inner, c_.qkv_bias ? c_.qkv_bias + heads.q : nullptr,
+                                             inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(model, qkv, heads.k, kv_rows,
+                                              c_.qkv_bias ? c_.qkv_bias + heads.k : nullptr, kv_rows, node_.label()));
     if (c_.compression == fb::Compression::CONV) {
-      TERN_ASSIGN_OR_RETURN(conv_, Matrix::create(*node_.weights[2], c_.conv_bias, node_.label()));  // [d, rate*d]
+      // [d, rate*d]
+      TERN_ASSIGN_OR_RETURN(conv_, Matrix::create(model, *node_.weights[2], c_.conv_bias, node_.label()));
     }
     mem_.assign(size_t(c_.mem_capacity() * d), 0.0f);
     cmem_.assign(size_t(c_.cmem_len * d), 0.0f);
@@ -202,10 +203,11 @@ class CompressiveKernel : public CpuKernel {
 
 }  // namespace
 
-Result<std::unique_ptr<CpuKernel>> make_compressive_attention(const Node& node, const Model&, const KernelConfig& cfg) {
+Result<std::unique_ptr<CpuKernel>> make_compressive_attention(const Node& node, const Model& model,
+                                                              const KernelConfig& cfg) {
   TERN_ASSIGN_OR_RETURN(auto c, Compressive::from(node));
   std::unique_ptr<CompressiveKernel> k(new CompressiveKernel(node, c, cfg));
-  TERN_RETURN_IF_ERROR(k->init());
+  TERN_RETURN_IF_ERROR(k->init(model));
   return std::unique_ptr<CpuKernel>(std::move(k));
 }
 

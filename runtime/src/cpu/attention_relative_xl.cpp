@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ATTENTION of kind RelativeXL on the CPU (definition: ops/relative_xl.h).
 //
-// Per call of n tokens: keys and values of [memory; h] ([M + n, 2*H*dh]) and the queries of h come from two XNNPACK
-// fully-connected operators over the row blocks of qkv (packed once, one copy of the weight); pre-LN normalises the
+// Per call of n tokens: keys and values of [memory; h] ([M + n, 2*H*dh]) and the queries of h come from two float32
+// GEMMs (cpu/matrix.h) over the row blocks of qkv (the model's packed copy of the weight); pre-LN normalises the
 // rows first. Attention is blockwise with online softmax, per thread one [kQueryBlock, dh] tile, never an
 // [n, M + n] matrix. The position term needs r(p) = r_net pe(p) for p = 0 .. min(max distance, clamp_len): a
 // function of the weights only, so it is computed once at session creation ([P, H*dh]), with r_r_bias . r(p) per
@@ -76,13 +76,13 @@ class RelativeXLKernel : public CpuKernel {
   RelativeXLKernel(const Node& node, const RelativeXL& xl, const KernelConfig& cfg)
       : node_(node), xl_(xl), threads_(std::max(cfg.threads, 1)), max_batch_(cfg.max_batch) {}
 
-  Status init(pthreadpool_t pool) {
+  Status init(const Model& model, pthreadpool_t pool) {
     const int64_t inner = xl_.inner(), d = xl_.d, H = xl_.heads, dh = xl_.head_dim;
     const TensorInfo& qkv = *node_.weights[0];  // [heads.row, d], any storage (cpu/matrix.h)
     // Its rows are the columns of the projected rows: the queries, then the keys and values (k | v, adjacent).
     const HeadLayout heads = xl_.layout();
-    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(qkv, heads.q, inner, nullptr, inner, node_.label()));
-    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(qkv, heads.k, 2 * heads.kv_inner(), nullptr, 2 * heads.kv_inner(),
+    TERN_ASSIGN_OR_RETURN(q_, Matrix::create(model, qkv, heads.q, inner, nullptr, inner, node_.label()));
+    TERN_ASSIGN_OR_RETURN(kv_, Matrix::create(model, qkv, heads.k, 2 * heads.kv_inner(), nullptr, 2 * heads.kv_inner(),
                                               node_.label()));
     // r(p) for every position a call can read, and scale * r_r_bias . r(p).
     const int64_t P = xl_.position_rows(max_batch_);
@@ -214,12 +214,13 @@ class RelativeXLKernel : public CpuKernel {
 
 }  // namespace
 
-Result<std::unique_ptr<CpuKernel>> make_relative_xl_attention(const Node& node, const Model&, const KernelConfig& cfg) {
+Result<std::unique_ptr<CpuKernel>> make_relative_xl_attention(const Node& node, const Model& model,
+                                                              const KernelConfig& cfg) {
   TERN_ASSIGN_OR_RETURN(auto xl, RelativeXL::from(node));
   const uint64_t table = uint64_t(xl.position_rows(cfg.max_batch)) * uint64_t(xl.inner()) * sizeof(float);
   if (table > (uint64_t(1) << 40)) return OutOfMemory(node.label() + ": position table of " + std::to_string(table) + " bytes is too large");
   std::unique_ptr<RelativeXLKernel> k(new RelativeXLKernel(node, xl, cfg));
-  TERN_RETURN_IF_ERROR(k->init(cfg.pool));
+  TERN_RETURN_IF_ERROR(k->init(model, cfg.pool));
   return std::unique_ptr<CpuKernel>(std::move(k));
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// LINEAR through cpu/matrix.h: float32 weights on XNNPACK's fully-connected operator (packed once per session),
+// LINEAR through cpu/matrix.h: float32 weights packed once per model for Tern's GEMM and shared by its sessions,
 // compressed weights read in place by Tern's kernels.
 #include <xnnpack.h>
 
@@ -44,7 +44,7 @@ class LinearKernel : public CpuKernel {
     return m_.run(ctx.pool, ctx.threads, ctx.in(node_, 0), ctx.n, ctx.out(node_, 0), ctx.scratch, node_.label());
   }
   uint64_t packed_weight_bytes() const override { return m_.packed_bytes(); }
-  // Float32: W and b live in XNNPACK's copy and run() reads neither; compressed weights are read in place.
+  // Float32: W and b live in the model's packed copy and run() reads neither; compressed weights are read in place.
   bool weights_packed() const override { return m_.packs_weights(); }
   uint64_t scratch_bytes() const override { return m_.scratch_bytes(max_batch_); }
   uint64_t scratch_bytes_for(int64_t n) const override { return m_.scratch_bytes(n); }
@@ -57,10 +57,10 @@ class LinearKernel : public CpuKernel {
 
 }  // namespace
 
-Result<std::unique_ptr<CpuKernel>> make_linear(const Node& node, const Model&, const KernelConfig& cfg) {
+Result<std::unique_ptr<CpuKernel>> make_linear(const Node& node, const Model& model, const KernelConfig& cfg) {
   const TensorInfo* w = node.weights[0];  // [out, in]
   const TensorInfo* b = node.weights.size() > 1 ? node.weights[1] : nullptr;  // [out]
-  TERN_ASSIGN_OR_RETURN(Matrix m, Matrix::create(*w, b ? b->f32() : nullptr, node.label()));
+  TERN_ASSIGN_OR_RETURN(Matrix m, Matrix::create(model, *w, b ? b->f32() : nullptr, node.label()));
   return std::unique_ptr<CpuKernel>(new LinearKernel(node, std::move(m), cfg.max_batch));
 }
 

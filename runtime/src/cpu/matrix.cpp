@@ -17,10 +17,34 @@ size_t output_tile(int64_t rows, int threads) {
 
 uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
+// Activation rows per float32 task: a multiple of every variant's row tile (8, 6, 4: cpu/isa/gemm.inc), few enough
+// that the block's rows stay in the core's L2 cache while the task's panels pass (192 KiB at in = 1024).
+int64_t f32_row_block(int64_t in) { return in <= 1024 ? 48 : 24; }
+
 }  // namespace
 
-Result<Matrix> Matrix::create(const TensorInfo& t, int64_t row0, int64_t rows, const float* bias, int64_t out_stride,
-                              const std::string& where) {
+// Tasks of (row block x panel group): a generation row splits the panels among the threads, a prefill mostly the
+// rows. Every output element is summed in the same order whatever task computes it (cpu/isa/gemm.inc), so the
+// split, the thread count and pool or inline runs (cpu/core_share.h) give the same bits.
+void Matrix::run_f32(const IsaKernels& k, pthreadpool_t pool, int threads, const float* x, int64_t n, float* y) const {
+  const PackedF32& w = *f32_;
+  const int64_t row_block = f32_row_block(in_), row_blocks = (n + row_block - 1) / row_block;
+  const int64_t wanted = pool ? int64_t(std::max(threads, 1)) * 4 : 1;
+  const int64_t groups = std::clamp<int64_t>((wanted + row_blocks - 1) / row_blocks, 1, w.panel_count);
+  // Whole groups of 4 panels: the kernel's one-row tile reads 4 at once (cpu/isa/gemm.inc).
+  const int64_t group = ((w.panel_count + groups - 1) / groups + 3) / 4 * 4;
+  const int64_t group_count = (w.panel_count + group - 1) / group;
+  parallel_for(pool, size_t(row_blocks * group_count), 1, [&](size_t b, size_t e) {
+    for (size_t task = b; task < e; ++task) {
+      const int64_t r0 = int64_t(task) / group_count * row_block, p0 = int64_t(task) % group_count * group;
+      k.gemm_f32_panels(w.panels, w.bias, in_, rows_, x + r0 * in_, std::min(row_block, n - r0), p0,
+                        std::min(p0 + group, w.panel_count), y + r0 * out_stride_, out_stride_);
+    }
+  });
+}
+
+Result<Matrix> Matrix::create(const Model& model, const TensorInfo& t, int64_t row0, int64_t rows, const float* bias,
+                              int64_t out_stride, const std::string& where) {
   Matrix m;
   m.t_ = &t;
   m.dtype_ = t.dtype;
@@ -30,7 +54,7 @@ Result<Matrix> Matrix::create(const TensorInfo& t, int64_t row0, int64_t rows, c
   m.bias_ = bias;
   switch (t.dtype) {
     case fb::DType::F32: {
-      TERN_ASSIGN_OR_RETURN(m.f32_, XnnLinear::create(t.f32() + row0 * m.in_, bias, m.in_, rows, out_stride, where));
+      TERN_ASSIGN_OR_RETURN(m.f32_, packed_weights(model).get(t, row0, rows, bias, where));
       break;
     }
     case fb::DType::F16:
@@ -56,10 +80,13 @@ uint64_t Matrix::scratch_bytes(int64_t n) const {
 }
 
 Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, float* y, void* scratch,
-                   const std::string& where) const {
-  if (n == 0) return Status::Ok();
-  if (f32_.valid()) return f32_.run(pool, x, n, y, where);
+                   const std::string& /*where*/) const {  // no run of these kernels can fail
+  if (n == 0 || rows_ == 0) return Status::Ok();
   const IsaKernels& k = isa();
+  if (f32_) {
+    run_f32(k, pool, threads, x, n, y);
+    return Status::Ok();
+  }
   const size_t tile = output_tile(rows_, threads);
   if (dtype_ == fb::DType::F16) {
     const auto* w = reinterpret_cast<const uint16_t*>(w_);

@@ -1,28 +1,32 @@
 // SPDX-License-Identifier: MIT
 // y = x W^T + b for one weight matrix of a kernel, whatever its storage (schema/tern.fbs, Tensor): float32 through
-// XNNPACK's fully-connected operator (packed once at creation), float16, int8 and int4 through Tern's kernels
-// (cpu/isa/quant.inc), which read the model's compressed bytes in place: nothing is widened at load. For int8 and
+// Tern's GEMM (cpu/isa/gemm.inc) on a copy packed once per model and shared by its sessions (cpu/packed_weights.h),
+// float16, int8 and int4 through Tern's kernels (cpu/isa/quant.inc), which read the model's compressed bytes in
+// place: nothing is widened at load. For int8 and
 // int4 the rows of x are first quantised to int8 in blocks of 32 (one float32 scale each) in the caller's scratch.
 #pragma once
 
 #include <pthreadpool.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "format/model.h"
 #include "format/status.h"
-#include "cpu/xnn_linear.h"
+#include "cpu/isa/table.h"
+#include "cpu/packed_weights.h"
 
 namespace tern::cpu {
 
 class Matrix {
  public:
-  // Rows [row0, row0 + rows) of W = t [out, in], bias [rows] or null; rows of y are out_stride apart.
-  static Result<Matrix> create(const TensorInfo& t, int64_t row0, int64_t rows, const float* bias,
+  // Rows [row0, row0 + rows) of W = t [out, in] (a tensor of `model`), bias [rows] (inside the model) or null; rows
+  // of y are out_stride apart.
+  static Result<Matrix> create(const Model& model, const TensorInfo& t, int64_t row0, int64_t rows, const float* bias,
                                int64_t out_stride, const std::string& where);
-  static Result<Matrix> create(const TensorInfo& t, const float* bias, const std::string& where) {
-    return create(t, 0, t.shape[0], bias, t.shape[0], where);
+  static Result<Matrix> create(const Model& model, const TensorInfo& t, const float* bias, const std::string& where) {
+    return create(model, t, 0, t.shape[0], bias, t.shape[0], where);
   }
 
   // y [n, out_stride] (the first `rows` columns written) = x [n, in] W^T + b; scratch: scratch_bytes(n) bytes,
@@ -31,14 +35,17 @@ class Matrix {
              const std::string& where) const;
 
   uint64_t scratch_bytes(int64_t n) const;
-  // XNNPACK's copy of float32 weights; compressed weights are read where they lie (0).
-  uint64_t packed_bytes() const { return f32_.packed_bytes(); }
-  bool packs_weights() const { return f32_.valid(); }
+  // The packed copy of float32 weights, shared with the model's other sessions; compressed weights are read where
+  // they lie (0).
+  uint64_t packed_bytes() const { return f32_ ? f32_->bytes : 0; }
+  bool packs_weights() const { return f32_ != nullptr; }
   int64_t in() const { return in_; }
   int64_t rows() const { return rows_; }
 
  private:
-  XnnLinear f32_;
+  void run_f32(const IsaKernels& k, pthreadpool_t pool, int threads, const float* x, int64_t n, float* y) const;
+
+  std::shared_ptr<const PackedF32> f32_;  // float32 weights: the model's packed copy
   const TensorInfo* t_ = nullptr;
   fb::DType dtype_ = fb::DType::F32;
   const uint8_t* w_ = nullptr;  // row row0 of the compressed matrix

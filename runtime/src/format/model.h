@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include "format/mapped_file.h"
@@ -94,6 +97,16 @@ class Model {
   // Drops a tensor's pages of a file-mapped model from memory, for weights a backend has copied into its own
   // packed form; reading the tensor later still works (the pages come back from the file).
   void release_pages(const TensorInfo& t) const { file_->release(t.data, size_t(t.size)); }
+  // One object of type T per model, made on first use (from any thread) and kept while the model lives: what a
+  // backend derives from the weights once and shares among the model's sessions (the CPU backend's packed float32
+  // matrices, cpu/packed_weights.h). T does its own locking; it must not refer back to a session.
+  template <typename T>
+  T& attachment() const {
+    std::lock_guard<std::mutex> lock(attachments_mutex_);
+    std::shared_ptr<void>& slot = attachments_[std::type_index(typeid(T))];
+    if (!slot) slot = std::make_shared<T>();
+    return *static_cast<T*>(slot.get());
+  }
   std::string architecture() const;
   std::string description() const;
   // The size-prefixed FlatBuffer (graph and tensor descriptions, not the weights), as verified.
@@ -124,6 +137,8 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;
   uint64_t name_bytes_left_ = 0;  // starts at the graph's size
+  mutable std::mutex attachments_mutex_;
+  mutable std::map<std::type_index, std::shared_ptr<void>> attachments_;
 };
 
 }  // namespace tern

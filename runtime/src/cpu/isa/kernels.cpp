@@ -36,6 +36,7 @@ namespace {
 #include "cpu/isa/attention_tile.inc"
 #include "cpu/isa/attention_half.inc"
 #include "cpu/isa/quant.inc"
+#include "cpu/isa/gemm.inc"
 
 }  // namespace
 
@@ -65,6 +66,9 @@ const IsaKernels kKernels = {
     linear_i8,
     linear_i4,
     linear_f16,
+    kGemmNR,
+    pack_f32_panels,
+    gemm_f32_panels,
 };
 
 }  // namespace tern::cpu::TERN_ISA_NAMESPACE

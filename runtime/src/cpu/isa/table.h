@@ -116,6 +116,19 @@ struct IsaKernels {
   // y[r * y_stride + o] = x[r] · w[o] (+ bias[o]), for r < rows, o in [o0, o1).
   void (*linear_f16)(const uint16_t* w, int64_t in, const float* x, int64_t rows, const float* bias_or_null,
                      int64_t o0, int64_t o1, float* y, int64_t y_stride);
+
+  // Float32 weights (cpu/matrix.cpp), packed once per model (cpu/packed_weights.h) into panels of gemm_nr output
+  // columns, a property of the variant (16 to 32 on x86-64, 8 elsewhere), fixed for the process.
+  int64_t gemm_nr;
+  // W [rows, in] row-major -> panels [ceil(rows / gemm_nr)][in][gemm_nr] (panel p, input k, lane j = W[p * gemm_nr
+  // + j, k], 0 past the last row); bias [rows] or null -> bias_out [ceil(rows / gemm_nr) * gemm_nr], zero-padded.
+  void (*pack_f32_panels)(const float* w, const float* bias_or_null, int64_t rows, int64_t in, float* panels,
+                          float* bias_out);
+  // y[r * y_stride + c] = x[r] . W[c] (+ bias[c]) for r < n, c in [p0 * gemm_nr, min(p1 * gemm_nr, rows)): x [n, in],
+  // panels and the padded bias (or null) as pack_f32_panels wrote them. Each element is summed over k in order
+  // from 0, then the bias added: the same result whichever rows and panels a call is given.
+  void (*gemm_f32_panels)(const float* panels, const float* bias_or_null, int64_t in, int64_t rows, const float* x,
+                          int64_t n, int64_t p0, int64_t p1, float* y, int64_t y_stride);
 };
 
 }  // namespace tern::cpu

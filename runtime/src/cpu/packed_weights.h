@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// Float32 matrices packed for the CPU's GEMM (cpu/isa/gemm.inc) once per model and shared read-only by its sessions:
+// four sessions on one model hold one packed copy, not four. The model owns the cache (Model::attachment); the cache
+// holds weak references only, so a copy lives as long as some session's kernel holds it and is freed with the last
+// one (the cache's entry then expires and a later session packs again).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "format/model.h"
+#include "format/status.h"
+
+namespace tern::cpu {
+
+// Rows [row0, row0 + rows) of a float32 matrix [out, in] and its bias, in the kernel table's panels (cpu/isa/table.h,
+// pack_f32_panels) of the process's variant.
+struct PackedF32 {
+  PackedF32() = default;
+  PackedF32(const PackedF32&) = delete;
+  PackedF32& operator=(const PackedF32&) = delete;
+  ~PackedF32();
+
+  const float* panels = nullptr;  // [panel_count][in][nr], 64-byte aligned (on huge pages when large)
+  const float* bias = nullptr;    // [panel_count * nr] zero-padded, or null
+  int64_t in = 0, rows = 0, nr = 0, panel_count = 0;
+  uint64_t bytes = 0;  // the allocation: panels and bias
+  void* storage = nullptr;
+};
+
+class PackedWeights {
+ public:
+  // The packed copy of rows [row0, row0 + rows) of t (float32 [out, in]) with bias ([rows] inside the model, or
+  // null): the one another session of the model holds, else packed now. Sessions created at once pack it once: the
+  // first packs while the others wait. `where` names the caller in messages.
+  Result<std::shared_ptr<const PackedF32>> get(const TensorInfo& t, int64_t row0, int64_t rows, const float* bias,
+                                               const std::string& where);
+  // Copies alive now and their bytes (tests and diagnostics).
+  size_t live_copies() const;
+  uint64_t live_bytes() const;
+
+ private:
+  using Key = std::tuple<const TensorInfo*, int64_t, int64_t, const float*>;  // tensor, row0, rows, bias
+  mutable std::mutex mutex_;
+  std::map<Key, std::weak_ptr<const PackedF32>> copies_;
+};
+
+// The model's cache, made on first use.
+PackedWeights& packed_weights(const Model& model);
+
+}  // namespace tern::cpu

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+// Float32 weights packed once per model (cpu/packed_weights.h): sessions of one model, created from several threads
+// at once, hold one packed copy of each matrix and give the logits of a session of its own; the copy goes with the
+// last session. On kjv-byte (examples/models/kjv-byte), whose float32 matrices pack into about 11 MB.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "convert.h"
+#include "core/session.h"
+#include "cpu/packed_weights.h"
+#include "format/model.h"
+#include "test_support.h"
+
+using namespace tern;
+
+namespace {
+
+// Resident bytes now (/proc/self/statm's second field, in pages); 0 where it cannot be read.
+uint64_t resident_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int read = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return read == 2 ? uint64_t(resident) * uint64_t(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+std::string kjv_byte() {
+  const std::string out = test::scratch_dir("shared_weights") + "/kjv-byte.tern";
+  convert::ConvertOptions opts;
+  opts.quiet = true;
+  REQUIRE(convert::convert_checkpoint(test::source_path("examples/models/kjv-byte"), out, opts).ok());
+  return out;
+}
+
+std::unique_ptr<Model> load(const std::string& path) {
+  auto model = Model::load_file(path);
+  REQUIRE(model.ok());
+  return std::move(model).value();
+}
+
+tern_session_options cpu_options() {
+  tern_session_options so;
+  tern_session_options_init(&so);
+  so.backend = TERN_BACKEND_CPU;
+  so.threads = 1;
+  so.max_tokens = 64;
+  return so;
+}
+
+// `count` sessions of `model`, created from `count` threads at once.
+std::vector<std::unique_ptr<Session>> create_at_once(const Model& model, int count) {
+  std::vector<std::unique_ptr<Session>> sessions{size_t(count)};
+  std::vector<Status> made{size_t(count)};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < count; ++i) {
+    threads.emplace_back([&, i] {
+      auto s = Session::create(model, cpu_options());
+      made[size_t(i)] = s.status();
+      if (s.ok()) sessions[size_t(i)] = std::move(s).value();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Status& st : made) {
+    INFO(st.message());
+    REQUIRE(st.ok());
+  }
+  return sessions;
+}
+
+std::vector<float> logits_of(Session& s, const std::vector<int32_t>& ids, int64_t vocab) {
+  std::vector<float> logits(ids.size() * size_t(vocab));
+  REQUIRE(s.forward(ids.data(), int64_t(ids.size()), logits.data()).ok());
+  return logits;
+}
+
+}  // namespace
+
+TEST_CASE("Sessions of one model created at once share one packed copy and give one session's logits",
+          "[shared_weights]") {
+  const std::string path = kjv_byte();
+  std::vector<int32_t> ids;
+
+  // A session on a model of its own: the reference logits and what one session's packed copies take.
+  std::vector<float> alone;
+  uint64_t one_copy = 0;
+  size_t matrices = 0;
+  {
+    std::unique_ptr<Model> model = load(path);
+    auto s = Session::create(*model, cpu_options());
+    REQUIRE(s.ok());
+    one_copy = s.value()->allocated().packed_weight_bytes;
+    matrices = cpu::packed_weights(*model).live_copies();
+    REQUIRE(cpu::packed_weights(*model).live_bytes() == one_copy);
+    ids = test::random_ids(40, model->vocab_size(), 5);
+    alone = logits_of(*s.value(), ids, model->vocab_size());
+  }
+  INFO("one session's packed weights: " << one_copy << " bytes in " << matrices << " matrices");
+  REQUIRE(one_copy > 8000000);  // kjv-byte's float32 matrices
+  REQUIRE(matrices > 0);
+
+  std::unique_ptr<Model> model = load(path);
+  const cpu::PackedWeights& cache = cpu::packed_weights(*model);
+  std::vector<std::unique_ptr<Session>> sessions = create_at_once(*model, 4);
+  CHECK(cache.live_copies() == matrices);
+  CHECK(cache.live_bytes() == one_copy);
+  for (auto& s : sessions) {
+    CHECK(s->allocated().packed_weight_bytes == one_copy);  // each session counts the copy it uses
+    const std::vector<float> logits = logits_of(*s, ids, model->vocab_size());
+    CHECK(std::memcmp(logits.data(), alone.data(), alone.size() * sizeof(float)) == 0);
+  }
+
+  // The copies live while any session does, and go with the last.
+  sessions.resize(1);
+  CHECK(cache.live_bytes() == one_copy);
+  sessions.clear();
+  CHECK(cache.live_copies() == 0);
+  CHECK(cache.live_bytes() == 0);
+}
+
+TEST_CASE("Sessions after the first add no packed copy to resident memory", "[shared_weights]") {
+  if (!test::kRssIsTern) {
+    SUCCEED("resident memory is the sanitizer's here");
+    return;
+  }
+  const std::string path = kjv_byte();
+  std::unique_ptr<Model> model = load(path);
+  auto first = Session::create(*model, cpu_options());
+  REQUIRE(first.ok());
+  const tern_memory_plan one = first.value()->allocated();
+  const uint64_t before = resident_bytes();
+  std::vector<std::unique_ptr<Session>> more = create_at_once(*model, 3);
+  const uint64_t after = resident_bytes();
+  REQUIRE(before > 0);
+  INFO("resident before sessions 2..4: " << before << ", after: " << after << "; one session's packed weights "
+                                         << one.packed_weight_bytes << ", arena " << one.arena_bytes << ", state "
+                                         << one.state_bytes);
+  // Three sessions' own buffers (arena and state, written at creation) and thread stacks, not three packed copies.
+  const uint64_t own = 3 * (one.arena_bytes + one.state_bytes) + (uint64_t(4) << 20);
+  CHECK(after - std::min(after, before) <= own);
+  CHECK(after - std::min(after, before) < one.packed_weight_bytes / 2);
+}
