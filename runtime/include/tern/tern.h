@@ -200,7 +200,9 @@ typedef struct {
 typedef struct {
   int64_t n_tokens;              /* the n this plan is for */
   uint64_t weight_bytes;         /* constants in the model file (mapped, not copied) */
-  uint64_t packed_weight_bytes;  /* backend copies of weights (e.g. XNNPACK packing) */
+  uint64_t packed_weight_bytes;  /* backend copies of weights (e.g. XNNPACK packing). On Vulkan the device copy,
+                                  * shared read-only by the sessions on the same model and device: one copy however
+                                  * many of them there are */
   uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
   uint64_t state_bytes;          /* streaming state: KV caches, memories */
   uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take; UINT64_MAX when
