@@ -38,8 +38,6 @@ tern_session* make_session(const tern_model* model, int threads, int64_t max_tok
   return make_session_on(TERN_BACKEND_CPU, model, threads, max_tokens, max_batch, row_block_rows);
 }
 
-namespace {
-
 tern_session_options options_on(tern_backend backend, int threads, int64_t max_tokens, int64_t max_batch) {
   tern_session_options so;
   tern_session_options_init(&so);
@@ -49,6 +47,8 @@ tern_session_options options_on(tern_backend backend, int threads, int64_t max_t
   so.max_batch = max_batch;
   return so;
 }
+
+namespace {
 
 tern_session* created(const tern_model* model, const tern_session_options& so) {
   tern_session* s = nullptr;

@@ -35,6 +35,8 @@ tern_session* make_forward_session_on(tern_backend backend, const tern_model* mo
 // A session create on `backend` (one thread, max_tokens, the other options' defaults) that must fail: its status,
 // with the message in tern_last_error().
 tern_status refused_session_on(tern_backend backend, const tern_model* model, int64_t max_tokens);
+// Session options on a backend with these sizes (threads only matter on the CPU), everything else the default.
+tern_session_options options_on(tern_backend backend, int threads, int64_t max_tokens, int64_t max_batch);
 // The same as make_session on a chosen backend (threads only matter on the CPU).
 tern_session* make_session_on(tern_backend backend, const tern_model* model, int threads, int64_t max_tokens = 0,
                               int64_t max_batch = 0, int64_t row_block_rows = 0);

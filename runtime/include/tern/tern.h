@@ -201,11 +201,12 @@ typedef struct {
 typedef struct {
   int64_t n_tokens;              /* the n this plan is for */
   uint64_t weight_bytes;         /* constants in the model file (mapped, not copied) */
-  uint64_t packed_weight_bytes;  /* backend copies of weights this session uses: on the CPU, float32 matrices
-                                  * packed once per model and shared with the model's other sessions (one copy
-                                  * per model, freed with its last session; every session counts it, and so does
-                                  * memory_budget_bytes: a conservative bound); on Vulkan, the session's own
-                                  * device copies; plus tables computed at creation */
+  uint64_t packed_weight_bytes;  /* backend copies of weights this session uses, shared with the model's other
+                                  * sessions on the same backend (and, on Vulkan, the same device): one copy per
+                                  * model, freed with its last session. On the CPU, float32 matrices packed for
+                                  * Tern's GEMM; on Vulkan, the device copies. Every session counts them, and so
+                                  * does memory_budget_bytes (a conservative bound); plus tables computed at
+                                  * creation */
   uint64_t arena_bytes;          /* activations and scratch for a call of n tokens */
   uint64_t state_bytes;          /* streaming state: KV caches, memories */
   uint64_t dense_attention_bytes;/* what a materialised n x n score matrix per head would take; UINT64_MAX when

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The Vulkan backend of a session: checks that every op has a shader, opens the device, places the values, uploads
-// the weights, records the forward pass once, and replays it per call. Its own rewrite: a weight over the device's
+// The Vulkan backend of a session: checks that every op has a shader, takes the model's device (shared with its other
+// sessions on it, vulkan/shared_device.h), places the values, uploads the weights not on it yet, records the forward
+// pass once, and replays it per call. Its own rewrite: a weight over the device's
 // maxStorageBufferRange is split into parts (vulkan/ops_linear.cpp, ops_rowwise.cpp).
 #include <algorithm>
 #include <cstring>
@@ -57,8 +58,10 @@ class VulkanBackend : public Backend {
 
   const Model& model_;
   std::string ignored_;
-  // Destroyed in reverse: the program before the pipelines and memory it uses, all before the device.
-  std::unique_ptr<vk::Context> ctx_;
+  // Destroyed in reverse: the program before the pipelines and memory it uses, all before the device, which the
+  // last session on it frees (with the weights).
+  std::shared_ptr<vk::SharedDevice> device_;
+  const vk::Context* ctx_ = nullptr;  // device_'s
   std::unique_ptr<vk::Memory> memory_;
   std::unique_ptr<vk::PipelineCache> pipelines_;
   std::unique_ptr<vk::Program> program_;
@@ -124,9 +127,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
       f16_in_file |= node.weights[0] && node.weights[0]->dtype == fb::DType::F16;
     }
   }
-  TERN_ASSIGN_OR_RETURN(auto ctx, vk::Context::create(config.device, config.allow_cpu_device, config.f16_weights,
-                                                      f16_in_file));
-  ctx_ = std::move(ctx);
+  vk::DeviceOptions device_options;
+  device_options.device = config.device;
+  device_options.allow_cpu_device = config.allow_cpu_device;
+  device_options.f16_storage = config.f16_weights;
+  device_options.f16_storage_if_available = f16_in_file;
+  TERN_ASSIGN_OR_RETURN(device_, vk::SharedDevice::acquire(model, device_options));
+  ctx_ = &device_->context();
   memory_ = std::make_unique<vk::Memory>(*ctx_);
   pipelines_ = std::make_unique<vk::PipelineCache>(*ctx_);
   program_ = std::make_unique<vk::Program>(*ctx_, *memory_, *pipelines_, config.max_batch);
@@ -144,7 +151,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   output_ = out;
   arena_bytes_ = plan.bytes;
 
-  vk::Lowering low(model, *ctx_, *memory_, *program_, config.max_tokens, config.max_batch);
+  vk::Lowering low(model, *device_, *memory_, *program_, config.max_tokens, config.max_batch);
   low.f16_weights = config.f16_weights;
   low.f16_storage = ctx_->f16_storage_enabled();
   low.forward_only = options.forward_only != 0;

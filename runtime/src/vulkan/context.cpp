@@ -32,8 +32,8 @@ bool validation_requested() {
 
 // TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE=<bytes>: an upper bound on maxStorageBufferRange, to run on a device with a
 // large range (lavapipe) what a driver with a small one (128 MiB on some) would: weights split into more parts, a
-// binding over the bound failing by the limit's name. Read here, in every context: a context (and its device) is
-// created per session, so a test's setenv before creating a session applies to that session. It only lowers.
+// binding over the bound failing by the limit's name. Read here, in every context: a session created after a setenv
+// gets a context created under it (device_environment is part of what sessions share a context by). It only lowers.
 Status storage_buffer_range_override(uint64_t* range) {
   const char* v = std::getenv("TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE");
   if (!v || !*v) return Status::Ok();
@@ -79,6 +79,21 @@ int rank(VkPhysicalDeviceType t) {
 }  // namespace
 
 uint64_t validation_message_count() { return g_validation_messages.load(); }
+
+std::string device_environment() {
+  std::string all;
+  for (const char* name : {"TERN_VULKAN_LOADER", "TERN_VULKAN_VALIDATION", "TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE",
+                           "TERN_VULKAN_NO_16BIT_STORAGE"}) {
+    const char* v = std::getenv(name);
+    all += std::string(name) + "=" + (v ? v : "") + ";";
+  }
+  return all;
+}
+
+VkResult Context::submit(const VkSubmitInfo& info, VkFence fence) const {
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  return api_.vkQueueSubmit(queue_, 1, &info, fence);
+}
 
 Result<std::unique_ptr<Context>> Context::create(int device, bool allow_cpu_device, bool f16_storage,
                                                  bool f16_storage_if_available) {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// One Vulkan instance, physical device, logical device and compute queue, per session.
+// One Vulkan instance, physical device, logical device and compute queue, shared by the sessions on one model and
+// device (vulkan/shared_device.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "core/backend.h"
 #include "vulkan/limits.h"
@@ -27,7 +30,10 @@ class Context {
 
   const Api& api() const { return api_; }
   VkDevice device() const { return device_; }
-  VkQueue queue() const { return queue_; }
+  // vkQueueSubmit on the one compute queue. Sessions on different threads share it (vulkan/shared_device.h), and
+  // Vulkan requires a queue's submits to be externally synchronised: they take turns on a mutex here. Nothing else
+  // touches the queue, so every submit goes through this.
+  VkResult submit(const VkSubmitInfo& info, VkFence fence) const;
   uint32_t queue_family() const { return queue_family_; }
   const DeviceLimits& limits() const { return limits_; }
   const DeviceFeatures& features() const { return features_; }
@@ -46,6 +52,7 @@ class Context {
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
+  mutable std::mutex submit_mutex_;  // guards queue_
   uint32_t queue_family_ = 0;
   DeviceLimits limits_;
   DeviceFeatures features_;
@@ -53,6 +60,10 @@ class Context {
   DeviceInfo info_;
   VkPhysicalDeviceMemoryProperties memory_{};
 };
+
+// The environment variables Context::create reads (the loader, validation, the storage-range and 16-bit-storage
+// overrides), as one string: contexts created under different values may differ, so they are not shared.
+std::string device_environment();
 
 // Messages the Khronos validation layer has reported in this process (env TERN_VULKAN_VALIDATION=1 turns the layer
 // on); tests assert it stays zero.

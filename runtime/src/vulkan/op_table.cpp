@@ -2,11 +2,8 @@
 // The ops the Vulkan backend runs (by op code, and ATTENTION by kind: both tables list every entry of the schema in
 // order, checked at compile time), and the pieces of Lowering every op shares.
 #include <algorithm>
-#include <cstring>
 #include <iterator>
 
-#include "format/dequantize.h"
-#include "format/half.h"
 #include "ops/attention_kinds.h"
 #include "vulkan/ops.h"
 
@@ -110,46 +107,18 @@ Groups stride_groups(int64_t count, int64_t per_group) {
   return {uint32_t(std::min(groups, kMaxGroups)), 1, 1};
 }
 
-Result<Slice> Lowering::weight(const TensorInfo* tensor) {
-  auto it = weights_.find(tensor);
+Result<Slice> Lowering::device_weight(const TensorInfo* tensor, WeightForm form) {
+  auto it = weights_.find({tensor, form});
   if (it != weights_.end()) return it->second;
-  // A compressed tensor widened to float32 while staging: the fallback for an op without a shader reading it
-  // compressed (see ops.h); LINEAR and EMBEDDING read theirs as stored (matrix_weight).
-  const bool widen = is_compressed(tensor->dtype);
-  const uint64_t bytes = widen ? uint64_t(tensor->numel()) * sizeof(float) : tensor->size;
-  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, tensor->name.c_str()));
-  weights_[tensor] = slice;
-  pending_.push_back({tensor->data, bytes, slice, false, widen ? tensor : nullptr});
-  weight_bytes += bytes;
-  return slice;
+  TERN_ASSIGN_OR_RETURN(auto w, device.weight(tensor, form));
+  weights_[{tensor, form}] = w.slice;
+  weight_bytes += w.bytes;
+  return w.slice;
 }
 
-Result<Slice> Lowering::weight_f16(const TensorInfo* tensor) {
-  auto it = weights_f16_.find(tensor);
-  if (it != weights_f16_.end()) return it->second;
-  const bool stored = tensor->dtype == fb::DType::F16;  // the file's halves as they are
-  if (!stored && tensor->dtype != fb::DType::F32) {
-    return Unsupported("weight '" + tensor->name + "' is neither float32 nor float16");
-  }
-  const uint64_t elements = uint64_t(tensor->numel());
-  TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(elements * 2, MemoryKind::kDevice, tensor->name.c_str()));
-  weights_f16_[tensor] = slice;
-  pending_.push_back({tensor->data, elements * 2, slice, !stored});
-  weight_bytes += elements * 2;
-  return slice;
-}
-
-Result<Slice> Lowering::weight_packed(const TensorInfo* tensor) {
-  auto it = weights_packed_.find(tensor);
-  if (it != weights_packed_.end()) return it->second;
-  // Whole words: the shaders read packed bytes and float16 scales as uint words, the last one included.
-  TERN_ASSIGN_OR_RETURN(auto slice,
-                        memory.allocate((tensor->size + 3) / 4 * 4, MemoryKind::kDevice, tensor->name.c_str()));
-  weights_packed_[tensor] = slice;
-  pending_.push_back({tensor->data, tensor->size, slice});
-  weight_bytes += tensor->size;
-  return slice;
-}
+Result<Slice> Lowering::weight(const TensorInfo* tensor) { return device_weight(tensor, WeightForm::kFloat32); }
+Result<Slice> Lowering::weight_f16(const TensorInfo* tensor) { return device_weight(tensor, WeightForm::kFloat16); }
+Result<Slice> Lowering::weight_packed(const TensorInfo* tensor) { return device_weight(tensor, WeightForm::kPacked); }
 
 Result<MatrixWeight> Lowering::matrix_weight(const TensorInfo* tensor, const char* const shaders[4]) {
   const int64_t cols = tensor->shape.back();
@@ -195,8 +164,12 @@ Result<Slice> Lowering::constant(std::vector<float> data, const char* what) {
   const uint64_t bytes = data.size() * sizeof(float);
   TERN_ASSIGN_OR_RETURN(auto slice, memory.allocate(bytes, MemoryKind::kDevice, what));
   constants_.push_back(std::make_unique<std::vector<float>>(std::move(data)));
-  pending_.push_back({reinterpret_cast<const uint8_t*>(constants_.back()->data()), bytes, slice});
-  weight_bytes += bytes;
+  Upload u;
+  u.data = reinterpret_cast<const uint8_t*>(constants_.back()->data());
+  u.bytes = bytes;
+  u.dst = slice;
+  pending_.push_back(u);
+  scratch_bytes += bytes;
   return slice;
 }
 
@@ -236,43 +209,8 @@ Result<Slice> Lowering::call_table(uint64_t floats, const char* what,
 }
 
 Status Lowering::upload() {
-  uint64_t total = 0;
-  for (const Pending& p : pending_) total += (p.bytes + 3) / 4 * 4;
-  if (total == 0 && zeroed_.empty()) return Status::Ok();
-  total = std::max<uint64_t>(total, 4);
-  Memory staging(ctx);  // freed when this returns
-  TERN_ASSIGN_OR_RETURN(auto buf, staging.allocate(total, MemoryKind::kHost, "staging the weights"));
-  uint64_t at = 0;
-  std::vector<std::pair<const Pending*, uint64_t>> copies;
-  for (const Pending& p : pending_) {
-    uint8_t* dst = buf.mapped + at;
-    if (p.to_f16) {  // tensor data is 64-byte aligned (the loader checks), staging offsets multiples of 4
-      floats_to_halves(reinterpret_cast<const float*>(p.data), reinterpret_cast<uint16_t*>(dst), 0, p.bytes / 2);
-    } else if (p.widen) {
-      const TensorInfo& t = *p.widen;
-      const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
-      dequantize_rows(t, 0, cols > 0 ? t.numel() / cols : 0, reinterpret_cast<float*>(dst));
-    } else {
-      std::memcpy(dst, p.data, p.bytes);
-    }
-    copies.push_back({&p, at});
-    at += (p.bytes + 3) / 4 * 4;  // each copy's source offset a multiple of 4
-  }
-  const Api& vk = ctx.api();
-  const Slice src = buf;
-  TERN_RETURN_IF_ERROR(run_once(ctx, [&](VkCommandBuffer cb) {
-    for (const auto& [p, offset] : copies) {
-      VkBufferCopy region{src.offset + offset, p->dst.offset, p->bytes};
-      vk.vkCmdCopyBuffer(cb, src.buffer, p->dst.buffer, 1, &region);
-    }
-    // State starts as zeros: nothing reads it before it is written, but a saved state should not hold garbage.
-    for (const Slice& s : zeroed_) vk.vkCmdFillBuffer(cb, s.buffer, s.offset, s.size, 0);
-    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
-                            nullptr, 0, nullptr);
-  }));
+  TERN_RETURN_IF_ERROR(device.upload_pending());
+  TERN_RETURN_IF_ERROR(vk::upload(ctx, pending_, zeroed_));
   pending_.clear();
   constants_.clear();
   return Status::Ok();

@@ -17,6 +17,7 @@
 #include "ops/sink_cache.h"
 #include "vulkan/program.h"
 #include "vulkan/push_constants.h"
+#include "vulkan/shared_device.h"
 
 namespace tern::vk {
 
@@ -71,11 +72,20 @@ struct MatrixWeight {
 // What lowering an op may use: where values live, weights on the device, and the program being built.
 class Lowering {
  public:
-  Lowering(const Model& model, const Context& ctx, Memory& memory, Program& program, int64_t max_tokens,
+  // memory: the session's own (arena, state, constants); device: the weights, shared with the model's other
+  // sessions on this device.
+  Lowering(const Model& model, SharedDevice& device, Memory& memory, Program& program, int64_t max_tokens,
            int64_t max_batch)
-      : model(model), ctx(ctx), memory(memory), program(program), max_tokens(max_tokens), max_batch(max_batch) {}
+      : model(model),
+        device(device),
+        ctx(device.context()),
+        memory(memory),
+        program(program),
+        max_tokens(max_tokens),
+        max_batch(max_batch) {}
 
   const Model& model;
+  SharedDevice& device;
   const Context& ctx;
   Memory& memory;
   Program& program;
@@ -83,16 +93,17 @@ class Lowering {
 
   std::vector<Binding> values;  // per value: its place for a call ([max_batch, width]); set by the runner
 
-  // The tensor's data on the device as float32, uploaded once per session however many ops read it. A compressed
+  // The tensor's data on the device as float32, uploaded once per device (SharedDevice: however many ops and
+  // sessions read it), counted once in this session's weight_bytes. A compressed
   // tensor (F16, I8, I4: is_compressed) is widened on the host while staging (format/dequantize.h, dequantize_rows),
   // counted as the floats uploaded. That is the fallback which keeps any op running whose weight slot becomes
   // compressible (OpDef::compressible) before it has a shader reading the compressed bytes; the native paths are
   // LINEAR and EMBEDDING (matrix_weight).
   Result<Slice> weight(const TensorInfo* tensor);
-  // The tensor as float16, uploaded once however many ops read it this way: an F32 tensor converted on the host
+  // The tensor as float16, uploaded once per device however many ops read it this way: an F32 tensor converted on the host
   // while staging (round to nearest even), an F16 one as it is stored; for the ops with float16-weight shaders.
   Result<Slice> weight_f16(const TensorInfo* tensor);
-  // The tensor's bytes as they are stored (the device copy rounded up to whole 32-bit words), uploaded once.
+  // The tensor's bytes as they are stored (the device copy rounded up to whole 32-bit words), uploaded once per device.
   Result<Slice> weight_packed(const TensorInfo* tensor);
   // A LINEAR weight or EMBEDDING table [rows, cols] as its shader reads it (see MatrixWeight).
   Result<MatrixWeight> matrix_weight(const TensorInfo* tensor, const char* const shaders[4]);
@@ -103,7 +114,8 @@ class Lowering {
   // The dispatches of a context shift (VulkanBackend::shift), run apart from the forward pass with n = the entries
   // kept and pos0 = the positions held; null where the session cannot shift (sinks, forward_only).
   Program* shift = nullptr;
-  // A table computed on the host at session creation (e.g. sinusoid frequencies), uploaded with the weights.
+  // A table computed on the host at session creation (e.g. sinusoid frequencies), in the session's own memory (it
+  // may depend on the session's options), counted in scratch_bytes with the arena.
   Result<Slice> constant(std::vector<float> data, const char* what);
   // Device state for an op (KV rings), zeroed bytes counted in state_bytes.
   Result<Slice> state(uint64_t bytes, const char* what);
@@ -115,9 +127,11 @@ class Lowering {
   Result<Slice> call_table(uint64_t floats, const char* what,
                            std::function<void(int64_t n, int64_t pos0, float* table)> write);
 
-  // Copies every weight and constant to the device through one staging buffer, then frees it.
+  // Uploads the weights this session asked for that are not on the device yet (SharedDevice::upload_pending), then
+  // its constants and zeroed state.
   Status upload();
-  uint64_t weight_bytes = 0, state_bytes = 0;
+  uint64_t weight_bytes = 0;  // of the (shared) weights this session reads, each once
+  uint64_t state_bytes = 0;
   uint64_t scratch_bytes = 0;  // device scratch ops allocate for max_batch tokens, reported with the arena
   // The stateful ops, as their CPU kernels' has_state(): what tern_session_save_state saves.
   std::vector<SavedState> saved_states;
@@ -125,16 +139,11 @@ class Lowering {
   void save_whole(const Node& node, const Slice& state, uint64_t bytes);
 
  private:
-  struct Pending {
-    const uint8_t* data;
-    uint64_t bytes;  // on the device
-    Slice dst;
-    bool to_f16 = false;  // data holds bytes / 2 floats, staged as float16
-    const TensorInfo* widen = nullptr;  // a compressed tensor staged as bytes / 4 floats (dequantize_rows)
-  };
-  std::map<const TensorInfo*, Slice> weights_, weights_f16_, weights_packed_;
+  Result<Slice> device_weight(const TensorInfo* tensor, WeightForm form);
+
+  std::map<std::pair<const TensorInfo*, WeightForm>, Slice> weights_;  // the ones this session reads
   std::vector<std::unique_ptr<std::vector<float>>> constants_;
-  std::vector<Pending> pending_;
+  std::vector<Upload> pending_;  // the constants
   std::vector<Slice> zeroed_;
 };
 

@@ -172,7 +172,7 @@ Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
   si.commandBufferCount = 1;
   si.pCommandBuffers = &commands_;
   TERN_VK_RETURN_IF_ERROR(vk.vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
-  TERN_VK_RETURN_IF_ERROR(vk.vkQueueSubmit(ctx_.queue(), 1, &si, fence_), "vkQueueSubmit");
+  TERN_VK_RETURN_IF_ERROR(ctx_.submit(si, fence_), "vkQueueSubmit");
   TERN_VK_RETURN_IF_ERROR(vk.vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, kFenceTimeoutNs), "waiting for the device");
   if (op_ns && timestamps_) {
     std::vector<uint64_t> stamps(dispatches_.size() + 1);
@@ -222,7 +222,7 @@ Status run_once(const Context& ctx, const std::function<void(VkCommandBuffer)>& 
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
-  r = vk.vkQueueSubmit(ctx.queue(), 1, &si, fence);
+  r = ctx.submit(si, fence);
   if (r != VK_SUCCESS) return done(vk_error(r, "vkQueueSubmit"));
   r = vk.vkWaitForFences(dev, 1, &fence, VK_TRUE, kFenceTimeoutNs);
   return done(r == VK_SUCCESS ? Status::Ok() : vk_error(r, "waiting for the device"));
