@@ -322,6 +322,23 @@ TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* 
  * range, a device error) or is unsupported resets it: a half-applied call would leave some caches ahead of
  * others. */
 TERN_API tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+/* The width d of the model's last hidden state: the rows its output head reads, after the final norm, which is what
+ * Hugging Face's base models (LlamaModel, GPT2Model, ...) return as last_hidden_state. It is the input of the head
+ * LINEAR (through any soft-cap or log-softmax after it) or of Transformer-XL's adaptive softmax. 0 for a model
+ * whose output is made otherwise, with the reason in tern_session_last_error (TERN_UNSUPPORTED); NULL session: 0,
+ * message in tern_last_error. */
+TERN_API int64_t tern_session_hidden_size(const tern_session* session);
+/* As tern_session_forward (resets the state, then runs ids[0..n) as one sequence, 1 <= n <= max_batch), but gives
+ * the last hidden state instead of the logits: hidden [n, d] floats (row i: position i; d =
+ * tern_session_hidden_size), and pooled [d], the mean of those n rows (summed in double precision). Either may be
+ * NULL, not both. The head is not run (on a large vocabulary, the biggest matrix of the model), and nothing is
+ * allocated: the value lives in the arena planned at creation. The session then holds the sequence, as after
+ * tern_session_forward, and tern_session_append continues it. Callbacks (tern_session_set_callbacks) apply as to a
+ * forward. Errors as tern_session_forward, and TERN_UNSUPPORTED for a model without a hidden state
+ * (tern_session_hidden_size 0) or a session on Vulkan (the CPU backend reads the value back; the Vulkan one does
+ * not yet), naming the reason. On error the state is reset. */
+TERN_API tern_status tern_session_forward_hidden(tern_session* session, const int32_t* ids, int64_t n, float* hidden,
+                                                 float* pooled);
 /* Forgets every token seen: position 0, caches and memories cleared. */
 TERN_API tern_status tern_session_reset(tern_session* session);
 /* Saves the streaming state (every op's KV cache, ring or memory, and the position) so that an app can pause a long
