@@ -126,6 +126,30 @@ typedef enum { TERN_ACTIVATION_STORAGE_F32 = 0, TERN_ACTIVATION_STORAGE_F16 = 1 
  * CPU option); TERN_BACKEND_AUTO that picks a Vulkan device runs float32 and says so in its one-line notice. */
 typedef enum { TERN_KV_STORAGE_F32 = 0, TERN_KV_STORAGE_F16 = 1 } tern_kv_storage;
 
+/* Memory an app provides for a CPU session's large buffers (tern_session_options.allocator), e.g. from a pool, a
+ * budgeted heap or pinned memory. allocate returns `size` bytes (size > 0) aligned to `alignment` (a power of two,
+ * at least 64: the kernels' vector loads and the arena's places are 64-byte aligned; no more is assumed), or NULL
+ * when it will not, and the session's creation then fails with TERN_OUT_OF_MEMORY naming the bytes asked. release
+ * gets each block back, with the size it was asked for, when the session is freed (or when its creation fails);
+ * never during a forward, append or generator call, which allocate nothing. Both are called on the thread of
+ * tern_session_create or tern_session_free, with user_data. The session keeps a copy of the struct; user_data must
+ * stay valid until the session is freed.
+ * Through it go every buffer the CPU session's plan counts (tern_session_memory) except XNNPACK's packed weights:
+ * the arena, the kernels' scratch and staging (arena_bytes), every op's streaming state (state_bytes: KV caches and
+ * rings, Transformer-XL and compressive memories, LSH and routing caches, attention sinks) and the tables computed
+ * at creation (counted in packed_weight_bytes: relative-position and adaptive-span tables, the sinks' rotation
+ * table). Not through it: XNNPACK's packed copies of float32 LINEAR weights (the rest of packed_weight_bytes:
+ * XNNPACK takes one allocator for the whole process), small bookkeeping (per-op descriptions, vectors of a few
+ * floats per head or column, thread pool, messages), temporaries freed before tern_session_create returns, the
+ * model (tern_model_load maps its file; tern_model_load_buffer's copy), generators and samplers. A Vulkan session's
+ * memory is the driver's: TERN_BACKEND_VULKAN with an allocator is TERN_UNSUPPORTED, and TERN_BACKEND_AUTO that
+ * picks a Vulkan device does not call it and says so in its one-line notice. */
+typedef struct {
+  void* (*allocate)(void* user_data, size_t size, size_t alignment);
+  void (*release)(void* user_data, void* ptr, size_t size);
+  void* user_data;
+} tern_allocator;
+
 /* TERN_BACKEND_VULKAN runs every op as a compute shader on a Vulkan device (creation fails with TERN_UNSUPPORTED
  * naming the op when one has no shader yet, or when there is no loader or device). TERN_BACKEND_AUTO takes a Vulkan
  * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
@@ -182,6 +206,10 @@ typedef struct {
    * ones. S < 0, W < 0, S > 0 with W = 0, or S + W above 2^31: TERN_INVALID_ARGUMENT. */
   int64_t sink_tokens;
   int64_t sink_window;
+  /* NULL (default): the library's own allocator (aligned, with huge pages for large buffers on Linux). Otherwise the
+   * app's, for the CPU session's large buffers (see tern_allocator above; copied at creation). Both functions must
+   * be set: a NULL one is TERN_INVALID_ARGUMENT. */
+  const tern_allocator* allocator;
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */

@@ -59,6 +59,7 @@ class ModelHandle {
 class SessionHandle {
  public:
   SessionHandle() {}  // no session: valid() is false
+  // options.allocator (an app's tern_allocator) is copied; its user_data must outlive the session.
   static SessionHandle create(const ModelHandle& model, const tern_session_options& options, Error* error) {
     tern_session* s = nullptr;
     tern_status st = tern_session_create(model.get(), &options, &s);

@@ -205,6 +205,10 @@ Status Session::build(const tern_session_options& options) {
     return InvalidArgument("forward_only must be 0 or 1, not " + std::to_string(options.forward_only));
   }
   forward_only_ = options.forward_only == 1;
+  if (options.allocator && (!options.allocator->allocate || !options.allocator->release)) {
+    return InvalidArgument(std::string("allocator: its ") + (options.allocator->allocate ? "release" : "allocate") +
+                           " function is NULL; set both, or leave allocator NULL for the library's own");
+  }
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");

@@ -51,8 +51,15 @@ uint64_t arena_lower_bound(const Model& model, const BackendConfig& config) {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> CpuBackend::create(const Model& model, const BackendConfig& config) {
-  std::unique_ptr<CpuBackend> backend(new CpuBackend(model));
-  TERN_RETURN_IF_ERROR(backend->build(config));
+  std::unique_ptr<CpuBackend> backend(new CpuBackend(model, config.options->allocator));
+  Status built = Status::Ok();
+  try {
+    built = backend->build(config);
+  } catch (const std::bad_alloc&) {  // a kernel's state or table refused; the buffers made so far go with backend
+    const std::string note = refusal_note(&backend->buffers_);
+    built = OutOfMemory("cannot allocate the CPU session's buffers" + (note.empty() ? ": out of memory" : note));
+  }
+  TERN_RETURN_IF_ERROR(built);
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
@@ -88,7 +95,7 @@ Status CpuBackend::build(const BackendConfig& config) {
   const auto& nodes = model_.nodes();
   half_kv_ = config.options->kv_storage == TERN_KV_STORAGE_F16;
   KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_, config.options->forward_only == 1,
-                   config.sinks};
+                   config.sinks, &buffers_};
   std::vector<bool> stateful(nodes.size(), false);
   // LSH layers run inside their attention op, one head at a time (cpu/lsh_fold.h).
   const std::vector<LshFold> folds = find_lsh_folds(model_);
@@ -190,7 +197,8 @@ Status CpuBackend::build(const BackendConfig& config) {
     scratch_.resize(scratch_floats);
     output_sink_.resize(sink_floats);
   } catch (const std::bad_alloc&) {
-    return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan.bytes) + " bytes");
+    return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan.bytes) + " bytes" +
+                       refusal_note(&buffers_));
   }
   // Align the arena base to 64 bytes; every offset is a multiple of 64.
   auto base = reinterpret_cast<uintptr_t>(arena_.data());

@@ -53,7 +53,13 @@ class CpuBackend : public Backend {
                                                int64_t block_rows, const std::vector<ValueAlias>& aliases);
 
  private:
-  explicit CpuBackend(const Model& model) : model_(model) {}
+  CpuBackend(const Model& model, const tern_allocator* allocator)
+      : model_(model),
+        buffers_(allocator),
+        arena_(large_vector<float>(&buffers_)),
+        scratch_(large_vector<float>(&buffers_)),
+        output_sink_(large_vector<float>(&buffers_)),
+        staging_(large_vector<float>(&buffers_)) {}
   Status build(const BackendConfig& config);
   // The ops in `run` on the call's rows; logits null: the output (if an op in `run` writes it) goes to output_sink_.
   Status run_ops(const RunContext& ctx, const std::vector<bool>& run, float* logits, OpProfile* profile);
@@ -66,6 +72,7 @@ class CpuBackend : public Backend {
   Status run_chain(int c, const RunContext& ctx, const std::vector<bool>& run, OpProfile* profile);
 
   const Model& model_;
+  BufferSource buffers_;  // every large buffer below and the kernels' state: declared first, destroyed last
   std::string ignored_;
   pthreadpool_t pool_ = nullptr;
   int threads_ = 1;
