@@ -84,6 +84,7 @@ struct Session {
   std::mutex calls;  // held (without the GIL) by every call on this session or its generator
   int64_t vocab = 0;
   int64_t max_batch = 0;
+  int64_t hidden_size = 0;  // d of the last hidden state; 0 where the model has none
 };
 
 void bind_model(py::module_& m);

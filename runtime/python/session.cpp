@@ -81,6 +81,7 @@ std::unique_ptr<Session> create(py::object model, const std::string& backend, in
   s->handle = std::move(handle);
   s->model = std::move(model);
   s->vocab = s->handle.vocab_size();
+  s->hidden_size = s->handle.hidden_size();
   tern_memory_plan allocated{};
   const tern_status st = tern_session_memory(s->handle.get(), &allocated);
   check(st, tern_session_last_error(s->handle.get()));
@@ -112,6 +113,25 @@ py::object run(Session& s, py::handle ids, bool reset, bool want_logits) {
     return reset ? tern_session_forward(s.handle.get(), p, n, out) : tern_session_append(s.handle.get(), p, n, out);
   });
   return result;
+}
+
+// forward_hidden: the last hidden state, float32 [n, d], or its mean over the rows [d] with pooled; written by the
+// library into the array. As in run, a call refused for its length writes into a one-float scratch.
+py::object hidden(Session& s, py::handle ids, bool pooled) {
+  const std::vector<int32_t> v = ids_from(ids, "ids");
+  const int64_t n = int64_t(v.size());
+  const int32_t* p = v.empty() ? nullptr : v.data();
+  float scratch = 0.0f;
+  if (s.hidden_size == 0) {  // the library says why, as the call's error
+    run_locked(s, [&] { return tern_session_forward_hidden(s.handle.get(), p, n, &scratch, nullptr); });
+  }
+  const bool runs = n >= 1 && n <= s.max_batch;
+  py::array_t<float> out = pooled ? py::array_t<float>({py::ssize_t(s.hidden_size)})
+                                  : py::array_t<float>({py::ssize_t(runs ? n : 0), py::ssize_t(s.hidden_size)});
+  float* rows = pooled ? nullptr : runs ? out.mutable_data() : &scratch;
+  float* mean = pooled ? out.mutable_data() : nullptr;
+  run_locked(s, [&] { return tern_session_forward_hidden(s.handle.get(), p, n, rows, mean); });
+  return std::move(out);
 }
 
 py::bytes save_state(Session& s) {
@@ -164,6 +184,9 @@ Calls release the GIL; calls on one session from several threads run one at a ti
       .def(
           "forward", [](Session& s, py::handle ids) { return run(s, ids, true, true); }, py::arg("ids"),
           "Resets the state and runs ids as one sequence: float32 logits [n, vocab] (row i: after ids[0..i])")
+      .def("hidden", &hidden, py::arg("ids"), py::kw_only(), py::arg("pooled") = false,
+           "Resets the state and runs ids as one sequence up to the last hidden state (the head's input, Hugging "
+           "Face's last_hidden_state): float32 [n, hidden_size], or with pooled=True its mean over the n rows, [hidden_size]")
       .def(
           "append", [](Session& s, py::handle ids, bool logits) { return run(s, ids, false, logits); }, py::arg("ids"),
           py::kw_only(), py::arg("logits") = true,
@@ -185,6 +208,7 @@ Calls release the GIL; calls on one session from several threads run one at a ti
       .def_property_readonly("position", [](Session& s) { return read_locked(s, [&] { return s.handle.position(); }); })
       .def_property_readonly("vocab_size", [](const Session& s) { return s.vocab; })
       .def_property_readonly("max_batch", [](const Session& s) { return s.max_batch; })
+      .def_property_readonly("hidden_size", [](const Session& s) { return s.hidden_size; })
       .def_property_readonly("max_tokens", [](const Session& s) { return s.handle.max_tokens(); })
       .def_property_readonly("sequence_limit",
                              [](const Session& s) { return tern_session_sequence_limit(s.handle.get()); })

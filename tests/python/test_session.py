@@ -68,6 +68,30 @@ def test_plan_gives_the_planner_numbers(kjv_llama):
     assert "tern_session_plan" in str(e.value) and "n_tokens" in str(e.value)
 
 
+def test_hidden_gives_the_rows_and_their_mean_and_keeps_the_sequence(kjv_llama):
+    session = tern.Session(kjv_llama, threads=1)
+    ids = kjv_llama.tokenize(PROMPT)
+    d = session.hidden_size
+    assert d == 192  # examples/models/kjv-llama/config.json: hidden_size
+    rows = session.hidden(ids)
+    assert rows.dtype == np.float32 and rows.shape == (len(ids), d)
+    assert np.isfinite(rows).all() and np.abs(rows).max() > 0
+    # The final RMSNorm's rows: no two positions alike.
+    assert len({row.tobytes() for row in rows}) == len(ids)
+    pooled = session.hidden(np.array(ids, dtype=np.int64), pooled=True)
+    assert pooled.dtype == np.float32 and pooled.shape == (d,)
+    np.testing.assert_allclose(pooled, rows.astype(np.float64).mean(axis=0), rtol=1e-6, atol=1e-6)
+    # The session holds the sequence, as after forward: appending continues it the same way.
+    assert session.position == len(ids)
+    after_hidden = session.append(ids[:3])
+    session.forward(ids)
+    np.testing.assert_array_equal(session.append(ids[:3]), after_hidden)
+    with pytest.raises(tern.Error) as e:
+        session.hidden([])
+    assert e.value.status == tern.Status.INVALID_ARGUMENT and "n is 0" in str(e.value)
+    assert session.position == 0
+
+
 def test_errors_carry_status_and_message(kjv_byte):
     session = tern.Session(kjv_byte, threads=1)
     with pytest.raises(tern.Error) as e:

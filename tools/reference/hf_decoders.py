@@ -642,6 +642,7 @@ class HFDecoder:
                 m = self._rms(m, p + "post_feedforward_layernorm.weight")
             x = x + m
         x = self._rms(x, "model.norm.weight")
+        self.last_hidden = x  # transformers' last_hidden_state: the head's input, after the final norm
         head = self.w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else self.w["lm_head.weight"]
         logits = x @ head.T
         if c.get("final_softcap"):
@@ -673,6 +674,7 @@ class HFDecoder:
             h = self._ln(x, p + "ln_2")
             x = x + self._conv1d(act(self._conv1d(h, p + "mlp.c_fc")), p + "mlp.c_proj")
         x = self._ln(x, "transformer.ln_f")
+        self.last_hidden = x  # transformers' last_hidden_state: the head's input, after ln_f
         head = self.w["transformer.wte.weight"] if c["tie_word_embeddings"] else self.w["lm_head.weight"]
         return x @ head.T
 
@@ -680,6 +682,13 @@ class HFDecoder:
         """Uncached forward of the whole sequence in one call: np.ndarray [n, V] float64."""
         with torch.no_grad():
             return self.forward(ids).numpy()
+
+    def hidden_states(self, ids):
+        """Uncached forward of the whole sequence in one call, returning transformers' last_hidden_state of the base
+        model (LlamaModel, GPT2Model, ...): the rows the head reads, np.ndarray [n, hidden_size] float64."""
+        with torch.no_grad():
+            self.forward(ids)
+            return self.last_hidden.numpy()
 
     def rope_types(self):
         return {p["rope_type"] for p in self.cfg["rope"].values()} if self.cfg["model_type"] != "gpt2" else set()

@@ -127,6 +127,30 @@ typedef enum { TERN_ACTIVATION_STORAGE_F32 = 0, TERN_ACTIVATION_STORAGE_F16 = 1 
  * CPU option); TERN_BACKEND_AUTO that picks a Vulkan device runs float32 and says so in its one-line notice. */
 typedef enum { TERN_KV_STORAGE_F32 = 0, TERN_KV_STORAGE_F16 = 1 } tern_kv_storage;
 
+/* Memory an app provides for a CPU session's large buffers (tern_session_options.allocator), e.g. from a pool, a
+ * budgeted heap or pinned memory. allocate returns `size` bytes (size > 0) aligned to `alignment` (a power of two,
+ * at least 64: the kernels' vector loads and the arena's places are 64-byte aligned; no more is assumed), or NULL
+ * when it will not, and the session's creation then fails with TERN_OUT_OF_MEMORY naming the bytes asked. release
+ * gets each block back, with the size it was asked for, when the session is freed (or when its creation fails);
+ * never during a forward, append or generator call, which allocate nothing. Both are called on the thread of
+ * tern_session_create or tern_session_free, with user_data. The session keeps a copy of the struct; user_data must
+ * stay valid until the session is freed.
+ * Through it go every buffer the CPU session's plan counts (tern_session_memory) except XNNPACK's packed weights:
+ * the arena, the kernels' scratch and staging (arena_bytes), every op's streaming state (state_bytes: KV caches and
+ * rings, Transformer-XL and compressive memories, LSH and routing caches, attention sinks) and the tables computed
+ * at creation (counted in packed_weight_bytes: relative-position and adaptive-span tables, the sinks' rotation
+ * table). Not through it: XNNPACK's packed copies of float32 LINEAR weights (the rest of packed_weight_bytes:
+ * XNNPACK takes one allocator for the whole process), small bookkeeping (per-op descriptions, vectors of a few
+ * floats per head or column, thread pool, messages), temporaries freed before tern_session_create returns, the
+ * model (tern_model_load maps its file; tern_model_load_buffer's copy), generators and samplers. A Vulkan session's
+ * memory is the driver's: TERN_BACKEND_VULKAN with an allocator is TERN_UNSUPPORTED, and TERN_BACKEND_AUTO that
+ * picks a Vulkan device does not call it and says so in its one-line notice. */
+typedef struct {
+  void* (*allocate)(void* user_data, size_t size, size_t alignment);
+  void (*release)(void* user_data, void* ptr, size_t size);
+  void* user_data;
+} tern_allocator;
+
 /* TERN_BACKEND_VULKAN runs every op as a compute shader on a Vulkan device (creation fails with TERN_UNSUPPORTED
  * naming the op when one has no shader yet, or when there is no loader or device). TERN_BACKEND_AUTO takes a Vulkan
  * GPU when there is one and the model runs on it, and otherwise the CPU, with a one-line notice on stderr saying
@@ -184,6 +208,10 @@ typedef struct {
    * ones. S < 0, W < 0, S > 0 with W = 0, or S + W above 2^31: TERN_INVALID_ARGUMENT. */
   int64_t sink_tokens;
   int64_t sink_window;
+  /* NULL (default): the library's own allocator (aligned, with huge pages for large buffers on Linux). Otherwise the
+   * app's, for the CPU session's large buffers (see tern_allocator above; copied at creation). Both functions must
+   * be set: a NULL one is TERN_INVALID_ARGUMENT. */
+  const tern_allocator* allocator;
 } tern_session_options;
 
 /* Where a session runs (tern_session_get_backend). Strings live as long as the session. */
@@ -329,6 +357,23 @@ TERN_API tern_status tern_session_forward(tern_session* session, const int32_t* 
  * range, a device error) or is unsupported resets it: a half-applied call would leave some caches ahead of
  * others. */
 TERN_API tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits);
+/* The width d of the model's last hidden state: the rows its output head reads, after the final norm, which is what
+ * Hugging Face's base models (LlamaModel, GPT2Model, ...) return as last_hidden_state. It is the input of the head
+ * LINEAR (through any soft-cap or log-softmax after it) or of Transformer-XL's adaptive softmax. 0 for a model
+ * whose output is made otherwise, with the reason in tern_session_last_error (TERN_UNSUPPORTED); NULL session: 0,
+ * message in tern_last_error. */
+TERN_API int64_t tern_session_hidden_size(const tern_session* session);
+/* As tern_session_forward (resets the state, then runs ids[0..n) as one sequence, 1 <= n <= max_batch), but gives
+ * the last hidden state instead of the logits: hidden [n, d] floats (row i: position i; d =
+ * tern_session_hidden_size), and pooled [d], the mean of those n rows (summed in double precision). Either may be
+ * NULL, not both. The head is not run (on a large vocabulary, the biggest matrix of the model), and nothing is
+ * allocated: the value lives in the arena planned at creation. The session then holds the sequence, as after
+ * tern_session_forward, and tern_session_append continues it. Callbacks (tern_session_set_callbacks) apply as to a
+ * forward. Errors as tern_session_forward, and TERN_UNSUPPORTED for a model without a hidden state
+ * (tern_session_hidden_size 0) or a session on Vulkan (the CPU backend reads the value back; the Vulkan one does
+ * not yet), naming the reason. On error the state is reset. */
+TERN_API tern_status tern_session_forward_hidden(tern_session* session, const int32_t* ids, int64_t n, float* hidden,
+                                                 float* pooled);
 /* Forgets every token seen: position 0, caches and memories cleared. */
 TERN_API tern_status tern_session_reset(tern_session* session);
 /* Saves the streaming state (every op's KV cache, ring or memory, and the position) so that an app can pause a long

@@ -60,6 +60,7 @@ class ModelHandle {
 class SessionHandle {
  public:
   SessionHandle() {}  // no session: valid() is false
+  // options.allocator (an app's tern_allocator) is copied; its user_data must outlive the session.
   static SessionHandle create(const ModelHandle& model, const tern_session_options& options, Error* error) {
     tern_session* s = nullptr;
     tern_status st = tern_session_create(model.get(), &options, &s);
@@ -73,6 +74,17 @@ class SessionHandle {
     logits->resize(ids.size() * size_t(vocab_size()));
     return check(tern_session_forward(get(), ids.data(), int64_t(ids.size()), logits->data()));
   }
+  // The model's last hidden state (tern_session_forward_hidden): hidden [n, d] and/or pooled [d], each resized; pass
+  // null for the one not wanted.
+  Error forward_hidden(const std::vector<int32_t>& ids, std::vector<float>* hidden, std::vector<float>* pooled) {
+    const size_t d = size_t(hidden_size());
+    if (hidden) hidden->resize(ids.size() * d);
+    if (pooled) pooled->resize(d);
+    return check(tern_session_forward_hidden(get(), ids.data(), int64_t(ids.size()), hidden ? hidden->data() : nullptr,
+                                             pooled ? pooled->data() : nullptr));
+  }
+  // d of the hidden state; 0 where the model has none (the session's last error says why).
+  int64_t hidden_size() const { return tern_session_hidden_size(get()); }
   // logits may be null when only the state should advance.
   Error append(const int32_t* ids, int64_t n, float* logits) { return check(tern_session_append(get(), ids, n, logits)); }
   Error reset() { return check(tern_session_reset(get())); }

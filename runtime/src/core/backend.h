@@ -63,6 +63,15 @@ class Backend {
   // the ops that feed streaming state need to run). No allocation. profile (per node) or null: each op's calls and
   // time are added to it. On an error the session resets the backend.
   virtual Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) = 0;
+  // As run, but the call's output is the model's last hidden state (ops/hidden_state.h) instead of the logits: its
+  // rows [n, width] are written to hidden (or not, when null) and added column by column to pooled_sum [width] (or
+  // not, when null); the head need not run. The state advances as in run. No allocation. TERN_UNSUPPORTED naming
+  // why where the backend cannot read the value back.
+  virtual Status run_hidden(const int32_t* /*ids*/, int64_t /*n*/, int64_t /*pos0*/, float* /*hidden*/,
+                            double* /*pooled_sum*/, OpProfile* /*profile*/) {
+    return Unsupported(std::string("the last hidden state is read back on the CPU backend only; this session runs on ") +
+                       where() + " (create it with backend CPU)");
+  }
   // Forget the sequence (streaming state back to empty).
   virtual void reset() = 0;
   // The app's abort callback (tern_session_set_callbacks), for a backend that can ask it inside a run (the CPU,

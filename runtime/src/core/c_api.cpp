@@ -59,7 +59,7 @@ void tern_format_versions(uint32_t* min_version, uint32_t* max_version) {
 void tern_session_options_init(tern_session_options* options) {
   if (options) *options = tern_session_options{sizeof(tern_session_options), TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0,
                                                 TERN_WEIGHT_STORAGE_F32, TERN_ACTIVATION_STORAGE_F32,
-                                                TERN_KV_STORAGE_F32, 0, 0, 0};
+                                                TERN_KV_STORAGE_F32, 0, 0, 0, nullptr};
 }
 
 const char* tern_status_string(tern_status status) {
@@ -215,6 +215,35 @@ tern_status tern_session_forward(tern_session* session, const int32_t* ids, int6
   }
   return guarded("in tern_session_forward", [&] { return record(session, session->session->forward(ids, n, logits)); },
                  [&](const tern::Status& st) { return record(session, st); });
+}
+
+int64_t tern_session_hidden_size(const tern_session* session) {
+  if (!session) {
+    fail(null_argument("tern_session_hidden_size", "session"));
+    return 0;
+  }
+  const tern::HiddenState& hidden = session->session->hidden_state();
+  if (hidden.value >= 0) return hidden.width;
+  record(session, tern::Unsupported("tern_session_hidden_size: the model has no last hidden state: " + hidden.why));
+  return 0;
+}
+
+tern_status tern_session_forward_hidden(tern_session* session, const int32_t* ids, int64_t n, float* hidden,
+                                        float* pooled) {
+  if (!session) return fail(null_argument("tern_session_forward_hidden", "session"));
+  const tern::capi::SessionCall call(*session->session);
+  if (!call.held()) return call.busy("tern_session_forward_hidden");
+  const tern::Status arguments = check_run_arguments("tern_session_forward_hidden", ids, n);
+  if (!arguments.ok() || (!hidden && !pooled)) {
+    session->session->reset();  // as after any failed forward
+    return record(session, !arguments.ok() ? arguments
+                                           : tern::InvalidArgument("tern_session_forward_hidden: hidden and pooled are "
+                                                                   "both NULL; ask for at least one"));
+  }
+  return guarded(
+      "in tern_session_forward_hidden",
+      [&] { return record(session, session->session->forward_hidden(ids, n, hidden, pooled)); },
+      [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_append(tern_session* session, const int32_t* ids, int64_t n, float* logits) {

@@ -206,6 +206,10 @@ Status Session::build(const tern_session_options& options) {
     return InvalidArgument("forward_only must be 0 or 1, not " + std::to_string(options.forward_only));
   }
   forward_only_ = options.forward_only == 1;
+  if (options.allocator && (!options.allocator->allocate || !options.allocator->release)) {
+    return InvalidArgument(std::string("allocator: its ") + (options.allocator->allocate ? "release" : "allocate") +
+                           " function is NULL; set both, or leave allocator NULL for the library's own");
+  }
   if (options.device < 0) return InvalidArgument("device must be 0 (the best) or a device number from 1");
   if (options.threads < 0 || options.threads > 1024) return InvalidArgument("threads must be in [0, 1024]");
   if (options.max_tokens < 0 || options.max_batch < 0) return InvalidArgument("max_tokens and max_batch must not be negative");
@@ -379,6 +383,8 @@ Status Session::build(const tern_session_options& options) {
     sequence_limit_ = kMaxSequence;
   }
   shift_support_ = shift_support(model_, sinks_);  // asked at every shift: found once
+  hidden_ = find_hidden_state(model_);
+  pooled_sum_.assign(size_t(std::max<int64_t>(hidden_.width, 0)), 0.0);
   return Status::Ok();
 }
 
@@ -411,7 +417,29 @@ Status Session::forward(const int32_t* ids, int64_t n, float* logits) {
   return append(ids, n, logits);
 }
 
+Status Session::forward_hidden(const int32_t* ids, int64_t n, float* hidden, float* pooled) {
+  reset();
+  if (hidden_.value < 0) return Unsupported("the model has no last hidden state to give: " + hidden_.why);
+  if (!hidden && !pooled) return InvalidArgument("neither hidden rows nor a pooled row were asked for");
+  std::fill(pooled_sum_.begin(), pooled_sum_.end(), 0.0);
+  CallOutput out;
+  out.hidden_state = true;
+  out.hidden = hidden;
+  out.pooled_sum = pooled ? pooled_sum_.data() : nullptr;
+  TERN_RETURN_IF_ERROR(append_call(ids, n, out));
+  if (pooled) {
+    for (size_t j = 0; j < pooled_sum_.size(); ++j) pooled[j] = float(pooled_sum_[j] / double(n));
+  }
+  return Status::Ok();
+}
+
 Status Session::append(const int32_t* ids, int64_t n, float* logits) {
+  CallOutput out;
+  out.logits = logits;
+  return append_call(ids, n, out);
+}
+
+Status Session::append_call(const int32_t* ids, int64_t n, const CallOutput& out) {
   if (ids == nullptr || n < 1) return InvalidArgument("append needs at least one token id");
   if (n > max_batch_) {
     return InvalidArgument(std::to_string(n) + " tokens in one call exceed the session's max_batch of " +
@@ -434,7 +462,7 @@ Status Session::append(const int32_t* ids, int64_t n, float* logits) {
     for (size_t i = 0; i < profile_.size(); ++i) profile_calls_before_[i] = profile_[i].first;
   }
   ++epoch_;
-  Status st = run_parts(ids, n, logits);
+  Status st = run_parts(ids, n, out);
   if (!st.ok()) {
     // A half-applied call would leave some caches ahead of others: forget the sequence.
     reset();
@@ -463,7 +491,7 @@ void Session::reset() {
   ++epoch_;
 }
 
-Status Session::run_parts(const int32_t* ids, int64_t n, float* logits) {
+Status Session::run_parts(const int32_t* ids, int64_t n, const CallOutput& out) {
   const Callbacks& cb = callbacks_;
   OpProfile* profile = profiling_ ? &profile_ : nullptr;
   // Parts are consecutive appends with the same rows (splits_calls_); forward_only keeps no state for a later part.
@@ -475,8 +503,13 @@ Status Session::run_parts(const int32_t* ids, int64_t n, float* logits) {
                                       std::to_string(n) + " tokens; the session was reset");
     }
     const int64_t len = std::min(step, n - done);
-    TERN_RETURN_IF_ERROR(backend_->run(ids + done, len, position_ + done, logits ? logits + done * vocab : nullptr,
-                                       profile));
+    if (out.hidden_state) {
+      float* hidden = out.hidden ? out.hidden + done * hidden_.width : nullptr;
+      TERN_RETURN_IF_ERROR(backend_->run_hidden(ids + done, len, position_ + done, hidden, out.pooled_sum, profile));
+    } else {
+      float* logits = out.logits ? out.logits + done * vocab : nullptr;
+      TERN_RETURN_IF_ERROR(backend_->run(ids + done, len, position_ + done, logits, profile));
+    }
     done += len;
     if (cb.progress) cb.progress(done, n, cb.user_data);
   }

@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "format/model.h"
+#include "ops/hidden_state.h"
 
 namespace tern {
 
@@ -26,6 +27,12 @@ class Session {
 
   Status forward(const int32_t* ids, int64_t n, float* logits);  // reset, then append
   Status append(const int32_t* ids, int64_t n, float* logits);   // logits may be null
+  // Resets, then runs ids [n] as forward does, giving the model's last hidden state (ops/hidden_state.h) instead of
+  // the logits: hidden [n, d] (or null) and pooled [d], its mean over the n rows (or null; not both null).
+  // TERN_UNSUPPORTED naming why where the model or the backend has none to give.
+  Status forward_hidden(const int32_t* ids, int64_t n, float* hidden, float* pooled);
+  // The model's last hidden state; value -1 where it has none (why says so).
+  const HiddenState& hidden_state() const { return hidden_; }
   void reset();
   // Context shift (TERN_CONTEXT_SHIFT): keeps the last `keep` of the tokens held, moved to positions 0..keep-1 with
   // their keys rotated there; the position becomes keep. check_shift: TERN_UNSUPPORTED naming the op when the model
@@ -104,8 +111,18 @@ class Session {
   Status build(const tern_session_options& options);
   // Every node supported, then the backend created; under backend auto a refusal goes on to the next candidate.
   Status create_backend(const BackendEntry& entry, const BackendConfig& config);
+  // Where a call's rows go: logits [n, vocab] (or nowhere, when null), or with `hidden_state` the last hidden
+  // state's rows hidden [n, d] (or null) and their column sums added into pooled_sum [d] (or null).
+  struct CallOutput {
+    float* logits = nullptr;
+    bool hidden_state = false;
+    float* hidden = nullptr;
+    double* pooled_sum = nullptr;
+  };
+  // append's checks and bookkeeping around run_parts.
+  Status append_call(const int32_t* ids, int64_t n, const CallOutput& out);
   // The backend runs of one append: ids [n] in parts of kCallbackRows with the callbacks between them, or whole.
-  Status run_parts(const int32_t* ids, int64_t n, float* logits);
+  Status run_parts(const int32_t* ids, int64_t n, const CallOutput& out);
 
   const Model& model_;
   int threads_ = 1;
@@ -119,6 +136,8 @@ class Session {
   bool splits_calls_ = true;
   std::unique_ptr<Backend> backend_;
   bool forward_only_ = false;     // tern_session_options.forward_only: no call continues a sequence
+  HiddenState hidden_;
+  std::vector<double> pooled_sum_;  // [d]: forward_hidden's column sums, sized at creation
   Callbacks callbacks_;
   uint64_t epoch_ = 0;
   uint64_t bound_generator_ = 0;

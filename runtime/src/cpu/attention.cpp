@@ -255,7 +255,7 @@ class AttentionKernel : public CpuKernel {
   // rotary: the ROTARY node feeding a dense op, for a context shift; null otherwise.
   AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg, const Node* rotary)
       : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
-        max_batch_(cfg.max_batch), heads_(head_layout(node)), store_(pattern, heads_, cfg.max_tokens) {
+        max_batch_(cfg.max_batch), heads_(head_layout(node)), store_(pattern, heads_, cfg.max_tokens, cfg.buffers) {
     if (rotary && pattern.kind == PatternKind::kDense) rotary_ = Rotary::of(*rotary);
     scale_ = node.fb_op->params_as_AttentionParams()->scale();
     softcap_ = node.fb_op->params_as_AttentionParams()->logit_softcap();
@@ -351,7 +351,7 @@ void attend_contiguous(pthreadpool_t pool, int threads, const ContiguousAttentio
 
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args) {
   const HeadLayout heads = HeadLayout::of(Projection::kQkv, args.heads, args.head_dim);
-  KvStore<float> empty(*args.pattern, heads, 0);
+  KvStore<float> empty(*args.pattern, heads, 0, nullptr);
   AttentionCall<float> call{args.pattern, KeySource<float>{args.qkv, heads.row, heads.k, heads.v, 0, &empty, &heads},
                             args.qkv + heads.q, heads.row, args.n, args.heads, args.head_dim, args.scale, 0.0f,
                             args.out, &isa()};
@@ -371,7 +371,8 @@ Result<std::unique_ptr<CpuKernel>> make_windowed_attention(const Node& node, con
     if (cfg.half_kv) return std::unique_ptr<CpuKernel>(new AttentionKernel<uint16_t>(node, pattern, cfg, rotary));
     return std::unique_ptr<CpuKernel>(new AttentionKernel<float>(node, pattern, cfg, rotary));
   } catch (const std::bad_alloc&) {
-    return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
+    return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes" +
+                       refusal_note(cfg.buffers));
   }
 }
 

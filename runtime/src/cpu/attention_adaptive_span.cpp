@@ -33,7 +33,8 @@ constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/false, /*masked_
 // each.
 class SpanStore {
  public:
-  SpanStore(const SpanStateLayout& layout, const HeadLayout& heads) : layout_(layout), heads_(heads) {
+  SpanStore(const SpanStateLayout& layout, const HeadLayout& heads, BufferSource* buffers)
+      : layout_(layout), heads_(heads), k_(large_vector<float>(buffers)), v_(large_vector<float>(buffers)) {
     k_.assign(size_t(layout.slots) * size_t(heads.head_dim), 0.0f);
     v_.assign(size_t(layout.slots) * size_t(heads.head_dim), 0.0f);
   }
@@ -73,7 +74,7 @@ class SpanStore {
 
   SpanStateLayout layout_;
   HeadLayout heads_;
-  std::vector<float> k_, v_;  // [slots, dh]
+  LargeVector<float> k_, v_;  // [slots, dh]
 };
 
 struct SpanCall {
@@ -154,13 +155,18 @@ class AdaptiveSpanKernel : public CpuKernel {
   AdaptiveSpanKernel(const Node& node, const AdaptiveSpan& span, const KernelConfig& cfg,
                      const SpanStateLayout& state)
       : node_(node), span_(span), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
-        store_(state, span.layout()) {
+        store_(state, span.layout(), cfg.buffers),
+        pe_(large_vector<float>(cfg.buffers)),
+        mask_(large_vector<float>(cfg.buffers)) {
     const int dh = span.head_dim;
     const int64_t L = span.max_span;
     // key_pe [dh, L] -> rows by distance: pe_[(d-1)*dh + c] = key_pe[c, L - d].
     pe_.resize(size_t(L) * size_t(dh));
     for (int64_t d = 1; d <= L; ++d)
       for (int c = 0; c < dh; ++c) pe_[size_t((d - 1) * dh + c)] = span.key_pe[int64_t(c) * L + (L - d)];
+    int64_t mask_floats = 0;
+    for (int h = 0; h < span.heads; ++h) mask_floats += span.reach[size_t(h)];
+    mask_.reserve(size_t(mask_floats));  // one block of the size counted (packed_weight_bytes)
     for (int h = 0; h < span.heads; ++h) {
       mask_offset_.push_back(int64_t(mask_.size()));
       for (int64_t d = 1; d <= span.reach[size_t(h)]; ++d) mask_.push_back(span.mask(h, d));
@@ -210,8 +216,8 @@ class AdaptiveSpanKernel : public CpuKernel {
   int64_t capacity_;
   int threads_;
   SpanStore store_;
-  std::vector<float> pe_;             // [max_span, dh], by distance
-  std::vector<float> mask_;           // [sum(reach)], m_h(d) for d = 1..reach[h], head after head
+  LargeVector<float> pe_;             // [max_span, dh], by distance
+  LargeVector<float> mask_;           // [sum(reach)], m_h(d) for d = 1..reach[h], head after head
   std::vector<int64_t> mask_offset_;  // [heads]
 };
 
@@ -225,7 +231,8 @@ Result<std::unique_ptr<CpuKernel>> make_adaptive_span_attention(const Node& node
   try {
     return std::unique_ptr<CpuKernel>(new AdaptiveSpanKernel(node, span, cfg, layout));
   } catch (const std::bad_alloc&) {
-    return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes");
+    return OutOfMemory(node.label() + ": cannot allocate attention state of " + std::to_string(state) + " bytes" +
+                       refusal_note(cfg.buffers));
   }
 }
 

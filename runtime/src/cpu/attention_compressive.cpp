@@ -52,7 +52,12 @@ void attend_block(const IsaKernels& kernels, const float* kv, const float* q, in
 class CompressiveKernel : public CpuKernel {
  public:
   CompressiveKernel(const Node& node, const Compressive& c, const KernelConfig& cfg)
-      : node_(node), c_(c), threads_(std::max(cfg.threads, 1)), max_batch_(cfg.max_batch) {}
+      : node_(node),
+        c_(c),
+        threads_(std::max(cfg.threads, 1)),
+        max_batch_(cfg.max_batch),
+        mem_(large_vector<float>(cfg.buffers)),
+        cmem_(large_vector<float>(cfg.buffers)) {}
 
   Status init(const Model& model) {
     const int64_t inner = c_.inner(), d = c_.d;
@@ -196,8 +201,8 @@ class CompressiveKernel : public CpuKernel {
   int threads_;
   int64_t max_batch_;
   Matrix q_, kv_, conv_;  // rows [0, inner) and [inner, 3*inner) of qkv; conv_weight
-  std::vector<float> mem_;   // [M + rate - 1, d], the first mem_n_ rows in use
-  std::vector<float> cmem_;  // [C, d], the first cmem_n_ rows in use
+  LargeVector<float> mem_;   // [M + rate - 1, d], the first mem_n_ rows in use
+  LargeVector<float> cmem_;  // [C, d], the first cmem_n_ rows in use
   int64_t mem_n_ = 0, cmem_n_ = 0;
 };
 

@@ -74,7 +74,13 @@ void attend_block(const XlCall& a, int h, int64_t r0, int64_t r1, const Tile& t)
 class RelativeXLKernel : public CpuKernel {
  public:
   RelativeXLKernel(const Node& node, const RelativeXL& xl, const KernelConfig& cfg)
-      : node_(node), xl_(xl), threads_(std::max(cfg.threads, 1)), max_batch_(cfg.max_batch) {}
+      : node_(node),
+        xl_(xl),
+        threads_(std::max(cfg.threads, 1)),
+        max_batch_(cfg.max_batch),
+        r_(large_vector<float>(cfg.buffers)),
+        vr_(large_vector<float>(cfg.buffers)),
+        memory_(large_vector<float>(cfg.buffers)) {}
 
   Status init(const Model& model, pthreadpool_t pool) {
     const int64_t inner = xl_.inner(), d = xl_.d, H = xl_.heads, dh = xl_.head_dim;
@@ -207,9 +213,9 @@ class RelativeXLKernel : public CpuKernel {
   int threads_;
   int64_t max_batch_;
   Matrix q_, kv_;               // rows [0, inner) and [inner, 3*inner) of qkv
-  std::vector<float> r_;        // [P, inner], r(p)
-  std::vector<float> vr_;       // [P, H], scale * r_r_bias . r(p)
-  std::vector<float> memory_;   // [M, d], the state
+  LargeVector<float> r_;        // [P, inner], r(p)
+  LargeVector<float> vr_;       // [P, H], scale * r_r_bias . r(p)
+  LargeVector<float> memory_;   // [M, d], the state
 };
 
 }  // namespace

@@ -31,7 +31,8 @@ class SinkAttentionKernel : public CpuKernel {
  public:
   SinkAttentionKernel(const Node& node, const AttentionPattern& pattern, const Node& rotary, const KernelConfig& cfg)
       : node_(node), pattern_(pattern), sinks_(cfg.sinks), threads_(cfg.threads), max_batch_(cfg.max_batch),
-        heads_(head_layout(node)), rotary_(Rotary::of(rotary)) {
+        heads_(head_layout(node)), rotary_(Rotary::of(rotary)), k_(large_vector<T>(cfg.buffers)),
+        v_(large_vector<T>(cfg.buffers)), table_(large_vector<float>(cfg.buffers)) {
     const auto* p = node.fb_op->params_as_AttentionParams();
     scale_ = p->scale();
     softcap_ = p->logit_softcap();
@@ -182,7 +183,7 @@ class SinkAttentionKernel : public CpuKernel {
   Rotary rotary_;
   float scale_ = 1.0f, softcap_ = 0.0f;
   LargeVector<T> k_, v_;       // [kv_heads, S + W, dh], unrotated: slots of ops/sink_cache.h
-  std::vector<float> table_;   // static frequencies: cos | sin [S + W + max_batch, 2, pairs] of every index
+  LargeVector<float> table_;   // static frequencies: cos | sin [S + W + max_batch, 2, pairs] of every index
 };
 
 }  // namespace
@@ -198,7 +199,8 @@ Result<std::unique_ptr<CpuKernel>> make_sink_attention(const Node& node, const M
     if (cfg.half_kv) return std::unique_ptr<CpuKernel>(new SinkAttentionKernel<uint16_t>(node, pattern, *rotary, cfg));
     return std::unique_ptr<CpuKernel>(new SinkAttentionKernel<float>(node, pattern, *rotary, cfg));
   } catch (const std::bad_alloc&) {
-    return OutOfMemory(node.label() + ": cannot allocate an attention-sink cache of " + std::to_string(state) + " bytes");
+    return OutOfMemory(node.label() + ": cannot allocate an attention-sink cache of " + std::to_string(state) +
+                       " bytes" + refusal_note(cfg.buffers));
   }
 }
 

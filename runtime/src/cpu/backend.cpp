@@ -52,8 +52,15 @@ uint64_t arena_lower_bound(const Model& model, const BackendConfig& config) {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> CpuBackend::create(const Model& model, const BackendConfig& config) {
-  std::unique_ptr<CpuBackend> backend(new CpuBackend(model));
-  TERN_RETURN_IF_ERROR(backend->build(config));
+  std::unique_ptr<CpuBackend> backend(new CpuBackend(model, config.options->allocator));
+  Status built = Status::Ok();
+  try {
+    built = backend->build(config);
+  } catch (const std::bad_alloc&) {  // a kernel's state or table refused; the buffers made so far go with backend
+    const std::string note = refusal_note(&backend->buffers_);
+    built = OutOfMemory("cannot allocate the CPU session's buffers" + (note.empty() ? ": out of memory" : note));
+  }
+  TERN_RETURN_IF_ERROR(built);
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
@@ -89,7 +96,7 @@ Status CpuBackend::build(const BackendConfig& config) {
   const auto& nodes = model_.nodes();
   half_kv_ = config.options->kv_storage == TERN_KV_STORAGE_F16;
   KernelConfig cfg{config.max_tokens, max_batch_, threads_, pool_, half_kv_, config.options->forward_only == 1,
-                   config.sinks};
+                   config.sinks, &buffers_};
   std::vector<bool> stateful(nodes.size(), false);
   // LSH layers run inside their attention op, one head at a time (cpu/lsh_fold.h).
   const std::vector<LshFold> folds = find_lsh_folds(model_);
@@ -150,9 +157,19 @@ Status CpuBackend::build(const BackendConfig& config) {
   for (size_t i = 0; i < nodes.size(); ++i) output_seed[i] = output_seed[i] || stateful[i];
   run_all_ = ops_feeding(model_, output_seed);
   run_for_state_ = ops_feeding(model_, stateful);
+  // run_hidden_ is a subset of run_all_ (the hidden state feeds the head), so the arena planned for run_all_ serves it.
+  hidden_ = find_hidden_state(model_);
+  if (hidden_.value >= 0 && fold_of[size_t(hidden_.producer)]) {
+    const std::string name = model_.values()[size_t(hidden_.value)].name;
+    hidden_ = HiddenState{};
+    hidden_.why = "the hidden state " + name + " is written inside an LSH layer the CPU runs as one op";
+  }
+  std::vector<bool> hidden_seed = stateful;
+  if (hidden_.value >= 0) hidden_seed[size_t(hidden_.producer)] = true;
+  run_hidden_ = ops_feeding(model_, hidden_seed);
   for (const LshFold& f : folds) {  // their work is the attention's; their values take no arena
     for (int folded : {f.norm, f.projection, f.output, f.residual}) {
-      if (folded >= 0) run_all_[size_t(folded)] = run_for_state_[size_t(folded)] = false;
+      if (folded >= 0) run_all_[size_t(folded)] = run_for_state_[size_t(folded)] = run_hidden_[size_t(folded)] = false;
     }
   }
 
@@ -181,7 +198,8 @@ Status CpuBackend::build(const BackendConfig& config) {
     scratch_.resize(scratch_floats);
     output_sink_.resize(sink_floats);
   } catch (const std::bad_alloc&) {
-    return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan.bytes) + " bytes");
+    return OutOfMemory("cannot allocate an arena of " + std::to_string(arena_plan.bytes) + " bytes" +
+                       refusal_note(&buffers_));
   }
   // Align the arena base to 64 bytes; every offset is a multiple of 64.
   auto base = reinterpret_cast<uintptr_t>(arena_.data());
@@ -198,19 +216,39 @@ Status CpuBackend::build(const BackendConfig& config) {
 }
 
 Status CpuBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) {
-  const std::vector<bool>& run = logits ? run_all_ : run_for_state_;
-  value_ptrs_[model_.output_value()] = logits ? logits : output_sink_.data();
-  const CallCores cores(CoreShare::process(), pool_, threads_, shares_cores_);
   RunContext ctx;
   ctx.n = n;
   ctx.pos0 = pos0;
-  ctx.call_end = pos0 + n;
+  ctx.ids = ids;
+  return run_ops(ctx, logits ? run_all_ : run_for_state_, logits, profile);
+}
+
+Status CpuBackend::run_hidden(const int32_t* ids, int64_t n, int64_t pos0, float* hidden, double* pooled_sum,
+                              OpProfile* profile) {
+  if (hidden_.value < 0) return Unsupported(hidden_.why);
+  RunContext ctx;
+  ctx.n = n;
+  ctx.pos0 = pos0;
+  ctx.ids = ids;
+  hidden_out_ = hidden;
+  pooled_sum_out_ = pooled_sum;
+  const Status st = run_ops(ctx, run_hidden_, nullptr, profile);
+  hidden_out_ = nullptr;
+  pooled_sum_out_ = nullptr;
+  return st;
+}
+
+Status CpuBackend::run_ops(const RunContext& call, const std::vector<bool>& run, float* logits, OpProfile* profile) {
+  value_ptrs_[model_.output_value()] = logits ? logits : output_sink_.data();
+  const CallCores cores(CoreShare::process(), pool_, threads_, shares_cores_);
+  RunContext ctx = call;
+  ctx.call_end = call.pos0 + call.n;
   ctx.pool = cores.pool();
   ctx.threads = threads_;  // the work's split, the same whether the pool or the calling thread alone runs it
-  ctx.ids = ids;
   ctx.values = &value_ptrs_;
   ctx.scratch = scratch_base_;
   ctx.half_values = half_values_.empty() ? nullptr : &half_values_;
+  const int64_t n = ctx.n;
   const int n_ops = int(model_.nodes().size());
   for (int i = 0; i < n_ops; ++i) {
     if (!run[size_t(i)]) continue;
@@ -226,10 +264,24 @@ Status CpuBackend::run(const int32_t* ids, int64_t n, int64_t pos0, float* logit
       i = chains_[size_t(c)].last_op;
     } else {
       TERN_RETURN_IF_ERROR(run_op(ctx, i, true, profile));  // a chain of one block is its ops run one after another
+      if (i == hidden_.producer) take_hidden(value_ptrs_, 0, n);
     }
   }
   value_ptrs_[model_.output_value()] = nullptr;
   return Status::Ok();
+}
+
+void CpuBackend::take_hidden(const std::vector<void*>& values, int64_t row0, int64_t rows) {
+  if (!hidden_out_ && !pooled_sum_out_) return;  // a call for logits
+  // Float32 rows: a value stored as float16 is only ever written inside a chain, through its float32 staging block
+  // (cpu/half_values.h), or by a folded LSH layer, whose hidden state this backend does not give (build).
+  const int64_t width = hidden_.width;
+  const float* rows_at = static_cast<const float*>(values[size_t(hidden_.value)]);
+  if (hidden_out_) std::copy_n(rows_at, size_t(rows * width), hidden_out_ + row0 * width);
+  if (!pooled_sum_out_) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < width; ++j) pooled_sum_out_[j] += double(rows_at[r * width + j]);
+  }
 }
 
 Status CpuBackend::run_op(const RunContext& ctx, int index, bool count_call, OpProfile* profile) {
@@ -272,6 +324,7 @@ Status CpuBackend::run_chain(int c, const RunContext& ctx, const std::vector<boo
     for (int i = chain.first_op; i <= chain.last_op; ++i) {
       if (!run[size_t(i)]) continue;
       TERN_RETURN_IF_ERROR(run_op(block, i, row0 == 0, profile));
+      if (i == hidden_.producer) take_hidden(block_ptrs_, row0, block.n);
     }
     for (const StagedPlace& p : staged) {
       if (p.narrow_into >= 0 && run[size_t(values[size_t(p.narrow_into)].producer)]) {

@@ -14,6 +14,7 @@
 #include "cpu/huge_pages.h"
 #include "cpu/kernel.h"
 #include "cpu/row_chains.h"
+#include "ops/hidden_state.h"
 
 namespace tern::cpu {
 
@@ -28,6 +29,8 @@ class CpuBackend : public Backend {
   std::string where() const override { return "the CPU"; }
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
+  Status run_hidden(const int32_t* ids, int64_t n, int64_t pos0, float* hidden, double* pooled_sum,
+                    OpProfile* profile) override;
   void reset() override;
   void set_abort(tern_abort_callback abort, void* user_data) override {
     abort_ = abort;
@@ -51,13 +54,26 @@ class CpuBackend : public Backend {
                                                int64_t block_rows, const std::vector<ValueAlias>& aliases);
 
  private:
-  explicit CpuBackend(const Model& model) : model_(model) {}
+  CpuBackend(const Model& model, const tern_allocator* allocator)
+      : model_(model),
+        buffers_(allocator),
+        arena_(large_vector<float>(&buffers_)),
+        scratch_(large_vector<float>(&buffers_)),
+        output_sink_(large_vector<float>(&buffers_)),
+        staging_(large_vector<float>(&buffers_)) {}
   Status build(const BackendConfig& config);
+  // The ops in `run` on the call's rows; logits null: the output (if an op in `run` writes it) goes to output_sink_.
+  Status run_ops(const RunContext& ctx, const std::vector<bool>& run, float* logits, OpProfile* profile);
   Status run_op(const RunContext& ctx, int index, bool count_call, OpProfile* profile);
+  // After the op writing the hidden state ran on rows [row0, row0 + rows) of the call: copies them out to
+  // hidden_out_ and adds them into pooled_sum_out_. values: the pointers the op wrote through (a chain's block
+  // pointers in a chain).
+  void take_hidden(const std::vector<void*>& values, int64_t row0, int64_t rows);
   // Runs chains_[c] on the call's n rows, block by block (ops not in `run` skipped).
   Status run_chain(int c, const RunContext& ctx, const std::vector<bool>& run, OpProfile* profile);
 
   const Model& model_;
+  BufferSource buffers_;  // every large buffer below and the kernels' state: declared first, destroyed last
   std::string ignored_;
   pthreadpool_t pool_ = nullptr;
   int threads_ = 1;
@@ -69,6 +85,10 @@ class CpuBackend : public Backend {
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // per node
   std::vector<bool> run_all_;         // every op
   std::vector<bool> run_for_state_;   // only the ops that feed streaming state (append without logits)
+  std::vector<bool> run_hidden_;      // the ops that feed the hidden state or streaming state (run_hidden)
+  HiddenState hidden_;                // the model's last hidden state (value -1: none, or folded into an LSH layer)
+  float* hidden_out_ = nullptr;       // during run_hidden: the caller's hidden rows [n, width], or null
+  double* pooled_sum_out_ = nullptr;  // during run_hidden: the caller's column sums [width], or null
   std::vector<RowChain> chains_;      // row-wise chains of run_all_, run block by block (cpu/row_chains.h)
   std::vector<ValueAlias> aliases_;   // values LSH layers folded into their attention update in place (cpu/lsh_fold.h)
   std::vector<int> chain_at_;         // per node: index in chains_ of the chain starting there, -1 if none

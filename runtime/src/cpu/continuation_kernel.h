@@ -18,7 +18,7 @@ class ContinuationKernel : public CpuKernel {
   // `what` names the cache in messages ("LSH", "routing").
   template <typename Spec>
   ContinuationKernel(const Node& node, const Spec& spec, const KernelConfig& cfg, const char* what)
-      : node_(node), cache_(spec, cfg.forward_only ? 0 : cfg.max_tokens), what_(what) {}
+      : node_(node), cache_(spec, cfg.forward_only ? 0 : cfg.max_tokens, cfg.buffers), what_(what) {}
 
   void reset() override { cache_.reset(); }
   bool has_state() const override { return caching(); }

@@ -25,4 +25,28 @@ void* allocate_large(size_t alignment, size_t bytes) {
 
 void free_large(void* p) { free(p); }
 
+void* BufferSource::allocate(size_t bytes, size_t alignment) {
+  void* p = app_ ? allocator_.allocate(allocator_.user_data, bytes, alignment) : allocate_large(alignment, bytes);
+  if (!p) {
+    refused_bytes_ = bytes;
+    refused_alignment_ = alignment;
+  }
+  return p;
+}
+
+void BufferSource::release(void* p, size_t bytes) const {
+  if (app_) {
+    allocator_.release(allocator_.user_data, p, bytes);
+  } else {
+    free_large(p);
+  }
+}
+
+std::string BufferSource::refusal() const {
+  if (refused_bytes_ == 0) return "";
+  return std::string(app_ ? "the app's allocator (tern_session_options.allocator)" : "the system allocator") +
+         " returned NULL for " + std::to_string(refused_bytes_) + " bytes (alignment " +
+         std::to_string(refused_alignment_) + ")";
+}
+
 }  // namespace tern::cpu

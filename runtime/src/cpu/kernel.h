@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/huge_pages.h"
 #include "format/model.h"
 #include "format/status.h"
 #include "ops/sink_cache.h"
@@ -47,6 +48,9 @@ struct KernelConfig {
   // Attention sinks (tern_session_options.sink_tokens / sink_window): off unless sinks.on(). Then every ATTENTION
   // node is dense and fed by a ROTARY node, which passes its rows unrotated.
   SinkCache sinks;
+  // Where the kernel's state and the tables it computes at creation are allocated (cpu/huge_pages.h): the
+  // session's, which may be the app's allocator.
+  cpu::BufferSource* buffers = nullptr;
 };
 
 class CpuKernel {

@@ -38,8 +38,12 @@ void narrow_row(const float* in, int64_t n, T* out) {
 template <typename T>
 class KvStore {
  public:
-  KvStore(const AttentionPattern& pattern, const HeadLayout& heads, int64_t max_tokens)
-      : layout_(pattern, heads, max_tokens, sizeof(T)), heads_(heads) {
+  // buffers: where the keys and values are allocated (the session's; null: the library's own).
+  KvStore(const AttentionPattern& pattern, const HeadLayout& heads, int64_t max_tokens, BufferSource* buffers)
+      : layout_(pattern, heads, max_tokens, sizeof(T)),
+        heads_(heads),
+        k_(large_vector<T>(buffers)),
+        v_(large_vector<T>(buffers)) {
     slots_ = layout_.slots();
     const size_t elements = size_t(heads.kv_heads) * size_t(slots_) * size_t(heads.head_dim);
     k_.assign(elements, T(0));

@@ -51,11 +51,11 @@ void lsh_round_weights(float* lse, int64_t hashes, int64_t stride) {
   for (int64_t r = 0; r < hashes; ++r) lse[r * stride] = std::exp(lse[r * stride] - total);
 }
 
-LshCache::LshCache(const LshAttention& a, int64_t capacity)
+LshCache::LshCache(const LshAttention& a, int64_t capacity, BufferSource* buffers)
     : a_(a),
       capacity_(capacity),
-      rows_(size_t(a.heads) * size_t(capacity) * size_t(2 * a.head_dim)),
-      buckets_(size_t(a.heads) * size_t(a.hashes) * size_t(capacity)) {}
+      rows_(size_t(a.heads) * size_t(capacity) * size_t(2 * a.head_dim), 0.0f, LargeAllocator<float>(buffers)),
+      buckets_(size_t(a.heads) * size_t(a.hashes) * size_t(capacity), 0, LargeAllocator<int32_t>(buffers)) {}
 
 void LshCache::reset() {
   size_ = 0;

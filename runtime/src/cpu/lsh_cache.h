@@ -31,7 +31,8 @@ void lsh_round_weights(float* lse, int64_t hashes, int64_t stride);
 
 class LshCache {
  public:
-  LshCache(const LshAttention& a, int64_t capacity);
+  // buffers: where the cache is allocated (the session's; null: the library's own).
+  LshCache(const LshAttention& a, int64_t capacity, BufferSource* buffers);
 
   int64_t capacity() const { return capacity_; }
   int64_t size() const { return size_; }
@@ -76,7 +77,7 @@ class LshCache {
   LshAttention a_;
   int64_t capacity_;
   LargeVector<float> rows_;       // [heads, capacity, 2*dh] (cpu/huge_pages.h)
-  std::vector<int32_t> buckets_;  // [heads, hashes, capacity]
+  LargeVector<int32_t> buckets_;  // [heads, hashes, capacity]
   int64_t size_ = 0;
   bool hashed_ = false;
   int32_t max_bucket_ = -1;

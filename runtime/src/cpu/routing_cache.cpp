@@ -33,12 +33,15 @@ const uint8_t* take(const uint8_t* from, std::vector<T, A>* to) {
 
 }  // namespace
 
-RoutingCache::RoutingCache(const RoutingAttention& a, int64_t capacity)
+RoutingCache::RoutingCache(const RoutingAttention& a, int64_t capacity, BufferSource* buffers)
     : a_(a),
       capacity_(capacity),
       ring_slots_(a.ring_slots(capacity)),
       slots_(a.cluster_slots(capacity)),
-      cluster_floats_(int64_t(a.routing_heads()) * a.clusters * slots_) {
+      cluster_floats_(int64_t(a.routing_heads()) * a.clusters * slots_),
+      ring_(large_vector<float>(buffers)),
+      key_pos_(large_vector<int32_t>(buffers)),
+      floats_(large_vector<float>(buffers)) {
   ring_.assign(size_t(int64_t(a.local_heads) * ring_slots_ * 2 * a.head_dim), 0.0f);
   key_pos_.assign(size_t(cluster_floats_), -1);
   floats_.assign(size_t(cluster_floats_ * (2 + 2 * int64_t(a.head_dim))), 0.0f);

@@ -26,7 +26,8 @@ namespace tern::cpu {
 
 class RoutingCache {
  public:
-  RoutingCache(const RoutingAttention& a, int64_t capacity);
+  // buffers: where the cache is allocated (the session's; null: the library's own).
+  RoutingCache(const RoutingAttention& a, int64_t capacity, BufferSource* buffers);
 
   int64_t capacity() const { return capacity_; }
   int64_t size() const { return size_; }
@@ -71,8 +72,8 @@ class RoutingCache {
   int64_t capacity_;
   int64_t ring_slots_, slots_;  // R, W
   int64_t cluster_floats_;      // RH * K * W
-  std::vector<float> ring_;     // [L, R, 2*dh]
-  std::vector<int32_t> key_pos_;  // [RH, K, W]
+  LargeVector<float> ring_;     // [L, R, 2*dh]
+  LargeVector<int32_t> key_pos_;  // [RH, K, W]
   LargeVector<float> floats_;     // key scores, keys_t, values, query scores (cpu/huge_pages.h)
   int64_t size_ = 0;
 };

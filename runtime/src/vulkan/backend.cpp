@@ -104,6 +104,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     }
     ignored_ += std::string(ignored_.empty() ? "" : "; ") + "keys and values float32 (kv_storage F16 is a CPU option)";
   }
+  if (options.allocator) {
+    if (backend_config.named) {
+      return Unsupported("allocator is a CPU option: a Vulkan session's memory comes from the driver "
+                         "(use backend CPU, or leave allocator NULL)");
+    }
+    ignored_ += std::string(ignored_.empty() ? "" : "; ") + "the app's allocator not called (a CPU option)";
+  }
   struct {
     int device;
     bool allow_cpu_device;  // false (backend auto): a CPU implementation such as lavapipe does not count
