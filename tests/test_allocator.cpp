@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An allocator the app provides (tern_session_options.allocator): a counting allocator sees the CPU session's
 // buffers, totalling what tern_session_memory reports less XNNPACK's packed weights, every block back at
 // tern_session_free, the alignment asked and no more; a refusal is a clean TERN_OUT_OF_MEMORY naming the bytes; and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The last hidden state (tern_session_forward_hidden): against transformers' last_hidden_state of the base model,
 // from tests/goldens/hidden_states/<case> (tools/reference/make_hidden_goldens.py, on the hf_<case> checkpoints),
 // its mean over positions, the session's state after the call, and the errors.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Golden last hidden states: tests/goldens/hidden_states/<case>/ for some of the hf_<case> checkpoints.
 
 transformers' base models (LlamaModel, GPT2Model, Gemma2Model, ...) return last_hidden_state: the rows the LM head

@@ -135,12 +135,12 @@ typedef enum { TERN_KV_STORAGE_F32 = 0, TERN_KV_STORAGE_F16 = 1 } tern_kv_storag
  * never during a forward, append or generator call, which allocate nothing. Both are called on the thread of
  * tern_session_create or tern_session_free, with user_data. The session keeps a copy of the struct; user_data must
  * stay valid until the session is freed.
- * Through it go every buffer the CPU session's plan counts (tern_session_memory) except XNNPACK's packed weights:
+ * Through it go every buffer the CPU session's plan counts (tern_session_memory) except the packed weights:
  * the arena, the kernels' scratch and staging (arena_bytes), every op's streaming state (state_bytes: KV caches and
  * rings, Transformer-XL and compressive memories, LSH and routing caches, attention sinks) and the tables computed
  * at creation (counted in packed_weight_bytes: relative-position and adaptive-span tables, the sinks' rotation
- * table). Not through it: XNNPACK's packed copies of float32 LINEAR weights (the rest of packed_weight_bytes:
- * XNNPACK takes one allocator for the whole process), small bookkeeping (per-op descriptions, vectors of a few
+ * table). Not through it: the packed copies of float32 weights (the rest of packed_weight_bytes: they belong to the
+ * model and are shared by its sessions, so no one session's allocator can own them), small bookkeeping (per-op descriptions, vectors of a few
  * floats per head or column, thread pool, messages), temporaries freed before tern_session_create returns, the
  * model (tern_model_load maps its file; tern_model_load_buffer's copy), generators and samplers. A Vulkan session's
  * memory is the driver's: TERN_BACKEND_VULKAN with an allocator is TERN_UNSUPPORTED, and TERN_BACKEND_AUTO that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ops/hidden_state.h"
 
 namespace tern {

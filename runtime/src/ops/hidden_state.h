@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The model's last hidden state: the value the output head reads, as Hugging Face's base models (LlamaModel,
 // GPT2Model, ...) return it as last_hidden_state, after the final norm and before the head. Apps that compute
 // embeddings read it (tern_session_forward_hidden) instead of the logits.
