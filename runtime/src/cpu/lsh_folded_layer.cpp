@@ -63,7 +63,8 @@ Status LshFoldedLayer::project(const RunContext& ctx, int h, int64_t n, float* h
     const float* x = half ? block : static_cast<const float*>(x2) + r0 * d_;
     layer_norm(ctx.pool, x, rows, d_, gamma_, beta_, eps_, block);
     // Float32 products need no scratch (cpu/matrix.h).
-    TERN_RETURN_IF_ERROR(qk_[size_t(h)].run(ctx.pool, ctx.threads, block, rows, head_qkv + r0 * 2 * dh, nullptr, where));
+    TERN_RETURN_IF_ERROR(
+        qk_[size_t(h)].run(ctx.pool, ctx.threads, block, rows, head_qkv + r0 * 2 * dh, nullptr, where));
     TERN_RETURN_IF_ERROR(
         v_[size_t(h)].run(ctx.pool, ctx.threads, block, rows, head_qkv + r0 * 2 * dh + dh, nullptr, where));
   }

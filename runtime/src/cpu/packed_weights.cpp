@@ -47,13 +47,14 @@ DerivedF32 widened(const TensorInfo& t) {
 
 Result<std::shared_ptr<const PackedF32>> PackedWeights::get(const TensorInfo& t, int64_t row0, int64_t rows,
                                                             const float* bias, const std::string& where) {
-  return pack(Key{"", &t, row0, rows, bias}, t.f32() + row0 * t.shape[1], nullptr, rows, t.shape[1], bias,
+  const int64_t in = t.shape[1];
+  return pack(Key{"", &t, row0, rows, in, bias}, t.f32() + row0 * in, nullptr, rows, in, bias,
               "weight '" + t.name + "'", where);
 }
 
 Result<std::shared_ptr<const PackedF32>> PackedWeights::get(const DerivedF32& m, const float* bias,
                                                             const std::string& where) {
-  return pack(Key{m.kind, m.source, m.param, m.rows, bias}, nullptr, &m, m.rows, m.in, bias,
+  return pack(Key{m.kind, m.source, m.param, m.rows, m.in, bias}, nullptr, &m, m.rows, m.in, bias,
               m.kind + " of weight '" + m.source->name + "'", where);
 }
 

@@ -33,8 +33,8 @@ struct PackedF32 {
 };
 
 // A float32 matrix [rows, in] that a kernel derives from a tensor of the model (a block of its columns, its
-// transpose, a compressed one widened): `fill` writes it into a temporary, which is packed and dropped. kind, source
-// and param name it in the cache: calls with the same three and bias get one copy.
+// transpose, a compressed one widened): `fill` writes it into a temporary, which is packed and dropped. kind, source,
+// param and shape name it in the cache: calls with the same ones and bias get one copy.
 struct DerivedF32 {
   std::string kind;
   const TensorInfo* source = nullptr;
@@ -64,8 +64,8 @@ class PackedWeights {
   uint64_t live_bytes() const;
 
  private:
-  // kind ("" for rows of the tensor as they lie), tensor, row0 or the derivation's param, rows, bias
-  using Key = std::tuple<std::string, const TensorInfo*, int64_t, int64_t, const float*>;
+  // kind ("" for rows of the tensor as they lie), tensor, row0 or the derivation's param, rows, in, bias
+  using Key = std::tuple<std::string, const TensorInfo*, int64_t, int64_t, int64_t, const float*>;
   // Packs rows [rows, in] (from `rows_at`, or written by `fill` into a temporary when rows_at is null) under key.
   Result<std::shared_ptr<const PackedF32>> pack(const Key& key, const float* rows_at, const DerivedF32* fill,
                                                 int64_t rows, int64_t in, const float* bias, const std::string& name,
