@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Float32 weights packed once per model (cpu/packed_weights.h): sessions of one model, created from several threads
 // at once, hold one packed copy of each matrix and give the logits of a session of its own; the copy goes with the
-// last session. On kjv-byte (examples/models/kjv-byte), whose float32 matrices pack into about 11 MB.
+// last session. On kjv-byte (examples/models/kjv-byte), whose float32 matrices pack into about 11 MB, and on the
+// matrices kernels derive from weights: a Reformer's folded LSH layers (per-head columns of the output projection)
+// and Transformer-XL's adaptive log-softmax (transposed projections), from the goldens' checkpoints.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -32,13 +34,18 @@ uint64_t resident_bytes() {
   return read == 2 ? uint64_t(resident) * uint64_t(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-std::string kjv_byte() {
-  const std::string out = test::scratch_dir("shared_weights") + "/kjv-byte.tern";
+// The checkpoint at `source` (relative to the source tree) converted into the test's scratch directory as `name`.
+std::string converted(const std::string& source, const std::string& name) {
+  const std::string out = test::scratch_dir("shared_weights") + "/" + name + ".tern";
   convert::ConvertOptions opts;
   opts.quiet = true;
-  REQUIRE(convert::convert_checkpoint(test::source_path("examples/models/kjv-byte"), out, opts).ok());
+  const Status st = convert::convert_checkpoint(test::source_path(source), out, opts);
+  INFO(st.message());
+  REQUIRE(st.ok());
   return out;
 }
+
+std::string kjv_byte() { return converted("examples/models/kjv-byte", "kjv-byte"); }
 
 std::unique_ptr<Model> load(const std::string& path) {
   auto model = Model::load_file(path);
@@ -81,11 +88,10 @@ std::vector<float> logits_of(Session& s, const std::vector<int32_t>& ids, int64_
   return logits;
 }
 
-}  // namespace
-
-TEST_CASE("Sessions of one model created at once share one packed copy and give one session's logits",
-          "[shared_weights]") {
-  const std::string path = kjv_byte();
+// 4 sessions of the model at `path`, created at once, hold the packed copies of one session (the packed bytes a
+// session counts are in the model's cache, but for `own_tables` bytes of tables each session computes for itself)
+// and give its logits bit for bit; the copies go with the last session. Returns one session's packed bytes.
+uint64_t check_one_copy_for_all(const std::string& path, int64_t tokens, uint64_t own_tables = 0) {
   std::vector<int32_t> ids;
 
   // A session on a model of its own: the reference logits and what one session's packed copies take.
@@ -98,19 +104,18 @@ TEST_CASE("Sessions of one model created at once share one packed copy and give 
     REQUIRE(s.ok());
     one_copy = s.value()->allocated().packed_weight_bytes;
     matrices = cpu::packed_weights(*model).live_copies();
-    REQUIRE(cpu::packed_weights(*model).live_bytes() == one_copy);
-    ids = test::random_ids(40, model->vocab_size(), 5);
+    REQUIRE(cpu::packed_weights(*model).live_bytes() + own_tables == one_copy);
+    ids = test::random_ids(tokens, model->vocab_size(), 5);
     alone = logits_of(*s.value(), ids, model->vocab_size());
   }
   INFO("one session's packed weights: " << one_copy << " bytes in " << matrices << " matrices");
-  REQUIRE(one_copy > 8000000);  // kjv-byte's float32 matrices
   REQUIRE(matrices > 0);
 
   std::unique_ptr<Model> model = load(path);
   const cpu::PackedWeights& cache = cpu::packed_weights(*model);
   std::vector<std::unique_ptr<Session>> sessions = create_at_once(*model, 4);
   CHECK(cache.live_copies() == matrices);
-  CHECK(cache.live_bytes() == one_copy);
+  CHECK(cache.live_bytes() + own_tables == one_copy);
   for (auto& s : sessions) {
     CHECK(s->allocated().packed_weight_bytes == one_copy);  // each session counts the copy it uses
     const std::vector<float> logits = logits_of(*s, ids, model->vocab_size());
@@ -119,10 +124,30 @@ TEST_CASE("Sessions of one model created at once share one packed copy and give 
 
   // The copies live while any session does, and go with the last.
   sessions.resize(1);
-  CHECK(cache.live_bytes() == one_copy);
+  CHECK(cache.live_bytes() + own_tables == one_copy);
   sessions.clear();
   CHECK(cache.live_copies() == 0);
   CHECK(cache.live_bytes() == 0);
+  return one_copy;
+}
+
+}  // namespace
+
+TEST_CASE("Sessions of one model created at once share one packed copy and give one session's logits",
+          "[shared_weights]") {
+  CHECK(check_one_copy_for_all(kjv_byte(), 40) > 8000000);  // kjv-byte's float32 matrices
+}
+
+TEST_CASE("Matrices derived from weights are packed once per model too", "[shared_weights]") {
+  SECTION("a Reformer's folded LSH layers") {
+    check_one_copy_for_all(converted("tests/goldens/reformer_mixed_factorized", "reformer"), 64);
+  }
+  SECTION("Transformer-XL's adaptive log-softmax with projections") {
+    // Each session's position tables: per layer r(p) [P, n_head * d_head] and v . r(p) [P, n_head] for
+    // P = clamp_len + 1 positions (2 layers, clamp_len 20, 4 heads of 8).
+    const uint64_t position_tables = 2 * (20 + 1) * (4 * 8 + 4) * sizeof(float);
+    check_one_copy_for_all(converted("tests/goldens/transfo_xl_adaptive", "transfo-xl"), 16, position_tables);
+  }
 }
 
 TEST_CASE("Sessions after the first add no packed copy to resident memory", "[shared_weights]") {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ADAPTIVE_EMBEDDING and ADAPTIVE_LOG_SOFTMAX on the CPU (definitions: ops/adaptive.h). Every product runs on
-// cpu/matrix.h (float32 packed once per model, shared by its sessions; compressed weights read in place), except
-// the log-softmax's transposed projections, packed per session in float32 on XNNPACK; the log-softmax outputs are
-// written straight into the caller's [n, V] buffer (row stride V), so no [n, V] scratch exists.
+// cpu/matrix.h (float32 packed once per model, shared by its sessions; compressed weights read in place; the
+// log-softmax's transposed projections packed once per model in float32); the log-softmax outputs are written
+// straight into the caller's [n, V] buffer (row stride V), so no [n, V] scratch exists.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,7 +12,6 @@
 #include "cpu/kernels.h"
 #include "cpu/matrix.h"
 #include "cpu/parallel.h"
-#include "cpu/xnn_linear.h"
 #include "ops/adaptive.h"
 
 namespace tern::cpu {
@@ -111,22 +110,17 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
   }
 
   Status init(const Model& model) {
-    const int64_t V = a_.vocab(), d = a_.d;
-    std::vector<float> widened, transposed;
+    const int64_t V = a_.vocab();
     auto note_scratch = [&](const Matrix& m) {
       quant_bytes_ = std::max(quant_bytes_, (m.scratch_bytes(max_batch_) + 63) / 64 * 64);
     };
     for (size_t i = 0; i < a_.clusters(); ++i) {
       const int64_t di = a_.dims[i], rows = a_.ends[i + 1] - a_.ends[i];
-      XnnLinear p;
+      Matrix p;
       if (const TensorInfo* proj = a_.proj_tensors[i]) {
-        // x proj_i with proj_i [d, d_i]: a linear layer with weight proj_i^T [d_i, d], packed in float32 (a
-        // compressed proj_i is widened for the transpose).
-        const float* values = float_values(*proj, &widened);
-        transposed.assign(size_t(di * d), 0.0f);
-        for (int64_t k = 0; k < d; ++k)
-          for (int64_t c = 0; c < di; ++c) transposed[size_t(c * d + k)] = values[k * di + c];
-        TERN_ASSIGN_OR_RETURN(p, XnnLinear::create(transposed.data(), nullptr, d, di, di, node_.label()));
+        // x proj_i with proj_i [d, d_i]: a linear layer with weight proj_i^T [d_i, d], in float32 (a compressed
+        // proj_i is widened for the transpose).
+        TERN_ASSIGN_OR_RETURN(p, Matrix::create(model, transpose_of(*proj), nullptr, di, node_.label()));
       }
       proj_.push_back(std::move(p));
       // Cluster i's logits go straight to its columns of the output (row stride V).
@@ -152,8 +146,8 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
     float* head_c = px + max_batch_ * max_dim_;  // [n, C]: the head's cluster columns
     for (size_t i = 0; i < a_.clusters(); ++i) {
       const float* xi = x;
-      if (proj_[i].valid()) {
-        TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, x, n, px, node_.label()));
+      if (a_.proj_tensors[i]) {  // float32: no scratch
+        TERN_RETURN_IF_ERROR(proj_[i].run(ctx.pool, ctx.threads, x, n, px, nullptr, node_.label()));
         xi = px;
       }
       TERN_RETURN_IF_ERROR(out_[i].run(ctx.pool, ctx.threads, xi, n, out + a_.ends[i], quant, node_.label()));
@@ -202,7 +196,7 @@ class AdaptiveLogSoftmaxKernel : public CpuKernel {
   AdaptiveSoftmax a_;
   int64_t max_batch_, max_dim_ = 1;
   uint64_t quant_bytes_ = 0;     // the largest product's scratch, whole 64-byte lines
-  std::vector<XnnLinear> proj_;  // per cluster; empty without a projection
+  std::vector<Matrix> proj_;     // per cluster; empty without a projection
   std::vector<Matrix> out_;      // per cluster
   Matrix cluster_;               // the head's cluster columns
 };

@@ -15,13 +15,11 @@
 #include <cstring>
 #include <vector>
 
-#include "format/dequantize.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/matrix.h"
 #include "cpu/online_softmax.h"
-#include "cpu/xnn_linear.h"
 #include "ops/relative_xl.h"
 
 namespace tern::cpu {
@@ -94,12 +92,17 @@ class RelativeXLKernel : public CpuKernel {
     const int64_t P = xl_.position_rows(max_batch_);
     std::vector<float> pe(size_t(P * d));
     xl_.position_encodings(0, P, pe.data());
-    // r_net [inner, d] runs once, here: a compressed one is widened for the call and dropped.
-    std::vector<float> widened;
-    TERN_ASSIGN_OR_RETURN(XnnLinear r_net, XnnLinear::create(float_values(*node_.weights[1], &widened), nullptr, d,
-                                                             inner, inner, node_.label()));
+    // r_net [inner, d] runs once, here, in float32 (a compressed one widened): the packed copy goes when the last
+    // session being created at once drops it.
+    const TensorInfo& r_net_weight = *node_.weights[1];
+    Matrix r_net;
+    if (r_net_weight.dtype == fb::DType::F32) {
+      TERN_ASSIGN_OR_RETURN(r_net, Matrix::create(model, r_net_weight, nullptr, node_.label()));
+    } else {
+      TERN_ASSIGN_OR_RETURN(r_net, Matrix::create(model, widened(r_net_weight), nullptr, inner, node_.label()));
+    }
     r_.resize(size_t(P * inner));
-    TERN_RETURN_IF_ERROR(r_net.run(pool, pe.data(), P, r_.data(), node_.label()));
+    TERN_RETURN_IF_ERROR(r_net.run(pool, threads_, pe.data(), P, r_.data(), nullptr, node_.label()));
     vr_.resize(size_t(P * H));
     for (int64_t p = 0; p < P; ++p)
       for (int64_t h = 0; h < H; ++h) {

@@ -1,38 +1,10 @@
 // SPDX-License-Identifier: MIT
 // LINEAR through cpu/matrix.h: float32 weights packed once per model for Tern's GEMM and shared by its sessions,
 // compressed weights read in place by Tern's kernels.
-#include <xnnpack.h>
-
-#include <cstdlib>
-#include <limits>
-#include <mutex>
-
-#include "cpu/huge_pages.h"
 #include "cpu/kernels.h"
 #include "cpu/matrix.h"
-#include "cpu/xnnpack_init.h"
 
 namespace tern::cpu {
-
-namespace {
-// XNNPACK's aligned allocations hold the packed weights, read whole for every generated token: on huge pages
-// (cpu/huge_pages.h). The rest is the C library's.
-void* xnn_aligned_allocate(void*, size_t alignment, size_t size) { return allocate_large(alignment, size); }
-void xnn_aligned_deallocate(void*, void* p) { free_large(p); }
-void* xnn_allocate(void*, size_t size) { return malloc(size); }
-void* xnn_reallocate(void*, void* p, size_t size) { return realloc(p, size); }
-void xnn_deallocate(void*, void* p) { free(p); }
-}  // namespace
-
-Status ensure_xnnpack() {
-  static std::once_flag once;
-  static xnn_status status = xnn_status_success;
-  static const xnn_allocator allocator{nullptr, xnn_allocate, xnn_reallocate, xnn_deallocate, xnn_aligned_allocate,
-                                       xnn_aligned_deallocate};
-  std::call_once(once, [] { status = xnn_initialize(&allocator); });
-  if (status != xnn_status_success) return Unsupported("XNNPACK is not available on this CPU (xnn_initialize failed)");
-  return Status::Ok();
-}
 
 namespace {
 

@@ -23,28 +23,24 @@ Result<LshFoldedLayer> LshFoldedLayer::create(const LshFold& fold, const Model& 
   f.beta_ = weight(norm, 1);
   f.eps_ = norm.fb_op->params_as_LayerNormParams()->eps();
   const int64_t dh = head_dim, inner = int64_t(heads) * dh;
-  const float* w = weight(projection, 0);  // [2*inner, d]: every head's qk rows, then every head's v rows
+  const TensorInfo& w = *projection.weights[0];  // [2*inner, d]: every head's qk rows, then every head's v rows
   const float* b = weight(projection, 1);
   for (int h = 0; h < heads; ++h) {
     for (const int64_t row0 : {int64_t(h) * dh, inner + int64_t(h) * dh}) {
-      TERN_ASSIGN_OR_RETURN(XnnLinear l, XnnLinear::create(w + row0 * f.d_, b ? b + row0 : nullptr, f.d_, dh, 2 * dh,
-                                                           projection.label()));
-      (row0 < inner ? f.qk_ : f.v_).push_back(std::move(l));
+      TERN_ASSIGN_OR_RETURN(Matrix m, Matrix::create(model, w, row0, dh, b ? b + row0 : nullptr, 2 * dh,
+                                                     projection.label()));
+      (row0 < inner ? f.qk_ : f.v_).push_back(std::move(m));
     }
   }
   if (fold.output < 0) return f;
   const Node& output = nodes[size_t(fold.output)];
   f.residual_ = fold.residual_out;
-  const float* wo = weight(output, 0);  // [d, inner]
+  const TensorInfo& wo = *output.weights[0];  // [d, inner]
   const float* bo = weight(output, 1);
-  std::vector<float> columns(size_t(f.d_ * dh));  // W_o[:, head]: copied contiguous, packed, then dropped
   for (int h = 0; h < heads; ++h) {
-    for (int64_t r = 0; r < f.d_; ++r) {
-      std::copy(wo + r * inner + h * dh, wo + r * inner + (h + 1) * dh, columns.begin() + r * dh);
-    }
-    TERN_ASSIGN_OR_RETURN(XnnLinear l,
-                          XnnLinear::create(columns.data(), h == 0 ? bo : nullptr, dh, f.d_, f.d_, output.label()));
-    f.out_.push_back(std::move(l));
+    TERN_ASSIGN_OR_RETURN(Matrix m, Matrix::create(model, columns_of(wo, h * dh, dh), h == 0 ? bo : nullptr, f.d_,
+                                                   output.label()));
+    f.out_.push_back(std::move(m));
   }
   return f;
 }
@@ -52,7 +48,7 @@ Result<LshFoldedLayer> LshFoldedLayer::create(const LshFold& fold, const Model& 
 uint64_t LshFoldedLayer::packed_bytes() const {
   uint64_t bytes = 0;
   for (const auto* list : {&qk_, &v_, &out_}) {
-    for (const XnnLinear& l : *list) bytes += l.packed_bytes();
+    for (const Matrix& m : *list) bytes += m.packed_bytes();
   }
   return bytes;
 }
@@ -67,8 +63,11 @@ Status LshFoldedLayer::project(const RunContext& ctx, int h, int64_t n, float* h
     if (half) halves_to_floats(ctx.pool, static_cast<const uint16_t*>(x2) + r0 * d_, rows * d_, block);
     const float* x = half ? block : static_cast<const float*>(x2) + r0 * d_;
     layer_norm(ctx.pool, x, rows, d_, gamma_, beta_, eps_, block);
-    TERN_RETURN_IF_ERROR(qk_[size_t(h)].run(ctx.pool, block, rows, head_qkv + r0 * 2 * dh, where));
-    TERN_RETURN_IF_ERROR(v_[size_t(h)].run(ctx.pool, block, rows, head_qkv + r0 * 2 * dh + dh, where));
+    // Float32 products need no scratch (cpu/matrix.h).
+    TERN_RETURN_IF_ERROR(
+        qk_[size_t(h)].run(ctx.pool, ctx.threads, block, rows, head_qkv + r0 * 2 * dh, nullptr, where));
+    TERN_RETURN_IF_ERROR(
+        v_[size_t(h)].run(ctx.pool, ctx.threads, block, rows, head_qkv + r0 * 2 * dh + dh, nullptr, where));
   }
   return Status::Ok();
 }
@@ -79,7 +78,7 @@ Status LshFoldedLayer::add_output(const RunContext& ctx, int h, int64_t n, const
   const bool half = ctx.stores_half(residual_);  // x1 [n, d] in float16: each head's share rounded into it
   for (int64_t r0 = 0; r0 < n; r0 += kRows) {
     const int64_t rows = std::min(kRows, n - r0);
-    TERN_RETURN_IF_ERROR(out_[size_t(h)].run(ctx.pool, out + r0 * head_dim_, rows, block, where));
+    TERN_RETURN_IF_ERROR(out_[size_t(h)].run(ctx.pool, ctx.threads, out + r0 * head_dim_, rows, block, nullptr, where));
     if (half) {
       add_into_halves(ctx.pool, static_cast<uint16_t*>(x1) + r0 * d_, block, rows * d_);
     } else {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cpu/lsh_fold.h"
-#include "cpu/xnn_linear.h"
 #include "cpu/kernel.h"
+#include "cpu/matrix.h"
 #include "ops/op.h"
 
 namespace tern::cpu {
@@ -38,8 +38,9 @@ class LshFoldedLayer {
   const float* gamma_ = nullptr;
   const float* beta_ = nullptr;
   float eps_ = 0;
-  std::vector<XnnLinear> qk_, v_;  // per head: [dh, d], writing into a [n, 2*dh] buffer
-  std::vector<XnnLinear> out_;     // per head: [d, dh]
+  // Float32 products packed once per model (cpu/matrix.h):
+  std::vector<Matrix> qk_, v_;  // per head: the projection's rows [dh, d], writing into a [n, 2*dh] buffer
+  std::vector<Matrix> out_;     // per head: W_o's columns of the head [d, dh]
 };
 
 }  // namespace tern::cpu

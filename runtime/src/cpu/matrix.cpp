@@ -74,6 +74,17 @@ Result<Matrix> Matrix::create(const Model& model, const TensorInfo& t, int64_t r
   return m;
 }
 
+Result<Matrix> Matrix::create(const Model& model, const DerivedF32& derived, const float* bias, int64_t out_stride,
+                              const std::string& where) {
+  Matrix m;
+  m.in_ = derived.in;
+  m.rows_ = derived.rows;
+  m.out_stride_ = out_stride;
+  m.bias_ = bias;
+  TERN_ASSIGN_OR_RETURN(m.f32_, packed_weights(model).get(derived, bias, where));
+  return m;
+}
+
 uint64_t Matrix::scratch_bytes(int64_t n) const {
   if (dtype_ != fb::DType::I8 && dtype_ != fb::DType::I4) return 0;
   return align64(uint64_t(n) * uint64_t(in_)) + uint64_t(n) * uint64_t(in_ / kQuantBlock) * sizeof(float);

@@ -28,6 +28,9 @@ class Matrix {
   static Result<Matrix> create(const Model& model, const TensorInfo& t, const float* bias, const std::string& where) {
     return create(model, t, 0, t.shape[0], bias, t.shape[0], where);
   }
+  // A float32 matrix derived from the model's tensors (cpu/packed_weights.h), packed once per model like the rest.
+  static Result<Matrix> create(const Model& model, const DerivedF32& m, const float* bias, int64_t out_stride,
+                               const std::string& where);
 
   // y [n, out_stride] (the first `rows` columns written) = x [n, in] W^T + b; scratch: scratch_bytes(n) bytes,
   // aligned to 64.

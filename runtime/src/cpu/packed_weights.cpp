@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "cpu/packed_weights.h"
 
+#include <algorithm>
 #include <new>
+#include <vector>
 
+#include "format/dequantize.h"
 #include "cpu/huge_pages.h"
 #include "cpu/isa.h"
 
@@ -10,13 +13,61 @@ namespace tern::cpu {
 
 PackedF32::~PackedF32() { free_large(storage); }
 
+DerivedF32 columns_of(const TensorInfo& t, int64_t col0, int64_t cols) {
+  const TensorInfo* source = &t;
+  return DerivedF32{"columns", source, col0, t.shape[0], cols, [source, col0, cols](float* out) {
+                      const int64_t in = source->shape[1];
+                      std::vector<float> row(size_t(source->dtype == fb::DType::F32 ? 0 : in));
+                      for (int64_t r = 0; r < source->shape[0]; ++r) {
+                        const float* values = source->f32() + r * in;
+                        if (!row.empty()) {
+                          dequantize_rows(*source, r, 1, row.data());
+                          values = row.data();
+                        }
+                        std::copy(values + col0, values + col0 + cols, out + r * cols);
+                      }
+                    }};
+}
+
+DerivedF32 transpose_of(const TensorInfo& t) {
+  const TensorInfo* source = &t;
+  return DerivedF32{"transpose", source, 0, t.shape[1], t.shape[0], [source](float* out) {
+                      const int64_t rows = source->shape[0], in = source->shape[1];
+                      std::vector<float> storage;
+                      const float* values = float_values(*source, &storage);
+                      for (int64_t r = 0; r < rows; ++r)
+                        for (int64_t c = 0; c < in; ++c) out[c * rows + r] = values[r * in + c];
+                    }};
+}
+
+DerivedF32 widened(const TensorInfo& t) {
+  const TensorInfo* source = &t;
+  return DerivedF32{"widened", source, 0, t.shape[0], t.shape[1],
+                    [source](float* out) { dequantize_rows(*source, 0, source->shape[0], out); }};
+}
+
 Result<std::shared_ptr<const PackedF32>> PackedWeights::get(const TensorInfo& t, int64_t row0, int64_t rows,
                                                             const float* bias, const std::string& where) {
+  const int64_t in = t.shape[1];
+  return pack(Key{"", &t, row0, rows, in, bias}, t.f32() + row0 * in, nullptr, rows, in, bias,
+              "weight '" + t.name + "'", where);
+}
+
+Result<std::shared_ptr<const PackedF32>> PackedWeights::get(const DerivedF32& m, const float* bias,
+                                                            const std::string& where) {
+  return pack(Key{m.kind, m.source, m.param, m.rows, m.in, bias}, nullptr, &m, m.rows, m.in, bias,
+              m.kind + " of weight '" + m.source->name + "'", where);
+}
+
+Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, const float* rows_at,
+                                                             const DerivedF32* derived, int64_t rows, int64_t in,
+                                                             const float* bias, const std::string& name,
+                                                             const std::string& where) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::weak_ptr<const PackedF32>& slot = copies_[Key{&t, row0, rows, bias}];
+  std::weak_ptr<const PackedF32>& slot = copies_[key];
   if (std::shared_ptr<const PackedF32> held = slot.lock()) return held;
   const IsaKernels& k = isa();
-  const int64_t in = t.shape[1], panel_count = (rows + k.gemm_nr - 1) / k.gemm_nr;
+  const int64_t panel_count = (rows + k.gemm_nr - 1) / k.gemm_nr;
   const uint64_t panel_floats = uint64_t(panel_count) * uint64_t(k.gemm_nr) * uint64_t(in);
   const uint64_t bias_floats = bias ? uint64_t(panel_count) * uint64_t(k.gemm_nr) : 0;
   auto packed = std::shared_ptr<PackedF32>(new (std::nothrow) PackedF32());
@@ -24,13 +75,19 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::get(const TensorInfo& t,
     packed->bytes = (panel_floats + bias_floats) * sizeof(float);
     packed->storage = allocate_large(64, size_t(packed->bytes ? packed->bytes : 64));
   }
-  if (!packed || !packed->storage) {
-    return OutOfMemory(where + ": no memory to pack weight '" + t.name + "' (" +
+  // A derived matrix is written whole into a temporary first: [rows, in].
+  std::unique_ptr<float[]> temporary(rows_at ? nullptr : new (std::nothrow) float[size_t(rows * in) + 1]);
+  if (!packed || !packed->storage || (!rows_at && !temporary)) {
+    return OutOfMemory(where + ": no memory to pack " + name + " (" +
                        std::to_string((panel_floats + bias_floats) * sizeof(float)) + " bytes)");
+  }
+  if (!rows_at) {
+    derived->fill(temporary.get());
+    rows_at = temporary.get();
   }
   auto* panels = static_cast<float*>(packed->storage);
   float* padded_bias = bias ? panels + panel_floats : nullptr;
-  k.pack_f32_panels(t.f32() + row0 * in, bias, rows, in, panels, padded_bias);
+  k.pack_f32_panels(rows_at, bias, rows, in, panels, padded_bias);
   packed->panels = panels;
   packed->bias = padded_bias;
   packed->in = in;

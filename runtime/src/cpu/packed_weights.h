@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,24 @@ struct PackedF32 {
   void* storage = nullptr;
 };
 
+// A float32 matrix [rows, in] that a kernel derives from a tensor of the model (a block of its columns, its
+// transpose, a compressed one widened): `fill` writes it into a temporary, which is packed and dropped. kind, source,
+// param and shape name it in the cache: calls with the same ones and bias get one copy.
+struct DerivedF32 {
+  std::string kind;
+  const TensorInfo* source = nullptr;
+  int64_t param = 0;
+  int64_t rows = 0, in = 0;
+  std::function<void(float* out)> fill;  // out [rows, in]
+};
+
+// Columns [col0, col0 + cols) of t [out, in]: [out, cols] (compressed t widened).
+DerivedF32 columns_of(const TensorInfo& t, int64_t col0, int64_t cols);
+// t [out, in] transposed: [in, out] (compressed t widened).
+DerivedF32 transpose_of(const TensorInfo& t);
+// A compressed t [out, in] widened to float32: [out, in].
+DerivedF32 widened(const TensorInfo& t);
+
 class PackedWeights {
  public:
   // The packed copy of rows [row0, row0 + rows) of t (float32 [out, in]) with bias ([rows] inside the model, or
@@ -39,12 +58,19 @@ class PackedWeights {
   // first packs while the others wait. `where` names the caller in messages.
   Result<std::shared_ptr<const PackedF32>> get(const TensorInfo& t, int64_t row0, int64_t rows, const float* bias,
                                                const std::string& where);
+  // The packed copy of a derived matrix with bias ([m.rows] inside the model, or null), as get() shares it.
+  Result<std::shared_ptr<const PackedF32>> get(const DerivedF32& m, const float* bias, const std::string& where);
   // Copies alive now and their bytes (tests and diagnostics).
   size_t live_copies() const;
   uint64_t live_bytes() const;
 
  private:
-  using Key = std::tuple<const TensorInfo*, int64_t, int64_t, const float*>;  // tensor, row0, rows, bias
+  // kind ("" for rows of the tensor as they lie), tensor, row0 or the derivation's param, rows, in, bias
+  using Key = std::tuple<std::string, const TensorInfo*, int64_t, int64_t, int64_t, const float*>;
+  // Packs rows [rows, in] (from `rows_at`, or written by `fill` into a temporary when rows_at is null) under key.
+  Result<std::shared_ptr<const PackedF32>> pack(const Key& key, const float* rows_at, const DerivedF32* fill,
+                                                int64_t rows, int64_t in, const float* bias, const std::string& name,
+                                                const std::string& where);
   mutable std::mutex mutex_;
   std::map<Key, std::weak_ptr<const PackedF32>> copies_;
 };
