@@ -403,7 +403,7 @@ Result<std::unique_ptr<CpuKernel>> make_lsh_attention_folded(const Node& node, c
 
 Result<std::unique_ptr<CpuKernel>> make_folded_away(bool weights_packed) {
   // A node whose work another op's kernel does (cpu/lsh_fold.h): never run. weights_packed: that kernel
-  // packed this node's weights (XNNPACK), so the session may drop their pages of the file.
+  // packed this node's weights (cpu/packed_weights.h), so the session may drop their pages of the file.
   class FoldedAway : public CpuKernel {
    public:
     explicit FoldedAway(bool packed) : packed_(packed) {}

@@ -65,7 +65,7 @@ Result<std::unique_ptr<Backend>> CpuBackend::create(const Model& model, const Ba
 }
 
 CpuBackend::~CpuBackend() {
-  kernels_.clear();  // XNNPACK operators go before the pool they ran on
+  kernels_.clear();  // the kernels go before the pool they ran on
   if (pool_) pthreadpool_destroy(pool_);
 }
 
@@ -107,11 +107,11 @@ Status CpuBackend::build(const BackendConfig& config) {
     }
     if (f.output >= 0) aliases_.push_back({f.residual_in, f.residual_out, f.attention, nodes[size_t(f.attention)].outputs[0]});
   }
-  // Weights only XNNPACK reads (from its packed copy) leave memory: a tensor's pages of the mapped file are dropped
-  // as soon as the last kernel using it has packed it, so the file's pages and the packed copies are not resident
-  // together (at 600 MB of weights that would double the peak). A weight any other kernel reads (a tied embedding,
-  // LSH rotations, the reference kernels of a test) stays, or comes back from the file if read. A folded node's
-  // weights are packed by its fold's attention kernel, which may come after it.
+  // Weights read only through their packed copy (cpu/packed_weights.h) leave memory: a tensor's pages of the mapped
+  // file are dropped as soon as the last kernel using it has packed it, so the file's pages and the packed copies are
+  // not resident together (at 600 MB of weights that would double the peak). A weight any other kernel reads (a tied
+  // embedding, LSH rotations, the reference kernels of a test) stays, or comes back from the file if read. A folded
+  // node's weights are packed by its fold's attention kernel, which may come after it.
   const auto& tensors = model_.tensors();
   std::vector<int> last_user(tensors.size(), -1);
   auto packer = [&](const Node& node) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The CPU backend: XNNPACK fully-connected operators and Tern's own kernels (cpu/op_table.cpp), with the CPU's
+// The CPU backend: Tern's kernels (cpu/op_table.cpp; float32 matrices on weights packed once per model), with the CPU's
 // graph rewrites: LSH layers folded into their attention op (cpu/lsh_fold.h), chains of row-wise ops run in row
 // blocks (cpu/row_chains.h), and activations kept whole between chains stored as float16 (cpu/half_values.h).
 #pragma once

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tern_cpu_description (tern.h): the CPU a benchmark ran on, so that results from different phones and laptops can
 // be told apart: the chip's name, its cores and logical processors, and the vector features that decide which
-// kernels run (Tern's own, picked in cpu/isa.cpp, and XNNPACK's).
+// kernels run (Tern's own, picked in cpu/isa.cpp).
 #include <cpuinfo.h>
 
 #include <cstdio>

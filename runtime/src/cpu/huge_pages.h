@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Buffers a generated token streams whole on transparent huge pages: XNNPACK's packed weights, attention state and
+// Buffers a generated token streams whole on transparent huge pages: the packed weights, attention state and
 // the arena are tens of MiB read from memory for every token, and on 4 KiB pages each 4 KiB of that costs a TLB miss
 // and a restart of the hardware prefetcher. Linux backs a 2 MiB-aligned range with huge pages when the range is
 // marked (madvise MADV_HUGEPAGE; the kernel's usual "madvise" mode gives them to marked ranges only). Elsewhere, or

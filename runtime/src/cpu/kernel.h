@@ -21,7 +21,7 @@ struct RunContext {
   int64_t pos0 = 0;                // absolute position of the first of them
   int64_t call_end = 0;            // pos0 + n of the whole call, which a block of its rows keeps (ROTARY's
                                    // per-call frequencies)
-  pthreadpool_t pool = nullptr;    // shared by XNNPACK and Tern's kernels
+  pthreadpool_t pool = nullptr;    // shared by the session's kernels
   int threads = 1;
   const int32_t* ids = nullptr;    // [n], the model input
   const std::vector<void*>* values = nullptr;  // per value index: [n, width] buffer for this call
