@@ -4,10 +4,12 @@
 // its mean over positions, the session's state after the call, and the errors.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "checkpoint.h"
 #include "cli.h"
 #include "convert.h"
 #include "hf_goldens.h"
@@ -77,6 +79,52 @@ TEST_CASE("hidden states: last_hidden_state and its mean match transformers on t
       CHECK(rows_only == hidden);
       tern_session_free(s);
     }
+    tern_model_free(model);
+  }
+}
+
+// An independent check of the rows: the hf_<case> goldens' logits are transformers' own (tools/reference/
+// crosscheck_transformers.py), and on these models (vocab 300-320 > d 48, a random full-rank head) the logits fix the
+// hidden state: Tern's rows times the checkpoint's head (through Gemma 2's final soft-cap) must give those logits.
+TEST_CASE("hidden states: the rows times the head give transformers' logits", "[model][hf][hidden]") {
+  for (const std::string name : {"llama_mha", "gemma2", "gpt2"}) {
+    const std::string dir = test::source_path("tests/goldens/hf_" + name);
+    std::vector<int32_t> ids;
+    npy::Array golden;
+    std::string error;
+    INFO(name << ": " << error);
+    REQUIRE(cli::read_ids_json(dir + "/ids.json", &ids, &error));
+    REQUIRE(npy::read_f32(dir + "/logits.npy", &golden, &error));
+    auto checkpoint = convert::Checkpoint::open(dir);
+    REQUIRE(checkpoint.ok());
+    const convert::Checkpoint& c = *checkpoint.value();
+    const convert::TensorView* head = c.find("lm_head.weight");
+    if (!head) head = c.find("model.embed_tokens.weight");  // tied
+    if (!head) head = c.find("transformer.wte.weight");      // GPT-2, tied
+    REQUIRE(head != nullptr);
+    const int64_t n = int64_t(ids.size()), vocab = head->shape[0], d = head->shape[1];
+    std::vector<float> w(size_t(vocab * d));
+    REQUIRE(c.read_f32(*head, w.data()).ok());
+    const double cap = c.config().value("final_logit_softcapping", 0.0);
+
+    tern_model* model = test::convert_and_load(dir, "hidden_head_" + name, convert::ConvertOptions{true});
+    tern_session* s = test::make_session(model, 1, n, n, 0);
+    REQUIRE(tern_session_hidden_size(s) == d);
+    std::vector<float> hidden(size_t(n * d));
+    REQUIRE(tern_session_forward_hidden(s, ids.data(), n, hidden.data(), nullptr) == TERN_OK);
+    std::vector<float> logits(size_t(n * vocab));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t v = 0; v < vocab; ++v) {
+        double z = 0;
+        for (int64_t k = 0; k < d; ++k) z += double(hidden[size_t(i * d + k)]) * w[size_t(v * d + k)];
+        logits[size_t(i * vocab + v)] = float(cap > 0 ? cap * std::tanh(z / cap) : z);
+      }
+    }
+    REQUIRE(golden.data.size() == logits.size());
+    const double err = test::relative_error(logits.data(), golden.data.data(), logits.size());
+    std::printf("hidden %-10s rows x head against transformers' logits: rel L2 %.3g\n", name.c_str(), err);
+    CHECK(err <= kModelTolerance);
+    tern_session_free(s);
     tern_model_free(model);
   }
 }
