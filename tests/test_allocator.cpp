@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // An allocator the app provides (tern_session_options.allocator): a counting allocator sees the CPU session's
-// buffers, totalling what tern_session_memory reports less XNNPACK's packed weights, every block back at
+// buffers, totalling what tern_session_memory reports less the model's packed weights, every block back at
 // tern_session_free, the alignment asked and no more; a refusal is a clean TERN_OUT_OF_MEMORY naming the bytes; and
 // results and generated tokens are those of the library's own allocator.
 #include <catch2/catch.hpp>
@@ -105,14 +105,15 @@ std::vector<float> forward(tern_session* s, const std::vector<int32_t>& ids) {
 }  // namespace
 
 TEST_CASE("allocator: a CPU session's arena and state come from the app, all of it back at free", "[allocator]") {
-  // A Llama checkpoint: dense attention's KV store is the state, XNNPACK packs every LINEAR, no table at creation.
+  // A Llama checkpoint: dense attention's KV store is the state, every LINEAR packed once per model, no table at
+  // creation.
   tern_model* model = load_golden("hf_llama_gqa");
   CountingAllocator counting;
   tern_memory_plan mem{};
   tern_session* s = create_counted(model, counting, &mem);
   CHECK(counting.calls > 0);
   CHECK(counting.bad_alignments == 0);
-  CHECK(counting.live_bytes == mem.arena_bytes + mem.state_bytes);  // all but XNNPACK's packed weights
+  CHECK(counting.live_bytes == mem.arena_bytes + mem.state_bytes);  // all but the model's packed weights
   CHECK(mem.packed_weight_bytes > 0);
 
   // Results: those of the library's own allocator, bit for bit, on blocks aligned to 64 bytes only.
@@ -133,8 +134,8 @@ TEST_CASE("allocator: a CPU session's arena and state come from the app, all of 
   tern_model_free(model);
 }
 
-TEST_CASE("allocator: tables computed at creation go through it too, XNNPACK's packed weights do not", "[allocator]") {
-  // Transformer-XL: its relative-position tables are counted in packed_weight_bytes with XNNPACK's copies.
+TEST_CASE("allocator: tables computed at creation go through it too, the model's packed weights do not", "[allocator]") {
+  // Transformer-XL: its relative-position tables are counted in packed_weight_bytes with the packed matrices.
   tern_model* model = load_golden("transfo_xl_plain");
   CountingAllocator counting;
   tern_memory_plan mem{};
