@@ -86,9 +86,8 @@ class LlamaTorch(torch.nn.Module):
     def __init__(self, cfg, tensors):
         super().__init__()
         self.cfg = cfg
-        self.w = {k: torch.from_numpy(v) for k, v in tensors.items()}
-        for k, v in self.w.items():  # registered so that export keeps them as initializers
-            self.register_buffer(k.replace(".", "_"), v)
+        for k, v in tensors.items():  # buffers, so that export keeps them as initializers
+            self.register_buffer(k.replace(".", "_"), torch.from_numpy(v))
 
     def _w(self, k):
         return getattr(self, k.replace(".", "_"))
