@@ -7,26 +7,36 @@
 #      for TERN_FUZZ_SECONDS (default 60) seconds, failing on any crash;
 #   3. the aarch64 cross build (build-aarch64/) and its CI subset under qemu, with the logits of every golden and
 #      the shipped model compared with step 1's (tools/cross/aarch64.sh --ci). TERN_CROSS=0 leaves it out.
-# TERN_QUICK=1 stops after step 1.
+# TERN_QUICK=1 stops after step 1. Each stage ends with its wall time and the run's so far (CI's budget is 45 min).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage_start=$SECONDS
+stage_done() {
+  echo "== $1: $(( SECONDS - stage_start )) s (total $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
+  stage_start=$SECONDS
+}
 bash tools/install-deps.sh
+stage_done "dependencies"
 jobs=$(nproc)
 build=${TERN_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$jobs"
+stage_done "Release build"
 ctest --test-dir "$build" --output-on-failure -j"$jobs"
+stage_done "Release suite"
 [ "${TERN_QUICK:-0}" = 1 ] && exit 0
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 # One tree for the sanitized suite and the fuzz targets: clang (libFuzzer needs it), -O1 to keep the suite fast enough
 # for CI, -g1 (line tables: every frame of a report has its file and line, at a fraction of -g's build time).
-# TERN_FUZZ adds the coverage instrumentation and the fuzz executables.
+# TERN_FUZZ adds the coverage instrumentation and the fuzz executables; the benchmark programs (no test runs them) are
+# left out.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-  "-DTERN_SANITIZE=address;undefined" -DTERN_FUZZ=ON >/dev/null
-cmake --build build-asan -j"$jobs"  # everything, the fuzz targets included
+  "-DTERN_SANITIZE=address;undefined" -DTERN_FUZZ=ON -DTERN_BENCHMARKS=OFF >/dev/null
+cmake --build build-asan -j"$jobs"  # the library, tools, tests and fuzz targets
+stage_done "sanitized build"
 # No suppressions: the prebuilt libraries (XNNPACK, pthreadpool) are not instrumented and report nothing here.
 # The sanitized run leaves out the entries that repeat, on more data, code the rest of the suite already runs under
 # it, and that take half of the suite's time (step 1 runs them all): every op group on Vulkan (their time is
@@ -43,10 +53,13 @@ sanitized_skip+='|example_long_document_kjv_stream)$'
 ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "$sanitized_skip"
+stage_done "sanitized suite"
 
 echo "== libFuzzer targets, ${TERN_FUZZ_SECONDS:-60} s each"
 TERN_FUZZ_BUILD_DIR=build-asan bash tests/fuzz/run.sh "${TERN_FUZZ_SECONDS:-60}"
+stage_done "fuzzing"
 
 [ "${TERN_CROSS:-1}" = 0 ] && exit 0
 echo "== aarch64: cross build, the CI subset under qemu, logits against x86-64"
 TERN_X86_BUILD="$build" bash tools/cross/aarch64.sh --ci
+stage_done "aarch64"

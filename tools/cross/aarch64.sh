@@ -53,6 +53,11 @@ ci_executables=(test_backend_ops test_ops test_attention test_cpu_isa test_lsh t
 ci_tests='^(test_backend_ops:.* on CPU$|test_ops:|test_attention:|test_cpu_isa:|test_lsh:|test_routing:|test_transfo_xl_ops:|test_adaptive_span:|test_models:reference family: full forward|test_reformer:reformer goldens|test_transfo_xl:transfo-xl goldens|test_compressive:compressive goldens|test_quant_kernels:|test_compressed_weights:|test_kv_storage:|test_sentencepiece:|test_tokenizers:|test_hf_pipeline:|test_hf_model:|test_hf_regex:|test_unicode:|test_sinks:attention sinks and context shift match)'
 # Vulkan-only test cases, left out of the runs under qemu (the others run their CPU halves).
 vulkan_only='^test_vulkan_|on Vulkan$|on Vulkan matches the CPU path|Vulkan rejects'
+# The subset's two longest entries under qemu are cut to what the ARM build can get wrong: the SentencePiece check
+# reads 2,000 of its 10,000 lines (TERN_SENTENCEPIECE_LINES; 200 s of the subset's 360 otherwise), and the float16 KV
+# golden models (130 s) are left out: their kernels' own tests stay, and the goldens' float32 logits are compared below.
+ci_skip='|^test_kv_storage:float16 KV: golden models'
+ci_sentencepiece_lines=2000
 step() { echo "aarch64: $*"; }
 
 # The target's packages in the sysroot: Tern's libraries (-dev and runtime; libsentencepiece for tern-convert), the C and C++ runtime that qemu
@@ -141,11 +146,13 @@ step "built in $(( $(date +%s) - start )) s: $(file -b "$build/examples/tern-run
 if [ $run_tests -eq 1 ] || [ $ci -eq 1 ]; then
   select=()
   what="the CPU suite"
-  [ $ci -eq 1 ] && select=(-R "$ci_tests") && what="the CI subset"
+  skip=$vulkan_only
+  lines=10000
+  [ $ci -eq 1 ] && select=(-R "$ci_tests") && what="the CI subset" && skip+=$ci_skip && lines=$ci_sentencepiece_lines
   step "ctest under qemu-aarch64: $what, CPU only (-j$jobs)"
   start=$(date +%s)
   status=0
-  TERN_TESTS_CPU_ONLY=1 ctest --test-dir "$build" -j "$jobs" "${select[@]}" -E "$vulkan_only" \
+  TERN_TESTS_CPU_ONLY=1 TERN_SENTENCEPIECE_LINES=$lines ctest --test-dir "$build" -j "$jobs" "${select[@]}" -E "$skip" \
         --timeout "${TERN_CROSS_TEST_TIMEOUT:-3000}" --output-on-failure || status=$?
   step "tests ran in $(( $(date +%s) - start )) s (exit $status)"
   [ $status -eq 0 ] || exit $status
