@@ -4,6 +4,7 @@
 // last session. On kjv-byte (examples/models/kjv-byte), whose float32 matrices pack into about 11 MB, and on the
 // matrices kernels derive from weights: a Reformer's folded LSH layers (per-head columns of the output projection)
 // and Transformer-XL's adaptive log-softmax (transposed projections), from the goldens' checkpoints.
+// Packing reads a file-loaded model through the file and a buffer-loaded one from memory: the same bits.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -171,4 +172,46 @@ TEST_CASE("Sessions after the first add no packed copy to resident memory", "[sh
   const uint64_t own = 3 * (one.arena_bytes + one.state_bytes) + (uint64_t(4) << 20);
   CHECK(after - std::min(after, before) <= own);
   CHECK(after - std::min(after, before) < one.packed_weight_bytes / 2);
+}
+
+// Packing reads a file-loaded model's rows from the file (Model::read_bytes, pread) and a buffer-loaded model's from
+// memory: the same matrices, so the same logits bit for bit; and the reads leave the file's pages out of memory.
+TEST_CASE("Packed weights read from the file equal those read from memory", "[shared_weights]") {
+  const std::string path = kjv_byte();
+  const std::string bytes = test::read_file(path);
+  std::unique_ptr<Model> from_file = load(path);
+  auto from_memory = Model::load_buffer(bytes.data(), bytes.size());
+  REQUIRE(from_memory.ok());
+  const std::vector<int32_t> ids = test::random_ids(24, from_file->vocab_size(), 11);
+  auto a = Session::create(*from_file, cpu_options());
+  auto b = Session::create(*from_memory.value(), cpu_options());
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const std::vector<float> la = logits_of(*a.value(), ids, from_file->vocab_size());
+  const std::vector<float> lb = logits_of(*b.value(), ids, from_file->vocab_size());
+  REQUIRE(la.size() == lb.size());
+  CHECK(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("MappedFile::read copies a mapped file's bytes, also after release, and borrowed memory's", "[shared_weights]") {
+  std::string bytes(size_t(3) << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = char((i * 2654435761u) >> 13);
+  const std::string path = test::scratch_dir("shared_weights") + "/mapped_read.bin";
+  test::write_file(path, bytes);
+  auto mapped = MappedFile::open(path);
+  REQUIRE(mapped.ok());
+  const std::unique_ptr<MappedFile> borrowed = MappedFile::borrow(bytes.data(), bytes.size());
+  const MappedFile* files[2] = {mapped.value().get(), borrowed.get()};
+  const size_t ranges[][2] = {{0, 1}, {4095, 2}, {12345, 1 << 20}, {bytes.size() - 7, 7}, {0, bytes.size()}};
+  for (const MappedFile* f : files) {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const auto& r : ranges) {
+        INFO((f == borrowed.get() ? "borrowed" : "mapped") << ", pass " << pass << ", [" << r[0] << ", +" << r[1] << ")");
+        std::string out(r[1], '\0');
+        f->read(f->data() + r[0], r[1], out.data());
+        CHECK(out == bytes.substr(r[0], r[1]));
+      }
+      f->release(f->data(), f->size());  // the second pass reads after the pages were dropped
+    }
+  }
 }

@@ -75,19 +75,30 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
     packed->bytes = (panel_floats + bias_floats) * sizeof(float);
     packed->storage = allocate_large(64, size_t(packed->bytes ? packed->bytes : 64));
   }
-  // A derived matrix is written whole into a temporary first: [rows, in].
-  std::unique_ptr<float[]> temporary(rows_at ? nullptr : new (std::nothrow) float[size_t(rows * in) + 1]);
-  if (!packed || !packed->storage || (!rows_at && !temporary)) {
+  // A derived matrix is written whole into a temporary first: [rows, in]; rows of the file pass through one of
+  // about kReadChunkBytes, whole panels at a time: [chunk_panels * nr, in].
+  constexpr int64_t kReadChunkBytes = int64_t(1) << 20;
+  const int64_t panel_bytes = k.gemm_nr * in * int64_t(sizeof(float));
+  const int64_t chunk_panels = std::max<int64_t>(1, std::min<int64_t>(panel_count, kReadChunkBytes / panel_bytes));
+  const int64_t temporary_floats = rows_at ? std::min(rows, chunk_panels * k.gemm_nr) * in : rows * in;
+  std::unique_ptr<float[]> temporary(new (std::nothrow) float[size_t(temporary_floats) + 1]);
+  if (!packed || !packed->storage || !temporary) {
     return OutOfMemory(where + ": no memory to pack " + name + " (" +
                        std::to_string((panel_floats + bias_floats) * sizeof(float)) + " bytes)");
   }
-  if (!rows_at) {
-    derived->fill(temporary.get());
-    rows_at = temporary.get();
-  }
   auto* panels = static_cast<float*>(packed->storage);
   float* padded_bias = bias ? panels + panel_floats : nullptr;
-  k.pack_f32_panels(rows_at, bias, rows, in, panels, padded_bias);
+  if (rows_at) {
+    for (int64_t p0 = 0; p0 < panel_count; p0 += chunk_panels) {
+      const int64_t r0 = p0 * k.gemm_nr, chunk_rows = std::min(rows - r0, chunk_panels * k.gemm_nr);
+      model_.read_bytes(rows_at + r0 * in, size_t(chunk_rows * in) * sizeof(float), temporary.get());
+      k.pack_f32_panels(temporary.get(), bias ? bias + r0 : nullptr, chunk_rows, in, panels + p0 * k.gemm_nr * in,
+                        bias ? padded_bias + r0 : nullptr);
+    }
+  } else {
+    derived->fill(temporary.get());
+    k.pack_f32_panels(temporary.get(), bias, rows, in, panels, padded_bias);
+  }
   packed->panels = panels;
   packed->bias = padded_bias;
   packed->in = in;

@@ -53,6 +53,8 @@ DerivedF32 widened(const TensorInfo& t);
 
 class PackedWeights {
  public:
+  // The cache of `model` (Model::attachment makes it), which reads rows of its tensors through Model::read_bytes.
+  explicit PackedWeights(const Model& model) : model_(model) {}
   // The packed copy of rows [row0, row0 + rows) of t (float32 [out, in]) with bias ([rows] inside the model, or
   // null): the one another session of the model holds, else packed now. Sessions created at once pack it once: the
   // first packs while the others wait. `where` names the caller in messages.
@@ -67,10 +69,12 @@ class PackedWeights {
  private:
   // kind ("" for rows of the tensor as they lie), tensor, row0 or the derivation's param, rows, in, bias
   using Key = std::tuple<std::string, const TensorInfo*, int64_t, int64_t, int64_t, const float*>;
-  // Packs rows [rows, in] (from `rows_at`, or written by `fill` into a temporary when rows_at is null) under key.
+  // Packs rows [rows, in] (rows of the model's file at `rows_at`, read a few panels at a time through
+  // Model::read_bytes; or written by `fill` into a temporary when rows_at is null) under key.
   Result<std::shared_ptr<const PackedF32>> pack(const Key& key, const float* rows_at, const DerivedF32* fill,
                                                 int64_t rows, int64_t in, const float* bias, const std::string& name,
                                                 const std::string& where);
+  const Model& model_;
   mutable std::mutex mutex_;
   std::map<Key, std::weak_ptr<const PackedF32>> copies_;
 };

@@ -26,9 +26,13 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
     return InvalidModel("'" + path + "' is empty");
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file alive
-  if (p == MAP_FAILED) return IoError("cannot map '" + path + "': " + std::strerror(errno));
-  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(p), size, Kind::kMapped));
+  if (p == MAP_FAILED) {
+    const int error = errno;
+    ::close(fd);
+    return IoError("cannot map '" + path + "': " + std::strerror(error));
+  }
+  // The descriptor stays open for read() (one per model).
+  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(p), size, Kind::kMapped, 0, fd));
 }
 
 std::unique_ptr<MappedFile> MappedFile::borrow(const void* data, size_t size) {
@@ -54,7 +58,26 @@ void MappedFile::release(const void* p, size_t size) const {
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+void MappedFile::read(const void* p, size_t size, void* dst) const {
+  const uint8_t* from = static_cast<const uint8_t*>(p);
+  size_t done = 0;
+  if (fd_ >= 0) {
+    while (done < size) {
+      const ssize_t got = ::pread(fd_, static_cast<uint8_t*>(dst) + done, size - done, off_t(from - data_) + off_t(done));
+      if (got > 0) {
+        done += size_t(got);
+      } else if (got < 0 && errno == EINTR) {
+        continue;
+      } else {
+        break;  // an error or an end of file: the rest comes from the mapping
+      }
+    }
+  }
+  if (done < size) std::memcpy(static_cast<uint8_t*>(dst) + done, from + done, size - done);
+}
+
 MappedFile::~MappedFile() {
+  if (fd_ >= 0) ::close(fd_);
   if (data_ == nullptr) return;
   if (kind_ == Kind::kMapped) ::munmap(const_cast<uint8_t*>(data_), size_);
   if (kind_ == Kind::kCopied) ::operator delete(const_cast<uint8_t*>(data_), std::align_val_t(alignment_));

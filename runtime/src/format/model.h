@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <typeindex>
 #include <vector>
 
@@ -97,14 +98,24 @@ class Model {
   // Drops a tensor's pages of a file-mapped model from memory, for weights a backend has copied into its own
   // packed form; reading the tensor later still works (the pages come back from the file).
   void release_pages(const TensorInfo& t) const { file_->release(t.data, size_t(t.size)); }
+  // Copies bytes [p, p + size) of the model (inside a tensor's data) into dst, from the file where the model is a
+  // mapped one, without faulting its pages in (MappedFile::read): for a backend that copies weights once.
+  void read_bytes(const void* p, size_t size, void* dst) const { file_->read(p, size, dst); }
   // One object of type T per model, made on first use (from any thread) and kept while the model lives: what a
   // backend derives from the weights once and shares among the model's sessions (the CPU backend's packed float32
-  // matrices, cpu/packed_weights.h). T does its own locking; it must not refer back to a session.
+  // matrices, cpu/packed_weights.h). T does its own locking; it must not refer back to a session. T is made from the
+  // model where it has that constructor (it may keep the reference: the model outlives it), default-made otherwise.
   template <typename T>
   T& attachment() const {
     std::lock_guard<std::mutex> lock(attachments_mutex_);
     std::shared_ptr<void>& slot = attachments_[std::type_index(typeid(T))];
-    if (!slot) slot = std::make_shared<T>();
+    if (!slot) {
+      if constexpr (std::is_constructible_v<T, const Model&>) {
+        slot = std::make_shared<T>(*this);
+      } else {
+        slot = std::make_shared<T>();
+      }
+    }
     return *static_cast<T*>(slot.get());
   }
   std::string architecture() const;
