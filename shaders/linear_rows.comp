@@ -3,13 +3,15 @@
 // LINEAR for calls of a few rows (n <= ROWS, generation): y = x W^T + b. x [n, in], W [out, in], b [out] (HAS_BIAS),
 // y [n, y_stride]; bindings, push constants and the parts of a split weight as shaders/linear.comp (ops_linear.cpp
 // records both and runs this one when n <= ROWS).
-// A matrix-vector product shaped for memory: a workgroup of WG invocations computes OUTS consecutive columns of y for
-// all n rows. Its invocations walk k together, consecutive invocations on consecutive units of W (a float, a half, a
-// word of 4 int8 or of 8 int4 values), so every W element is loaded once, by one invocation, for all n rows of x; each
-// invocation keeps n * OUTS partial sums, which the workgroup then adds up: with subgroupAdd (SUBGROUP_ADD, where the
-// device has subgroup arithmetic in compute) and one shared-memory step between subgroups, or a shared-memory tree.
-// Built eight times (cmake/EmbedShaders.cmake): the four weight forms of linear.comp (WEIGHT_F16, WEIGHT_I8, WEIGHT_I4
-// or none; W read as quant_weight.glsl defines it, one word at a time), each with and without SUBGROUP_ADD.
+// A matrix-vector product: a workgroup of WG invocations computes OUTS consecutive columns of y for all n rows. Its
+// invocations walk k together, consecutive invocations on consecutive units of W (VEC16 below), so every W element is
+// loaded once, by one invocation, for all n rows of x; each invocation keeps ROWS * OUTS partial sums, which the
+// workgroup then adds up: with subgroupAdd (SUBGROUP_ADD, where the device has subgroup arithmetic in compute) and
+// one shared-memory step between subgroups, or a shared-memory tree. The host specialises ROWS per tier of n
+// (ops_linear.cpp): rows past n are computed on row 0 and not written, so the work follows ROWS, not n.
+// Built eight times (cmake/EmbedShaders.cmake): the four weight forms of linear.comp (none, WEIGHT_F16, WEIGHT_I8,
+// WEIGHT_I4: W as quant_weight.glsl lays it out, widened as core/dequantize.cpp does), each with and without
+// SUBGROUP_ADD.
 #if defined(WEIGHT_I8) || defined(WEIGHT_I4)
 #define WEIGHT_QUANT
 #endif
@@ -36,7 +38,7 @@ layout(push_constant) uniform LinearPush {
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;         // SUBGROUP_ADD: a multiple of the subgroup size; else a power of 2
 layout(constant_id = 1) const bool HAS_BIAS = false;
-layout(constant_id = 2) const uint ROWS = 8;        // the most rows of x a call may have here
+layout(constant_id = 2) const uint ROWS = 8;        // the most rows of x a call may have here (its tier)
 layout(constant_id = 3) const uint OUTS = 4;        // columns of y a workgroup computes
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 #ifdef WEIGHT_QUANT
