@@ -17,7 +17,6 @@
 #include "op_graph.h"
 #include "ops/reference.h"
 #include "test_support.h"
-#include "writer.h"
 
 namespace tern::test {
 namespace {
@@ -58,25 +57,15 @@ BuiltCase build_linear(const Form& form, bool bias, uint32_t seed) {
   const int32_t bt = bias ? add_constant(g, "b", {kOut}, b) : -1;
   const int32_t y = g.graph.add_value("y", fb::DType::F32, kOut).value();
   REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
-  REQUIRE(g.graph.add_output(y).ok());
-  g.graph.metadata().architecture = "op-test";
-  g.graph.metadata().vocab_kind = fb::VocabKind::EXTERNAL;
-  g.graph.metadata().vocab_size = kOut;
-  g.graph.metadata().max_context = 64;
-  if (form.format != convert::WeightFormat::kF32) {
+  const std::string path = write_graph(g, y, "linear_" + std::to_string(seed), 64, [&](convert::GraphBuilder& graph) {
+    if (form.format == convert::WeightFormat::kF32) return;
     convert::CompressOptions co;
     co.format = form.format;
     co.group = form.group;
     convert::CompressReport report;
-    REQUIRE(convert::compress_weights(g.graph, co, &report).ok());
+    REQUIRE(convert::compress_weights(graph, co, &report).ok());
     REQUIRE(report.compressed == 2);  // the table and W
-  }
-  const std::string path = scratch_dir("op_linear_" + std::to_string(seed)) + "/model.tern";
-  convert::WriteOptions wo;
-  wo.quiet = true;
-  const Status st = convert::write_model(g.graph, path, wo);
-  INFO(st.message());
-  REQUIRE(st.ok());
+  });
   auto loaded = Model::load_file(path);
   REQUIRE(loaded.ok());
   const std::vector<float> table = widened(*loaded.value(), "table"), w = widened(*loaded.value(), "w");
