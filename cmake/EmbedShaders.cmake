@@ -5,7 +5,7 @@
 # name (vulkan/shaders.h: find_shader). Nothing generated is committed; the arrays live in the build tree.
 # A variant is one more SPIR-V of a source, built with -D<DEFINE> (and --target-env=<ENV>, default vulkan1.0) and
 # looked up as <name>: e.g. linear_f16=linear:WEIGHT_F16:vulkan1.1 is shaders/linear.comp with WEIGHT_F16 defined,
-# found as "linear_f16". 16-bit storage wants vulkan1.1 (SPIR-V 1.3): its buffers are then in the StorageBuffer
+# found as "linear_f16"; several defines are joined by '+' (linear_rows_f16_sg=linear_rows:WEIGHT_F16+SUBGROUP_ADD). 16-bit storage wants vulkan1.1 (SPIR-V 1.3): its buffers are then in the StorageBuffer
 # storage class, which storageBuffer16BitAccess covers (vulkan1.0's Uniform + BufferBlock buffers would need
 # uniformAndStorageBuffer16BitAccess as the validation layer reads them).
 if(POLICY CMP0116)
@@ -24,8 +24,8 @@ function(tern_embed_shaders)
     list(APPEND builds "${name}|${src}|NONE|vulkan1.0")
   endforeach()
   foreach(variant ${ARG_VARIANTS})
-    if(NOT variant MATCHES "^([A-Za-z0-9_]+)=([A-Za-z0-9_]+):([A-Za-z0-9_]+)(:(vulkan1\\.[0-9]))?$")
-      message(FATAL_ERROR "tern_embed_shaders: variant '${variant}' is not name=source:DEFINE[:vulkan1.N]")
+    if(NOT variant MATCHES "^([A-Za-z0-9_]+)=([A-Za-z0-9_]+):([A-Za-z0-9_+]+)(:(vulkan1\\.[0-9]))?$")
+      message(FATAL_ERROR "tern_embed_shaders: variant '${variant}' is not name=source:DEFINE[+DEFINE...][:vulkan1.N]")
     endif()
     set(env vulkan1.0)
     if(CMAKE_MATCH_5)
@@ -41,7 +41,10 @@ function(tern_embed_shaders)
     list(GET parts 3 env)
     set(defines "")
     if(NOT define STREQUAL "NONE")
-      set(defines -D${define})
+      string(REPLACE "+" ";" define_list "${define}")
+      foreach(d ${define_list})
+        list(APPEND defines -D${d})
+      endforeach()
     endif()
     set(inc ${out_dir}/${name}.spv.inc)
     add_custom_command(

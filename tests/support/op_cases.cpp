@@ -13,6 +13,7 @@ const std::vector<OpCase>& op_cases() {
     add_sequence_cases(out);
     add_memory_cases(out);
     add_decoder_cases(out);
+    add_linear_cases(out);
     return out;
   }();
   return cases;

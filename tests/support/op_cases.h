@@ -35,6 +35,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tern/tern.h"
@@ -63,6 +64,9 @@ struct CaseSession {
   // tern_session_options.forward_only: every run one forward call (a kind a backend runs on whole sequences only,
   // such as routing on Vulkan, is refused at creation in a session that may continue one).
   bool forward_only = false;
+  // Environment variables set while the session (not its CPU twin) is created: the Vulkan device overrides
+  // (TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE, TERN_VULKAN_NO_SUBGROUP_ARITHMETIC) that give a session another path.
+  std::vector<std::pair<std::string, std::string>> device_env;
 };
 
 // What build() returns: the loaded model (the runner frees it) and its sessions.
@@ -81,6 +85,9 @@ struct OpCase {
   // same bound holds against the CPU path's output.
   double cpu_tolerance = 1e-5;
   double vulkan_tolerance = 1e-4;
+  // Off the CPU, the bound against the CPU path's output; < 0: vulkan_tolerance. Wider where the CPU path is the
+  // less exact one (int8 activations for int8 / int4 weights).
+  double vulkan_vs_cpu_tolerance = -1;
   std::vector<int> cpu_threads = {1, 2};  // the CPU runs each session at each count; Vulkan sessions use 1
   int passes = 1;  // each run repeated, a reset before each: the state starts over
   // Off the CPU: the session's allocated state bytes equal a CPU session's of the same options.
@@ -104,5 +111,6 @@ void add_attention_cases(std::vector<OpCase>& out);
 void add_sequence_cases(std::vector<OpCase>& out);
 void add_memory_cases(std::vector<OpCase>& out);
 void add_decoder_cases(std::vector<OpCase>& out);
+void add_linear_cases(std::vector<OpCase>& out);
 
 }  // namespace tern::test

@@ -153,18 +153,25 @@ void check_state_matches(tern_session* s, tern_session* cpu) {
   CHECK(on_backend.state_bytes == on_cpu.state_bytes);
 }
 
-tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context) {
+std::string write_graph(OpGraph& g, int32_t output, const std::string& name, int64_t max_context,
+                        const std::function<void(convert::GraphBuilder&)>& before_write) {
   REQUIRE(g.graph.add_output(output).ok());
   g.graph.metadata().architecture = "op-test";
   g.graph.metadata().vocab_kind = fb::VocabKind::EXTERNAL;
   g.graph.metadata().vocab_size = g.graph.values()[output].width;
   g.graph.metadata().max_context = max_context;
+  if (before_write) before_write(g.graph);
   std::string path = scratch_dir("op_graph_" + name) + "/model.tern";
   convert::WriteOptions wo;
   wo.quiet = true;
   Status st = convert::write_model(g.graph, path, wo);
   INFO(st.message());
   REQUIRE(st.ok());
+  return path;
+}
+
+tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context) {
+  const std::string path = write_graph(g, output, name, max_context);
   tern_model* model = nullptr;
   tern_status ls = tern_model_load(path.c_str(), &model);
   INFO(tern_last_error());

@@ -4,6 +4,7 @@
 // real loader, planner and session.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ void check_state_matches(tern_session* s, tern_session* cpu);
 // under 1% of one n x n score matrix.
 void check_plan_linear_in_n(tern_model* model, double min_growth, uint64_t state_bytes_per_token,
                             uint64_t state_bytes_fixed = 0);
+// Marks `output` as the model output and writes the model under the scratch dir, `before_write` (when given)
+// changing the graph last (compressing its weights, say); returns the file's path.
+std::string write_graph(OpGraph& g, int32_t output, const std::string& name, int64_t max_context,
+                        const std::function<void(convert::GraphBuilder&)>& before_write = nullptr);
 // Marks `output` as the model output, writes the model under the scratch dir and loads it.
 tern_model* finish_and_load(OpGraph& g, int32_t output, const std::string& name, int64_t max_context);
 // Marks `output` as the model output, writes the model and checks that loading it fails with TERN_INVALID_MODEL and

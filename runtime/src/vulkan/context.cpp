@@ -55,6 +55,13 @@ bool no_16bit_storage_requested() {
   return v && std::strcmp(v, "1") == 0;
 }
 
+// TERN_VULKAN_NO_SUBGROUP_ARITHMETIC=1: act as a device without subgroup arithmetic in compute (read per context),
+// so that the shared-memory reductions the shaders fall back to run, and are tested, on a device that has it.
+bool no_subgroup_arithmetic_requested() {
+  const char* v = std::getenv("TERN_VULKAN_NO_SUBGROUP_ARITHMETIC");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 const char* type_name(VkPhysicalDeviceType t) {
   switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
@@ -83,7 +90,7 @@ uint64_t validation_message_count() { return g_validation_messages.load(); }
 std::string device_environment() {
   std::string all;
   for (const char* name : {"TERN_VULKAN_LOADER", "TERN_VULKAN_VALIDATION", "TERN_VULKAN_MAX_STORAGE_BUFFER_RANGE",
-                           "TERN_VULKAN_NO_16BIT_STORAGE"}) {
+                           "TERN_VULKAN_NO_16BIT_STORAGE", "TERN_VULKAN_NO_SUBGROUP_ARITHMETIC"}) {
     const char* v = std::getenv(name);
     all += std::string(name) + "=" + (v ? v : "") + ";";
   }
@@ -247,6 +254,17 @@ Status Context::init(int device_choice, bool allow_cpu_device, bool f16_storage,
   limits_.max_bound_descriptor_sets = l.maxBoundDescriptorSets;
   limits_.max_per_stage_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
   limits_.timestamp_period_ns = timestamps ? l.timestampPeriod : 0.0f;
+  if (api_.vkGetPhysicalDeviceProperties2 && props.apiVersion >= VK_API_VERSION_1_1) {
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &subgroup;
+    api_.vkGetPhysicalDeviceProperties2(physical_, &p2);
+    const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    limits_.subgroup_size = subgroup.subgroupSize;
+    limits_.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                                  (subgroup.supportedOperations & needed) == needed && subgroup.subgroupSize > 0 &&
+                                  !no_subgroup_arithmetic_requested();
+  }
 
   read_features(props.apiVersion);
   if (f16_storage && !features_.storage_buffer_16bit) {

@@ -23,6 +23,11 @@ struct DeviceLimits {
   uint32_t max_bound_descriptor_sets = 0;
   uint32_t max_per_stage_storage_buffers = 0;     // maxPerStageDescriptorStorageBuffers
   float timestamp_period_ns = 0;                  // timestampPeriod; 0 when the compute queue has no timestamps
+  // VkPhysicalDeviceSubgroupProperties (Vulkan 1.1; 0 / false on a 1.0 device): subgroupSize, and whether compute
+  // shaders have subgroup arithmetic (supportedStages has COMPUTE, supportedOperations has ARITHMETIC and BASIC).
+  // TERN_VULKAN_NO_SUBGROUP_ARITHMETIC=1 turns the latter off (context.cpp), to run the shared-memory fallbacks.
+  uint32_t subgroup_size = 0;
+  bool subgroup_arithmetic = false;
 };
 
 // Device features read at run time (vkGetPhysicalDeviceFeatures2; all false on a Vulkan 1.0 device). Only

@@ -1,43 +1,67 @@
 // SPDX-License-Identifier: MIT
-// Lowering of LINEAR to the tiled GEMM of shaders/linear.comp.
+// Lowering of LINEAR: the tiled GEMM of shaders/linear.comp for calls of many rows, the matrix-vector shader
+// shaders/linear_rows.comp for calls of a few (generation). The program is recorded once, so each part of W gets
+// both dispatches and a call's n picks one: the other gets no workgroups (DispatchSpec::groups).
+#include <algorithm>
+#include <vector>
+
 #include "vulkan/ops.h"
 
 namespace tern::vk {
+namespace {
+
+// linear_rows.comp's shape. Calls of up to 2 rows (generation, n = 1) run it specialised for 2 rows, calls of 3 to 8
+// for 8, larger ones the GEMM: on lavapipe every row of x the shader is specialised for costs about as much as the
+// weight's own loads (a call of 1 row: 2 rows cost the same as 1 within the noise, 8 rows about 2.5 times as much),
+// and the GEMM costs the same for 1 row as for 16. An empty tier's dispatch costs a barrier, not measurable beside
+// the others. kRowsOuts columns of y a workgroup: each row of x loaded once serves that many columns.
+constexpr uint32_t kRowTiers[] = {2, 8};
+constexpr uint32_t kRowsMax = 8;
+constexpr uint32_t kRowsOuts = 4;
+
+// Workgroup counts of linear_rows for `count` workgroups, as (x, y) within maxComputeWorkGroupCount[0] (65535 on
+// every device allows out / kRowsOuts up to 262140 columns in x alone; y takes a larger vocabulary).
+Groups rows_groups(uint32_t max_x, int64_t count) {
+  const int64_t x = std::min<int64_t>(count, max_x);
+  return Groups{uint32_t(x), uint32_t((count + x - 1) / x), 1};
+}
+
+}  // namespace
 
 Status lower_linear(const Node& node, Lowering& low) {
   const TensorInfo* w = node.weights[0];  // [out, in]
   const int64_t out = w->shape[0], in = w->shape[1];
-  // W as linear.comp's variant for its form reads it (MatrixWeight: float, float16 in halves, int8 / int4 words
-  // with their scales); the bias stays float.
+  // W as the variant for its form reads it (MatrixWeight: float, float16 in halves, int8 / int4 words with their
+  // scales); the bias stays float. linear_rows' variants are in the same order, then with subgroupAdd.
   static const char* const kShaders[4] = {"linear", "linear_f16", "linear_i8", "linear_i4"};
+  static const char* const kRowsShaders[2][4] = {
+      {"linear_rows", "linear_rows_f16", "linear_rows_i8", "linear_rows_i4"},
+      {"linear_rows_sg", "linear_rows_f16_sg", "linear_rows_i8_sg", "linear_rows_i4_sg"}};
   TERN_ASSIGN_OR_RETURN(auto wt, low.matrix_weight(w, kShaders));
+  const int form = int(std::find_if(kShaders, kShaders + 4, [&](const char* s) { return s == wt.shader; }) - kShaders);
   const bool has_bias = node.weights.size() > 1 && node.weights[1];
   TERN_ASSIGN_OR_RETURN(auto bias, has_bias ? low.weight(node.weights[1]) : wt.data);  // [out]
-  // 16 x 16 tiles where the device runs 256 invocations a workgroup (most do), 8 x 8 otherwise.
   const DeviceLimits& l = low.ctx.limits();
+  // GEMM: 16 x 16 tiles where the device runs 256 invocations a workgroup (most do), 8 x 8 otherwise.
   const uint32_t tile = (l.max_compute_work_group_invocations >= 256 && l.max_compute_work_group_size[0] >= 16 &&
-                         l.max_compute_work_group_size[1] >= 16) ? 16 : 8;
+                         l.max_compute_work_group_size[1] >= 16)
+                            ? 16
+                            : 8;
+  // Matrix-vector: with subgroup arithmetic, one subgroup (at least 8 invocations: 32- and 64-wide GPUs use all of
+  // theirs, lavapipe's 8 are one SIMD vector and need no barrier); a 64-wide shared-memory tree otherwise.
+  const bool subgroups = l.subgroup_arithmetic;
+  const uint32_t rows_wg =
+      subgroups ? fit_workgroup(l, std::max<uint32_t>(8, l.subgroup_size), 1) : fit_workgroup(l, 64, 1);
   // A weight over maxStorageBufferRange is bound as parts of whole output rows, one dispatch each writing its
   // columns of y (bias and scales sliced alike); one part, the whole weight, otherwise.
   TERN_ASSIGN_OR_RETURN(auto parts, split_rows(l, where(node), "weight", wt.data.offset, out, wt.row_bytes));
   for (const RowRange& part : parts) {
     const int64_t rows = part.count;
-    DispatchSpec s;
-    s.where = where(node);
-    s.node = node.index;
-    s.shader = wt.shader;
-    s.spec = {tile, has_bias ? 1u : 0u};
-    s.local_size = {tile, tile, 1};
-    s.shared_bytes = 2 * tile * tile * sizeof(float);
     LinearPush push;
     push.in_dim = uint32_t(in);
     push.out_dim = uint32_t(rows);
     push.y_stride = uint32_t(out);
     push.group = wt.group;
-    s.push.set(push);
-    s.groups = [rows, tile](int64_t n) {
-      return Groups{uint32_t((rows + tile - 1) / tile), uint32_t((n + tile - 1) / tile), 1};
-    };
     const uint64_t col0 = uint64_t(part.begin) * sizeof(float);
     Binding y = low.values[node.outputs[0]];  // from column part.begin of row 0
     y.offset += col0;
@@ -45,9 +69,44 @@ Status lower_linear(const Node& node, Lowering& low) {
     const Binding wpart = wt.rows(part.begin, rows, "weight");
     // Without a bias the part of W stands in, unread.
     const Binding b = has_bias ? Binding{bias, col0, uint64_t(rows) * sizeof(float), "bias"} : wpart;
-    s.bindings = {low.values[node.inputs[0]], wpart, b, y};
-    if (wt.quantized) s.bindings.push_back(wt.scale_rows(part.begin, rows));  // binding 5
-    TERN_RETURN_IF_ERROR(low.program.add(std::move(s)));
+    std::vector<Binding> bindings = {low.values[node.inputs[0]], wpart, b, y};
+    if (wt.quantized) bindings.push_back(wt.scale_rows(part.begin, rows));  // binding 5
+
+    // Calls of up to kRowsMax rows, one dispatch per tier: 16-byte units where W's part and x start on 16 bytes and
+    // a row is whole units (linear_rows.comp, VEC16).
+    static const uint32_t kVecUnit[4] = {4, 8, 16, 32};  // columns in 16 bytes of each form
+    const Binding& xb = low.values[node.inputs[0]];
+    const bool vec16 = in % kVecUnit[form] == 0 && (wpart.slice.offset + wpart.offset) % 16 == 0 &&
+                       (xb.slice.offset + xb.offset) % 16 == 0;
+    const int64_t rows_count = (rows + kRowsOuts - 1) / kRowsOuts;
+    const uint32_t max_x = std::max<uint32_t>(1, l.max_compute_work_group_count[0]);
+    uint32_t below = 0;
+    for (uint32_t tier : kRowTiers) {
+      DispatchSpec mv = make_dispatch(
+          node, kRowsShaders[subgroups ? 1 : 0][form], {rows_wg, has_bias ? 1u : 0u, tier, kRowsOuts, vec16 ? 1u : 0u},
+          rows_wg, push,
+          [max_x, rows_count, below, tier](int64_t n) {
+            return n > below && n <= tier ? rows_groups(max_x, rows_count) : Groups{0, 0, 0};
+          },
+          bindings);
+      mv.shared_bytes = rows_wg * tier * kRowsOuts * uint32_t(sizeof(float));
+      TERN_RETURN_IF_ERROR(low.program.add(std::move(mv)));
+      below = tier;
+      if (low.max_batch <= tier) break;
+    }
+    if (low.max_batch <= kRowsMax) continue;  // no call has more rows
+
+    // Calls of more.
+    DispatchSpec gemm = make_dispatch(
+        node, wt.shader, {tile, has_bias ? 1u : 0u}, tile, push,
+        [rows, tile](int64_t n) {
+          if (n <= kRowsMax) return Groups{0, 0, 0};
+          return Groups{uint32_t((rows + tile - 1) / tile), uint32_t((n + tile - 1) / tile), 1};
+        },
+        std::move(bindings));
+    gemm.local_size = {tile, tile, 1};
+    gemm.shared_bytes = 2 * tile * tile * sizeof(float);
+    TERN_RETURN_IF_ERROR(low.program.add(std::move(gemm)));
   }
   return Status::Ok();
 }
