@@ -88,9 +88,9 @@ Result<Matrix> Matrix::create(const Model& model, const TensorInfo& t, int64_t r
       const size_t scale_size = t.dtype == fb::DType::I8 ? sizeof(float) : sizeof(uint16_t);
       m.w_ = t.data + (t.dtype == fb::DType::I8 ? row0 * m.in_ : row0 * m.in_ / 2);
       m.scales_ = t.scales->data + size_t(row0 * groups) * scale_size;
-      if (isa().qgemm_nr > 0) {
+      m.q8_min_rows_ = t.dtype == fb::DType::I8 ? isa().qgemm_min_rows_i8 : isa().qgemm_min_rows_i4;
+      if (isa().qgemm_nr > 0 && m.q8_min_rows_ < INT64_MAX) {
         TERN_ASSIGN_OR_RETURN(m.q8_, packed_weights(model).get_compressed(t, row0, rows, bias, where));
-        m.q8_min_rows_ = isa().qgemm_min_rows;
       }
       break;
     }

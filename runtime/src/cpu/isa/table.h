@@ -118,9 +118,10 @@ struct IsaKernels {
                      int64_t o0, int64_t o1, float* y, int64_t y_stride);
   // I8 and I4 matrices packed once per model for prefill (cpu/packed_weights.h, cpu/isa/quant_gemm.inc): panels of
   // qgemm_nr outputs (16 for avx512, 8 elsewhere), qgemm_panel_bytes(in, group) bytes each, laid out for the
-  // variant's int8 dot product. Calls of qgemm_min_rows rows or more take them; fewer rows, the in-place kernels.
+  // variant's int8 dot product. Calls of qgemm_min_rows_i8 / _i4 rows or more take them; fewer rows, the in-place
+  // kernels (INT64_MAX: never, and nothing is packed).
   int64_t qgemm_nr;
-  int64_t qgemm_min_rows;
+  int64_t qgemm_min_rows_i8, qgemm_min_rows_i4;
   uint64_t (*qgemm_panel_bytes)(int64_t in, int64_t group);
   // W [rows, in] as linear_i8 / linear_i4 read it, its scales and bias [rows] (or null) -> ceil(rows / qgemm_nr)
   // panels at `panels` (64-byte aligned), zero past the last row.
