@@ -291,8 +291,6 @@ TEST_CASE("Compressed weights: the packed I8 and I4 GEMM matches the definition"
     const std::vector<float> ws = randoms(size_t(sh.out * groups), ++seed, 0.05f);
     const std::vector<uint16_t> ws16 = halves(ws);
     const int64_t panels = (sh.out + k.qgemm_nr - 1) / k.qgemm_nr;
-    const uint64_t panel_bytes = k.qgemm_panel_bytes(sh.in, sh.group);
-    REQUIRE(panel_bytes % 64 == 0);
 
     // The definition in double, as in the in-place kernels' test.
     std::vector<double> ref(size_t(sh.rows * sh.out)), mag(ref.size());
@@ -312,13 +310,16 @@ TEST_CASE("Compressed weights: the packed I8 and I4 GEMM matches the definition"
       }
     };
     // Packed into a 64-byte aligned buffer; run in two calls (panels [0, 1) and [1, panels)), as threads split it.
-    auto run = [&](const char* what, auto pack) {
+    auto run = [&](const char* what, int bits, auto pack) {
+      const uint64_t panel_bytes = k.qgemm_panel_bytes(sh.in, sh.group, bits);
+      REQUIRE(panel_bytes % 64 == 0);
       std::vector<uint8_t> storage(size_t(uint64_t(panels) * panel_bytes) + 64, 0xA5);
       uint8_t* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
       pack(packed);
       std::vector<float> y(size_t(sh.rows * sh.y_stride), kSentinel);
-      k.qgemm_panels(packed, sh.in, sh.group, sh.out, prepared.data(), s.data(), sh.rows, 0, 1, y.data(), sh.y_stride);
-      k.qgemm_panels(packed, sh.in, sh.group, sh.out, prepared.data(), s.data(), sh.rows, 1, panels, y.data(),
+      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, prepared.data(), s.data(), sh.rows, 0, 1, y.data(),
+                     sh.y_stride);
+      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, prepared.data(), s.data(), sh.rows, 1, panels, y.data(),
                      sh.y_stride);
       INFO(what);
       check_outputs(sh, y, ref, mag);
@@ -327,11 +328,11 @@ TEST_CASE("Compressed weights: the packed I8 and I4 GEMM matches the definition"
     const std::vector<int8_t> w8 = random_int8(size_t(sh.out * sh.in), ++seed);
     reference([&](int64_t o, int64_t c) { return w8[size_t(o * sh.in + c)]; },
               [&](int64_t o, int64_t g) { return double(ws[size_t(o * groups + g)]); });
-    run("I8", [&](uint8_t* p) { k.pack_i8_panels(w8.data(), ws.data(), b, sh.out, sh.in, sh.group, p); });
+    run("I8", 8, [&](uint8_t* p) { k.pack_i8_panels(w8.data(), ws.data(), b, sh.out, sh.in, sh.group, p); });
 
     const std::vector<uint8_t> w4 = random_bytes(size_t(sh.out * sh.in / 2), ++seed);
     reference([&](int64_t o, int64_t c) { return i4_at(w4, sh.in, o, c); },
               [&](int64_t o, int64_t g) { return double(tern::half_to_float(ws16[size_t(o * groups + g)])); });
-    run("I4", [&](uint8_t* p) { k.pack_i4_panels(w4.data(), ws16.data(), b, sh.out, sh.in, sh.group, p); });
+    run("I4", 4, [&](uint8_t* p) { k.pack_i4_panels(w4.data(), ws16.data(), b, sh.out, sh.in, sh.group, p); });
   }
 }

@@ -60,8 +60,8 @@ void Matrix::run_q8(const IsaKernels& k, pthreadpool_t pool, int threads, int8_t
   const PackedQ8& w = *q8_;
   const int64_t nb = in_ / kQuantBlock;
   for_each_panel_task(pool, threads, n, 64, w.panel_count, [&](int64_t r0, int64_t rows, int64_t p0, int64_t p1) {
-    k.qgemm_panels(w.panels, in_, w.group, rows_, q + r0 * in_, s + r0 * nb, rows, p0, p1, y + r0 * out_stride_,
-                   out_stride_);
+    k.qgemm_panels(w.panels, in_, w.group, w.weight_bits, rows_, q + r0 * in_, s + r0 * nb, rows, p0, p1,
+                   y + r0 * out_stride_, out_stride_);
   });
 }
 

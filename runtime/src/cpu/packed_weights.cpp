@@ -107,7 +107,8 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
   if (std::shared_ptr<const PackedQ8> held = slot.lock()) return held;
   const IsaKernels& k = isa();
   const int64_t panel_count = (rows + k.qgemm_nr - 1) / k.qgemm_nr;
-  const uint64_t panel_bytes = k.qgemm_panel_bytes(in, group);
+  const int weight_bits = t.dtype == fb::DType::I8 ? 8 : 4;
+  const uint64_t panel_bytes = k.qgemm_panel_bytes(in, group, weight_bits);
   auto packed = std::shared_ptr<PackedQ8>(new (std::nothrow) PackedQ8());
   if (packed) {
     packed->bytes = uint64_t(panel_count) * panel_bytes;
@@ -130,6 +131,7 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
   packed->in = in;
   packed->rows = rows;
   packed->group = group;
+  packed->weight_bits = weight_bits;
   packed->panel_count = panel_count;
   packed->panel_bytes = panel_bytes;
   slot = packed;

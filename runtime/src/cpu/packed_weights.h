@@ -43,6 +43,7 @@ struct PackedQ8 {
 
   const uint8_t* panels = nullptr;  // [panel_count][panel_bytes], 64-byte aligned (on huge pages when large)
   int64_t in = 0, rows = 0, group = 0, panel_count = 0;
+  int weight_bits = 8;  // 8 for I8, 4 for I4
   uint64_t panel_bytes = 0;
   uint64_t bytes = 0;  // the allocation
   void* storage = nullptr;
