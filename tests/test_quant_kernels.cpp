@@ -2,7 +2,8 @@
 // The compressed-weight kernels of the CPU's kernel table (cpu/isa/table.h, cpu/isa/quant.inc): int8 activations,
 // I8, I4 and F16 matrix-vector / small-GEMM loops, each against a double-precision reference written here from the
 // table's definitions, for the variant this process runs (ctest runs this file once per variant via TERN_CPU_ISA,
-// tests/CMakeLists.txt), and the activations' quantization bit for bit in every variant this CPU runs.
+// tests/CMakeLists.txt), the packed prefill GEMM (cpu/isa/quant_gemm.inc) likewise, and the activations'
+// quantization bit for bit in every variant this CPU runs.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -261,5 +262,77 @@ TEST_CASE("Compressed weights: the F16 kernel matches the definition", "[isa][qu
     std::vector<float> y(size_t(sh.rows * sh.y_stride), kSentinel);
     k.linear_f16(w.data(), sh.in, x.data(), sh.rows, b, sh.o0, sh.o1, y.data(), sh.y_stride);
     check_outputs(sh, y, ref, mag);
+  }
+}
+
+TEST_CASE("Compressed weights: the packed I8 and I4 GEMM matches the definition", "[isa][quant]") {
+  const IsaKernels& k = tern::cpu::isa();
+  INFO("kernels " << k.name << ", panels of " << k.qgemm_nr);
+  if (k.qgemm_nr == 0) return;
+  uint32_t seed = 400;
+  std::vector<Shape> all;
+  // Outputs: under one panel, a partial last panel, whole panels in odd and even counts (the 2-panel tiles and the
+  // 4-panel one-row tile with their remainders); rows: every remainder of the 4-row tiles, and several row tiles.
+  for (const Shape& sh : shapes()) {
+    for (int64_t out : {13, 40, 72}) all.push_back({sh.rows, sh.in, sh.group, out, 0, out, out + 3, sh.bias});
+  }
+  for (int64_t rows : {6, 7, 11, 70}) all.push_back({rows, 160, 32, 50, 0, 50, 53, true});
+  for (const Shape& sh : all) {
+    INFO("rows " << sh.rows << " in " << sh.in << " group " << sh.group << " out " << sh.out << " bias " << sh.bias);
+    const int64_t nb = sh.in / kBlock, groups = sh.in / sh.group;
+    const std::vector<float> x = randoms(size_t(sh.rows * sh.in), ++seed, 3.0f);
+    std::vector<int8_t> q;
+    std::vector<float> s;
+    reference_quantize(x, sh.rows, sh.in, q, s);
+    std::vector<int8_t> prepared = q;
+    k.qgemm_activations(prepared.data(), int64_t(prepared.size()));
+    const std::vector<float> bias = randoms(size_t(sh.out), ++seed);
+    const float* b = sh.bias ? bias.data() : nullptr;
+    const std::vector<float> ws = randoms(size_t(sh.out * groups), ++seed, 0.05f);
+    const std::vector<uint16_t> ws16 = halves(ws);
+    const int64_t panels = (sh.out + k.qgemm_nr - 1) / k.qgemm_nr;
+
+    // The definition in double, as in the in-place kernels' test.
+    std::vector<double> ref(size_t(sh.rows * sh.out)), mag(ref.size());
+    auto reference = [&](auto weight, auto scale_of) {
+      for (int64_t r = 0; r < sh.rows; ++r) {
+        for (int64_t o = 0; o < sh.out; ++o) {
+          double sum = b ? b[o] : 0.0, m = b ? std::fabs(b[o]) : 0.0;
+          for (int64_t c = 0; c < sh.in; ++c) {
+            const double t = scale_of(o, c / sh.group) * s[size_t(r * nb + c / kBlock)] * double(weight(o, c)) *
+                             q[size_t(r * sh.in + c)];
+            sum += t;
+            m += std::fabs(t);
+          }
+          ref[size_t(r * sh.out + o)] = sum;
+          mag[size_t(r * sh.out + o)] = m;
+        }
+      }
+    };
+    // Packed into a 64-byte aligned buffer; run in two calls (panels [0, 1) and [1, panels)), as threads split it.
+    auto run = [&](const char* what, int bits, auto pack) {
+      const uint64_t panel_bytes = k.qgemm_panel_bytes(sh.in, sh.group, bits);
+      REQUIRE(panel_bytes % 64 == 0);
+      std::vector<uint8_t> storage(size_t(uint64_t(panels) * panel_bytes) + 64, 0xA5);
+      uint8_t* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+      pack(packed);
+      std::vector<float> y(size_t(sh.rows * sh.y_stride), kSentinel);
+      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, prepared.data(), s.data(), sh.rows, 0, 1, y.data(),
+                     sh.y_stride);
+      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, prepared.data(), s.data(), sh.rows, 1, panels, y.data(),
+                     sh.y_stride);
+      INFO(what);
+      check_outputs(sh, y, ref, mag);
+    };
+
+    const std::vector<int8_t> w8 = random_int8(size_t(sh.out * sh.in), ++seed);
+    reference([&](int64_t o, int64_t c) { return w8[size_t(o * sh.in + c)]; },
+              [&](int64_t o, int64_t g) { return double(ws[size_t(o * groups + g)]); });
+    run("I8", 8, [&](uint8_t* p) { k.pack_i8_panels(w8.data(), ws.data(), b, sh.out, sh.in, sh.group, p); });
+
+    const std::vector<uint8_t> w4 = random_bytes(size_t(sh.out * sh.in / 2), ++seed);
+    reference([&](int64_t o, int64_t c) { return i4_at(w4, sh.in, o, c); },
+              [&](int64_t o, int64_t g) { return double(tern::half_to_float(ws16[size_t(o * groups + g)])); });
+    run("I4", 4, [&](uint8_t* p) { k.pack_i4_panels(w4.data(), ws16.data(), b, sh.out, sh.in, sh.group, p); });
   }
 }

@@ -3,8 +3,9 @@
 // at once, hold one packed copy of each matrix and give the logits of a session of its own; the copy goes with the
 // last session. On kjv-byte (examples/models/kjv-byte), whose float32 matrices pack into about 11 MB, and on the
 // matrices kernels derive from weights: a Reformer's folded LSH layers (per-head columns of the output projection)
-// and Transformer-XL's adaptive log-softmax (transposed projections), from the goldens' checkpoints.
-// Packing reads a file-loaded model through the file and a buffer-loaded one from memory: the same bits.
+// and Transformer-XL's adaptive log-softmax (transposed projections), from the goldens' checkpoints; and kjv-byte's
+// int8 and int4 matrices, packed for the int8 GEMM where the kernel variant packs them. Packing reads a file-loaded
+// model through the file and a buffer-loaded one from memory: the same bits.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "convert.h"
 #include "core/session.h"
+#include "cpu/isa.h"
 #include "cpu/packed_weights.h"
 #include "format/model.h"
 #include "test_support.h"
@@ -148,6 +150,30 @@ TEST_CASE("Matrices derived from weights are packed once per model too", "[share
     // P = clamp_len + 1 positions (2 layers, clamp_len 20, 4 heads of 8).
     const uint64_t position_tables = 2 * (20 + 1) * (4 * 8 + 4) * sizeof(float);
     check_one_copy_for_all(converted("tests/goldens/transfo_xl_adaptive", "transfo-xl"), 16, position_tables);
+  }
+}
+
+TEST_CASE("Int8 and int4 matrices are packed once per model too, where the kernels pack them", "[shared_weights]") {
+  const bool packs = cpu::isa().qgemm_nr > 0 && cpu::isa().qgemm_min_rows_i8 < INT64_MAX;
+  for (const auto format : {convert::WeightFormat::kInt8, convert::WeightFormat::kInt4}) {
+    const bool int8 = format == convert::WeightFormat::kInt8;
+    const std::string out = test::scratch_dir("shared_weights") + (int8 ? "/kjv-int8.tern" : "/kjv-int4.tern");
+    convert::ConvertOptions opts;
+    opts.quiet = true;
+    opts.weights.format = format;
+    const Status st = convert::convert_checkpoint(test::source_path("examples/models/kjv-byte"), out, opts);
+    INFO(st.message());
+    REQUIRE(st.ok());
+    INFO((int8 ? "int8" : "int4") << ", kernels " << cpu::isa().name);
+    if (!packs) {  // read in place: nothing packed, nothing shared
+      std::unique_ptr<Model> model = load(out);
+      auto s = Session::create(*model, cpu_options());
+      REQUIRE(s.ok());
+      CHECK(s.value()->allocated().packed_weight_bytes == 0);
+      continue;
+    }
+    // kjv-byte's matrices (2.8 M weights): over a byte a weight for int8, over half a byte for int4.
+    CHECK(check_one_copy_for_all(out, 40) > (int8 ? 2500000u : 1300000u));
   }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// LINEAR through cpu/matrix.h: float32 weights packed once per model for Tern's GEMM and shared by its sessions,
-// compressed weights read in place by Tern's kernels.
+// LINEAR through cpu/matrix.h: float32 weights, and int8 / int4 ones where the kernel variant packs them, packed once
+// per model for Tern's GEMMs and shared by its sessions; the other compressed weights read in place by Tern's kernels.
 #include "cpu/kernels.h"
 #include "cpu/matrix.h"
 
@@ -16,7 +16,8 @@ class LinearKernel : public CpuKernel {
     return m_.run(ctx.pool, ctx.threads, ctx.in(node_, 0), ctx.n, ctx.out(node_, 0), ctx.scratch, node_.label());
   }
   uint64_t packed_weight_bytes() const override { return m_.packed_bytes(); }
-  // Float32: W and b live in the model's packed copy and run() reads neither; compressed weights are read in place.
+  // Float32 (and int8 / int4 packed for every call): W and b live in the model's packed copy and run() reads neither;
+  // other compressed weights are read in place.
   bool weights_packed() const override { return m_.packs_weights(); }
   uint64_t scratch_bytes() const override { return m_.scratch_bytes(max_batch_); }
   uint64_t scratch_bytes_for(int64_t n) const override { return m_.scratch_bytes(n); }

@@ -21,25 +21,47 @@ uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 // that the block's rows stay in the core's L2 cache while the task's panels pass (192 KiB at in = 1024).
 int64_t f32_row_block(int64_t in) { return in <= 1024 ? 48 : 24; }
 
+// Tasks of (row block x panel group) over n rows and `panels` panels: a generation row splits the panels among the
+// threads, a prefill mostly the rows; whole groups of 4 panels (the kernels' one-row tiles read 4 at once).
+// task(r0, rows, p0, p1) runs rows [r0, r0 + rows) against panels [p0, p1).
+template <typename Task>
+void for_each_panel_task(pthreadpool_t pool, int threads, int64_t n, int64_t row_block, int64_t panels,
+                         const Task& task) {
+  const int64_t row_blocks = (n + row_block - 1) / row_block;
+  const int64_t wanted = pool ? int64_t(std::max(threads, 1)) * 4 : 1;
+  const int64_t groups = std::clamp<int64_t>((wanted + row_blocks - 1) / row_blocks, 1, panels);
+  const int64_t group = ((panels + groups - 1) / groups + 3) / 4 * 4;
+  const int64_t group_count = (panels + group - 1) / group;
+  parallel_for(pool, size_t(row_blocks * group_count), 1, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      const int64_t r0 = int64_t(t) / group_count * row_block, p0 = int64_t(t) % group_count * group;
+      task(r0, std::min(row_block, n - r0), p0, std::min(p0 + group, panels));
+    }
+  });
+}
+
 }  // namespace
 
-// Tasks of (row block x panel group): a generation row splits the panels among the threads, a prefill mostly the
-// rows. Every output element is summed in the same order whatever task computes it (cpu/isa/gemm.inc), so the
-// split, the thread count and pool or inline runs (cpu/core_share.h) give the same bits.
+// Every output element is summed in the same order whatever task computes it (cpu/isa/gemm.inc), so the split, the
+// thread count and pool or inline runs (cpu/core_share.h) give the same bits.
 void Matrix::run_f32(const IsaKernels& k, pthreadpool_t pool, int threads, const float* x, int64_t n, float* y) const {
   const PackedF32& w = *f32_;
-  const int64_t row_block = f32_row_block(in_), row_blocks = (n + row_block - 1) / row_block;
-  const int64_t wanted = pool ? int64_t(std::max(threads, 1)) * 4 : 1;
-  const int64_t groups = std::clamp<int64_t>((wanted + row_blocks - 1) / row_blocks, 1, w.panel_count);
-  // Whole groups of 4 panels: the kernel's one-row tile reads 4 at once (cpu/isa/gemm.inc).
-  const int64_t group = ((w.panel_count + groups - 1) / groups + 3) / 4 * 4;
-  const int64_t group_count = (w.panel_count + group - 1) / group;
-  parallel_for(pool, size_t(row_blocks * group_count), 1, [&](size_t b, size_t e) {
-    for (size_t task = b; task < e; ++task) {
-      const int64_t r0 = int64_t(task) / group_count * row_block, p0 = int64_t(task) % group_count * group;
-      k.gemm_f32_panels(w.panels, w.bias, in_, rows_, x + r0 * in_, std::min(row_block, n - r0), p0,
-                        std::min(p0 + group, w.panel_count), y + r0 * out_stride_, out_stride_);
-    }
+  for_each_panel_task(pool, threads, n, f32_row_block(in_), w.panel_count,
+                      [&](int64_t r0, int64_t rows, int64_t p0, int64_t p1) {
+                        k.gemm_f32_panels(w.panels, w.bias, in_, rows_, x + r0 * in_, rows, p0, p1,
+                                          y + r0 * out_stride_, out_stride_);
+                      });
+}
+
+// The packed int8 panels, rows in blocks of 64 (their int8 copies, 64 KiB at in = 1024, stay in L2 while the task's
+// panels pass).
+void Matrix::run_q8(const IsaKernels& k, pthreadpool_t pool, int threads, int8_t* q, const float* s, int64_t n,
+                    float* y) const {
+  const PackedQ8& w = *q8_;
+  const int64_t nb = in_ / kQuantBlock;
+  for_each_panel_task(pool, threads, n, 64, w.panel_count, [&](int64_t r0, int64_t rows, int64_t p0, int64_t p1) {
+    k.qgemm_panels(w.panels, in_, w.group, w.weight_bits, rows_, q + r0 * in_, s + r0 * nb, rows, p0, p1,
+                   y + r0 * out_stride_, out_stride_);
   });
 }
 
@@ -66,6 +88,10 @@ Result<Matrix> Matrix::create(const Model& model, const TensorInfo& t, int64_t r
       const size_t scale_size = t.dtype == fb::DType::I8 ? sizeof(float) : sizeof(uint16_t);
       m.w_ = t.data + (t.dtype == fb::DType::I8 ? row0 * m.in_ : row0 * m.in_ / 2);
       m.scales_ = t.scales->data + size_t(row0 * groups) * scale_size;
+      m.q8_min_rows_ = t.dtype == fb::DType::I8 ? isa().qgemm_min_rows_i8 : isa().qgemm_min_rows_i4;
+      if (isa().qgemm_nr > 0 && m.q8_min_rows_ < INT64_MAX) {
+        TERN_ASSIGN_OR_RETURN(m.q8_, packed_weights(model).get_compressed(t, row0, rows, bias, where));
+      }
       break;
     }
     default:
@@ -110,9 +136,15 @@ Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, f
   auto* q = static_cast<int8_t*>(scratch);
   auto* s = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + align64(uint64_t(n) * uint64_t(in_)));
   const int64_t blocks = in_ / kQuantBlock;
+  const bool packed = q8_ && n >= q8_min_rows_;
   parallel_for(pool, size_t(n), 16, [&](size_t b, size_t e) {
     k.quantize_rows_q8(x + int64_t(b) * in_, int64_t(e - b), in_, q + int64_t(b) * in_, s + int64_t(b) * blocks);
+    if (packed) k.qgemm_activations(q + int64_t(b) * in_, int64_t(e - b) * in_);
   });
+  if (packed) {
+    run_q8(k, pool, threads, q, s, n, y);
+    return Status::Ok();
+  }
   const int64_t group = t_->group();
   parallel_for(pool, size_t(rows_), tile, [&](size_t b, size_t e) {
     if (dtype_ == fb::DType::I8) {

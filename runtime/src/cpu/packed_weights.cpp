@@ -12,6 +12,7 @@
 namespace tern::cpu {
 
 PackedF32::~PackedF32() { free_large(storage); }
+PackedQ8::~PackedQ8() { free_large(storage); }
 
 DerivedF32 columns_of(const TensorInfo& t, int64_t col0, int64_t cols) {
   const TensorInfo* source = &t;
@@ -109,10 +110,50 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
   return std::shared_ptr<const PackedF32>(std::move(packed));
 }
 
+Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const TensorInfo& t, int64_t row0, int64_t rows,
+                                                                     const float* bias, const std::string& where) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t in = t.shape[1], group = t.group();
+  std::weak_ptr<const PackedQ8>& slot = compressed_[Key{"", &t, row0, rows, in, bias}];
+  if (std::shared_ptr<const PackedQ8> held = slot.lock()) return held;
+  const IsaKernels& k = isa();
+  const int64_t panel_count = (rows + k.qgemm_nr - 1) / k.qgemm_nr;
+  const int weight_bits = t.dtype == fb::DType::I8 ? 8 : 4;
+  const uint64_t panel_bytes = k.qgemm_panel_bytes(in, group, weight_bits);
+  auto packed = std::shared_ptr<PackedQ8>(new (std::nothrow) PackedQ8());
+  if (packed) {
+    packed->bytes = uint64_t(panel_count) * panel_bytes;
+    packed->storage = allocate_large(64, size_t(packed->bytes ? packed->bytes : 64));
+  }
+  if (!packed || !packed->storage) {
+    return OutOfMemory(where + ": no memory to pack weight '" + t.name + "' (" +
+                       std::to_string(uint64_t(panel_count) * panel_bytes) + " bytes)");
+  }
+  auto* panels = static_cast<uint8_t*>(packed->storage);
+  const int64_t groups = in / group;
+  if (t.dtype == fb::DType::I8) {
+    k.pack_i8_panels(reinterpret_cast<const int8_t*>(t.data) + row0 * in,
+                     reinterpret_cast<const float*>(t.scales->data) + row0 * groups, bias, rows, in, group, panels);
+  } else {
+    k.pack_i4_panels(t.data + row0 * in / 2, reinterpret_cast<const uint16_t*>(t.scales->data) + row0 * groups, bias,
+                     rows, in, group, panels);
+  }
+  packed->panels = panels;
+  packed->in = in;
+  packed->rows = rows;
+  packed->group = group;
+  packed->weight_bits = weight_bits;
+  packed->panel_count = panel_count;
+  packed->panel_bytes = panel_bytes;
+  slot = packed;
+  return std::shared_ptr<const PackedQ8>(std::move(packed));
+}
+
 size_t PackedWeights::live_copies() const {
   std::lock_guard<std::mutex> lock(mutex_);
   size_t count = 0;
   for (const auto& entry : copies_) count += entry.second.expired() ? 0 : 1;
+  for (const auto& entry : compressed_) count += entry.second.expired() ? 0 : 1;
   return count;
 }
 
@@ -121,6 +162,9 @@ uint64_t PackedWeights::live_bytes() const {
   uint64_t bytes = 0;
   for (const auto& entry : copies_) {
     if (std::shared_ptr<const PackedF32> held = entry.second.lock()) bytes += held->bytes;
+  }
+  for (const auto& entry : compressed_) {
+    if (std::shared_ptr<const PackedQ8> held = entry.second.lock()) bytes += held->bytes;
   }
   return bytes;
 }

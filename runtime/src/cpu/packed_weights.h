@@ -33,6 +33,22 @@ struct PackedF32 {
   void* storage = nullptr;
 };
 
+// Rows [row0, row0 + rows) of an I8 or I4 matrix [out, in], its scales and bias, in the kernel table's panels
+// (cpu/isa/table.h, pack_i8_panels / pack_i4_panels) of the process's variant: int4 unpacked to one byte a weight.
+struct PackedQ8 {
+  PackedQ8() = default;
+  PackedQ8(const PackedQ8&) = delete;
+  PackedQ8& operator=(const PackedQ8&) = delete;
+  ~PackedQ8();
+
+  const uint8_t* panels = nullptr;  // [panel_count][panel_bytes], 64-byte aligned (on huge pages when large)
+  int64_t in = 0, rows = 0, group = 0, panel_count = 0;
+  int weight_bits = 8;  // 8 for I8, 4 for I4
+  uint64_t panel_bytes = 0;
+  uint64_t bytes = 0;  // the allocation
+  void* storage = nullptr;
+};
+
 // A float32 matrix [rows, in] that a kernel derives from a tensor of the model (a block of its columns, its
 // transpose, a compressed one widened): `fill` writes it into a temporary, which is packed and dropped. kind, source,
 // param and shape name it in the cache: calls with the same ones and bias get one copy.
@@ -62,6 +78,9 @@ class PackedWeights {
                                                const std::string& where);
   // The packed copy of a derived matrix with bias ([m.rows] inside the model, or null), as get() shares it.
   Result<std::shared_ptr<const PackedF32>> get(const DerivedF32& m, const float* bias, const std::string& where);
+  // The packed copy of rows [row0, row0 + rows) of t (I8 or I4 [out, in]) with bias, shared as get() shares it.
+  Result<std::shared_ptr<const PackedQ8>> get_compressed(const TensorInfo& t, int64_t row0, int64_t rows,
+                                                         const float* bias, const std::string& where);
   // Copies alive now and their bytes (tests and diagnostics).
   size_t live_copies() const;
   uint64_t live_bytes() const;
@@ -77,6 +96,7 @@ class PackedWeights {
   const Model& model_;
   mutable std::mutex mutex_;
   std::map<Key, std::weak_ptr<const PackedF32>> copies_;
+  std::map<Key, std::weak_ptr<const PackedQ8>> compressed_;
 };
 
 // The model's cache, made on first use.

@@ -36,6 +36,7 @@ namespace {
 #include "cpu/isa/attention_tile.inc"
 #include "cpu/isa/attention_half.inc"
 #include "cpu/isa/quant.inc"
+#include "cpu/isa/quant_gemm.inc"
 #include "cpu/isa/gemm.inc"
 
 }  // namespace
@@ -66,6 +67,14 @@ const IsaKernels kKernels = {
     linear_i8,
     linear_i4,
     linear_f16,
+    kQgemmNR,
+    kQgemmMinRowsI8,
+    kQgemmMinRowsI4,
+    qgemm_panel_bytes,
+    pack_i8_panels,
+    pack_i4_panels,
+    qgemm_activations,
+    qgemm_panels,
     kGemmNR,
     pack_f32_panels,
     gemm_f32_panels,

@@ -116,6 +116,27 @@ struct IsaKernels {
   // y[r * y_stride + o] = x[r] · w[o] (+ bias[o]), for r < rows, o in [o0, o1).
   void (*linear_f16)(const uint16_t* w, int64_t in, const float* x, int64_t rows, const float* bias_or_null,
                      int64_t o0, int64_t o1, float* y, int64_t y_stride);
+  // I8 and I4 matrices packed once per model for prefill (cpu/packed_weights.h, cpu/isa/quant_gemm.inc): panels of
+  // qgemm_nr outputs (16 for avx512, 8 elsewhere), qgemm_panel_bytes(in, group, weight_bits) bytes each (8 for I8, 4
+  // for I4), laid out for the variant's int8 dot product. Calls of qgemm_min_rows_i8 / _i4 rows or more take them; fewer rows, the in-place
+  // kernels (INT64_MAX: never, and nothing is packed).
+  int64_t qgemm_nr;
+  int64_t qgemm_min_rows_i8, qgemm_min_rows_i4;
+  uint64_t (*qgemm_panel_bytes)(int64_t in, int64_t group, int weight_bits);
+  // W [rows, in] as linear_i8 / linear_i4 read it, its scales and bias [rows] (or null) -> ceil(rows / qgemm_nr)
+  // panels at `panels` (64-byte aligned), zero past the last row.
+  void (*pack_i8_panels)(const int8_t* w, const float* ws, const float* bias_or_null, int64_t rows, int64_t in,
+                         int64_t group, uint8_t* panels);
+  void (*pack_i4_panels)(const uint8_t* w, const uint16_t* ws, const float* bias_or_null, int64_t rows, int64_t in,
+                         int64_t group, uint8_t* panels);
+  // Activations from quantize_rows_q8, q [count], made ready for qgemm_panels in place (avx512: q + 128 as unsigned
+  // bytes; the other variants leave them).
+  void (*qgemm_activations)(int8_t* q, int64_t count);
+  // y[r * y_stride + c] = the sum linear_i8 / linear_i4 define for output c (bias included) for r < n and c in
+  // [p0 * qgemm_nr, min(p1 * qgemm_nr, rows)): q [n, in] prepared by qgemm_activations, s [n, in / 32]. The same
+  // quantised products and scales as the in-place kernels; only the order of the float sums differs.
+  void (*qgemm_panels)(const uint8_t* panels, int64_t in, int64_t group, int weight_bits, int64_t rows,
+                       const int8_t* q, const float* s, int64_t n, int64_t p0, int64_t p1, float* y, int64_t y_stride);
 
   // Float32 weights (cpu/matrix.cpp), packed once per model (cpu/packed_weights.h) into panels of gemm_nr output
   // columns, a property of the variant (16 to 32 on x86-64, 8 elsewhere), fixed for the process.
