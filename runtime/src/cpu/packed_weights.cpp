@@ -10,6 +10,12 @@
 #include "cpu/isa.h"
 
 namespace tern::cpu {
+namespace {
+
+// Rows of the file are read for packing through a buffer of about this size (whole panels at a time).
+constexpr int64_t kReadChunkBytes = int64_t(1) << 20;
+
+}  // namespace
 
 PackedF32::~PackedF32() { free_large(storage); }
 PackedQ8::~PackedQ8() { free_large(storage); }
@@ -78,7 +84,6 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
   }
   // A derived matrix is written whole into a temporary first: [rows, in]; rows of the file pass through one of
   // about kReadChunkBytes, whole panels at a time: [chunk_panels * nr, in].
-  constexpr int64_t kReadChunkBytes = int64_t(1) << 20;
   const int64_t panel_bytes = k.gemm_nr * in * int64_t(sizeof(float));
   const int64_t chunk_panels = std::max<int64_t>(1, std::min<int64_t>(panel_count, kReadChunkBytes / panel_bytes));
   const int64_t temporary_floats = rows_at ? std::min(rows, chunk_panels * k.gemm_nr) * in : rows * in;
@@ -131,12 +136,27 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
   }
   auto* panels = static_cast<uint8_t*>(packed->storage);
   const int64_t groups = in / group;
-  if (t.dtype == fb::DType::I8) {
-    k.pack_i8_panels(reinterpret_cast<const int8_t*>(t.data) + row0 * in,
-                     reinterpret_cast<const float*>(t.scales->data) + row0 * groups, bias, rows, in, group, panels);
-  } else {
-    k.pack_i4_panels(t.data + row0 * in / 2, reinterpret_cast<const uint16_t*>(t.scales->data) + row0 * groups, bias,
-                     rows, in, group, panels);
+  // The weight rows are read from the file a few panels at a time (Model::read_bytes, as pack() does: no page faults
+  // on the mapping); the scales, an eighth of the bytes or less, are read in place.
+  const int64_t row_bytes = weight_bits == 8 ? in : in / 2;
+  const int64_t chunk_panels =
+      std::max<int64_t>(1, std::min<int64_t>(panel_count, kReadChunkBytes / (k.qgemm_nr * row_bytes)));
+  const int64_t read_bytes = std::min(rows, chunk_panels * k.qgemm_nr) * row_bytes;
+  std::unique_ptr<uint8_t[]> rows_read(new (std::nothrow) uint8_t[size_t(read_bytes) + 1]);
+  if (!rows_read) return OutOfMemory(where + ": no memory to read weight '" + t.name + "' for packing");
+  for (int64_t p0 = 0; p0 < panel_count; p0 += chunk_panels) {
+    const int64_t r0 = p0 * k.qgemm_nr, chunk_rows = std::min(rows - r0, chunk_panels * k.qgemm_nr);
+    model_.read_bytes(t.data + (row0 + r0) * row_bytes, size_t(chunk_rows * row_bytes), rows_read.get());
+    const float* chunk_bias = bias ? bias + r0 : nullptr;
+    uint8_t* chunk_panels_at = panels + p0 * panel_bytes;
+    if (weight_bits == 8) {
+      k.pack_i8_panels(reinterpret_cast<const int8_t*>(rows_read.get()),
+                       reinterpret_cast<const float*>(t.scales->data) + (row0 + r0) * groups, chunk_bias, chunk_rows,
+                       in, group, chunk_panels_at);
+    } else {
+      k.pack_i4_panels(rows_read.get(), reinterpret_cast<const uint16_t*>(t.scales->data) + (row0 + r0) * groups,
+                       chunk_bias, chunk_rows, in, group, chunk_panels_at);
+    }
   }
   packed->panels = panels;
   packed->in = in;
