@@ -187,6 +187,9 @@ TEST_CASE("f16 weights: a linear with and without bias matches the reference on 
   check_linear(50, 40, 101, true, 43, 43, "", 100);
   check_linear(50, 40, 101, false, 43, 43, "", 110);
   check_linear(20, 37, 89, true, 19, 19, "", 120);  // odd in: rows of 74 bytes
+  // Across the GEMM's tile edges: several 64-token blocks and an out past a 64-column block (vec4 loads), one token.
+  check_linear(50, 64, 130, true, 150, 150, "", 130);
+  check_linear(20, 37, 70, false, 1, 1, "", 140);
 }
 
 TEST_CASE("f16 weights: an embedding gathers the rounded table", "[vulkan][f16]") {
