@@ -39,6 +39,7 @@ tern_session* open_session(const OpCase& c, tern_backend backend, const tern_mod
                            const CaseSession& cs) {
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = backend;
   so.threads = threads;
   so.max_tokens = cs.max_tokens;

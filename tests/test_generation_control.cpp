@@ -35,6 +35,7 @@ tern_model* load_converted(const std::string& dir, const std::string& scratch) {
 tern_session* session_on(tern_backend backend, const tern_model* model, int64_t max_tokens, int64_t max_batch = 0) {
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = backend;
   so.threads = 2;
   so.max_tokens = max_tokens;

@@ -214,6 +214,7 @@ TEST_CASE("reformer generation: the cache is the planner's state, a forged saved
   // forward_only: no cache planned or kept, the same logits, and a continuation refused by name.
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.threads = 1;
   so.max_tokens = n;
   so.forward_only = 2;
@@ -271,6 +272,7 @@ TEST_CASE("reformer generation: the Vulkan cache saves as the CPU's: a state mov
   // forward_only: no cache on the device either.
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = TERN_BACKEND_VULKAN;
   so.max_tokens = n;
   so.forward_only = 1;

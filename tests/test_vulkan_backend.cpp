@@ -32,6 +32,7 @@ namespace {
 tern_session_options vulkan_options(int64_t max_tokens, int64_t max_batch) {
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = TERN_BACKEND_VULKAN;
   so.max_tokens = max_tokens;
   so.max_batch = max_batch;
@@ -45,6 +46,7 @@ TEST_CASE("vulkan: no loader gives a clear status, and auto runs on the CPU", "[
   setenv("TERN_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = TERN_BACKEND_VULKAN;
   tern_session* s = nullptr;
   const tern_status st = tern_session_create(m.model, &so, &s);
@@ -72,6 +74,7 @@ TEST_CASE("vulkan: the session reports its device, and a bad device number is re
   test::AttentionModel m = test::attention_model(test::backend_attention_kinds()[0], 2, 8, 16, "vk_device_info");
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = TERN_BACKEND_VULKAN;
   so.device = 1;  // the loader's first device
   tern_session* s = nullptr;

@@ -138,7 +138,7 @@ std::pair<std::string, std::string> write_linear_models(int64_t rows, int64_t in
     g.graph.metadata().architecture = "op-test";
     g.graph.metadata().vocab_kind = fb::VocabKind::EXTERNAL;
     g.graph.metadata().vocab_size = out;
-    g.graph.metadata().max_context = 64;
+    g.graph.metadata().max_context = 256;
     if (packed) {
       convert::CompressOptions co;
       co.format = fmt.format;
@@ -203,6 +203,27 @@ void check_split_linear(const Format& fmt, uint32_t seed) {
   CHECK(test::vulkan_validation_messages() == 0);
 }
 
+// Several 64-token blocks of the GEMM and an out past a 64-column block, in one call, against the twin on the CPU.
+void check_linear_blocks(const Format& fmt, uint32_t seed) {
+  const int64_t rows = 100, in = 96, out = 200, n = 150;
+  INFO("weights " << fmt.name << ", group " << fmt.group);
+  const auto [f32_path, packed_path] = write_linear_models(rows, in, out, fmt, seed);
+  int replaced = 0;
+  const std::string twin_path = write_twin(packed_path, f32_path, &replaced);
+  REQUIRE(replaced == 2);
+  tern_model* twin = load(twin_path);
+  tern_model* packed = load(packed_path);
+  const auto ids = test::random_ids(n, rows, seed + 3);
+  const auto want = test::run_on(TERN_BACKEND_CPU, twin, ids, out, 0, 2);
+  const auto got = test::run_on(TERN_BACKEND_VULKAN, packed, ids, out, 0, 1);
+  const double err = relative_error(got.data(), want.data(), want.size());
+  INFO("vs the float32 twin: " << err);
+  CHECK(err <= kTolerance);
+  tern_model_free(packed);
+  tern_model_free(twin);
+  CHECK(test::vulkan_validation_messages() == 0);
+}
+
 }  // namespace
 
 TEST_CASE("compressed weights on Vulkan: dense goldens match their float32 twin on the CPU", "[vulkan][compressed]") {
@@ -232,4 +253,12 @@ TEST_CASE("compressed weights on Vulkan: int8 and int4 weights split over maxSto
   check_split_linear({"int8", convert::WeightFormat::kInt8, -1}, 500);   // one float32 scale a row
   check_split_linear({"int8", convert::WeightFormat::kInt8, 32}, 510);   // three a row
   check_split_linear({"int4", convert::WeightFormat::kInt4, -1}, 520);   // groups of 32: three float16 scales a row
+}
+
+TEST_CASE("compressed weights on Vulkan: float16, int8 and int4 linears over several token blocks in one call",
+          "[vulkan][compressed]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  check_linear_blocks(kFormats[0], 600);
+  check_linear_blocks({"int8", convert::WeightFormat::kInt8, 32}, 610);
+  check_linear_blocks(kFormats[2], 620);
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "convert.h"
 #include "op_graph.h"
 #include "tern/tern.h"
@@ -187,6 +188,9 @@ TEST_CASE("f16 weights: a linear with and without bias matches the reference on 
   check_linear(50, 40, 101, true, 43, 43, "", 100);
   check_linear(50, 40, 101, false, 43, 43, "", 110);
   check_linear(20, 37, 89, true, 19, 19, "", 120);  // odd in: rows of 74 bytes
+  // Across the GEMM's tile edges: several 64-token blocks and an out past a 64-column block (vec4 loads), one token.
+  check_linear(50, 64, 130, true, 150, 150, "", 130);
+  check_linear(20, 37, 70, false, 1, 1, "", 140);
 }
 
 TEST_CASE("f16 weights: an embedding gathers the rounded table", "[vulkan][f16]") {
@@ -293,9 +297,9 @@ TEST_CASE("f16 weights: the CPU backend refuses them, auto on the CPU runs float
 
   tern_session_options defaults;
   tern_session_options_init(&defaults);
-  CHECK(defaults.weight_storage == TERN_WEIGHT_STORAGE_F32);
+  CHECK(defaults.weight_storage == TERN_WEIGHT_STORAGE_AUTO);
 
-  for (int raw : {2, -1, 1000}) {
+  for (int raw : {3, -1, 1000}) {
     so = options(TERN_BACKEND_VULKAN, TERN_WEIGHT_STORAGE_F32, 8, 8);
     std::memcpy(&so.weight_storage, &raw, sizeof raw);  // a value outside the enum, as C may pass it
     CHECK(tern_session_create(model, &so, &s) == TERN_INVALID_ARGUMENT);
@@ -321,4 +325,76 @@ TEST_CASE("f16 weights: the CPU backend refuses them, auto on the CPU runs float
   }
   tern_session_free(s);
   tern_model_free(model);
+}
+
+TEST_CASE("f16 weights: the default, AUTO, stores float16 where the device has 16-bit storage and float32 elsewhere",
+          "[vulkan][f16]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  const int64_t rows = 50, in = 40, out = 101, n = 43;
+  auto g = test::start_graph(rows, in, 700);
+  int32_t wt = test::add_constant(g, "w", {out, in}, random_floats(size_t(out * in), 701));
+  int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, fb::LinearParamsT{}).ok());
+  tern_model* model = test::finish_and_load(g, y, "vk_f16_auto", n);
+  const auto ids = random_ids(n, rows, 702);
+  // One session's output and device weight bytes.
+  auto run = [&](tern_weight_storage storage, std::vector<float>* got) {
+    const tern_session_options so = options(TERN_BACKEND_VULKAN, storage, n, n);
+    tern_session* s = nullptr;
+    INFO(tern_last_error());
+    REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+    *got = test::run_ids(s, ids, out);
+    const uint64_t bytes = device_weight_bytes(s);
+    tern_session_free(s);
+    return bytes;
+  };
+  std::vector<float> auto_out, f16_out, f32_out;
+  const uint64_t halves = uint64_t(rows * in + out * in) * 2;
+  CHECK(run(TERN_WEIGHT_STORAGE_AUTO, &auto_out) == halves);  // lavapipe has storageBuffer16BitAccess
+  CHECK(run(TERN_WEIGHT_STORAGE_F16, &f16_out) == halves);
+  CHECK(auto_out == f16_out);
+  {
+    EnvOverride without("TERN_VULKAN_NO_16BIT_STORAGE", "1");
+    CHECK(run(TERN_WEIGHT_STORAGE_AUTO, &auto_out) == halves * 2);  // float32, and no error
+    CHECK(run(TERN_WEIGHT_STORAGE_F32, &f32_out) == halves * 2);
+    CHECK(auto_out == f32_out);
+  }
+  tern_model_free(model);
+  CHECK(test::vulkan_validation_messages() == 0);
+}
+
+TEST_CASE("f16 weights: the default on reference goldens stays within 5e-3 of the float32 CPU path", "[vulkan][f16]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  // Float32 checkpoints, so AUTO rounds their LINEAR weights and embedding tables to float16 on lavapipe; the
+  // logits then move by the rounding (2^-11 relative per weight) carried through the layers.
+  for (const char* name : {"pre_tied_learned_gelu", "post_untied_sinusoidal_relu", "sliding_w64"}) {
+    const std::string dir = test::source_path(std::string("tests/goldens/") + name);
+    std::vector<int32_t> ids;
+    std::string error;
+    REQUIRE(cli::read_ids_json(dir + "/ids.json", &ids, &error));
+    if (ids.size() > 128) ids.resize(128);
+    const std::string path = test::convert_golden(name, std::string("vk_f16_auto_") + name);
+    REQUIRE(!path.empty());
+    tern_model* model = nullptr;
+    REQUIRE(tern_model_load(path.c_str(), &model) == TERN_OK);
+    tern_model_info info{};
+    REQUIRE(tern_model_get_info(model, &info) == TERN_OK);
+    const int64_t vocab = info.vocab_size, n = int64_t(ids.size());
+    const auto cpu = run_cpu(model, ids, vocab);
+    tern_session_options so;
+    tern_session_options_init(&so);  // weight_storage AUTO
+    so.backend = TERN_BACKEND_VULKAN;
+    so.max_tokens = so.max_batch = n;
+    tern_session* s = nullptr;
+    REQUIRE(tern_session_create(model, &so, &s) == TERN_OK);
+    const auto gpu = test::run_ids(s, ids, vocab);
+    const double err = relative_error(gpu.data(), cpu.data(), cpu.size());
+    INFO(name << ": AUTO on Vulkan vs the float32 CPU path " << err);
+    std::printf("%s: float16 weights (AUTO) on Vulkan vs the float32 CPU path: %.3g relative\n", name, err);
+    CHECK(err <= 5e-3);
+    CHECK(err > 1e-6);  // the weights really were rounded
+    tern_session_free(s);
+    tern_model_free(model);
+  }
+  CHECK(test::vulkan_validation_messages() == 0);
 }

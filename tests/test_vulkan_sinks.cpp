@@ -33,6 +33,7 @@ tern_session* sink_session(tern_backend backend, const tern_model* model, int64_
                            int64_t max_batch, int64_t max_tokens = 0) {
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.backend = backend;
   so.threads = 2;
   so.max_batch = max_batch;

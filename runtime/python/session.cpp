@@ -60,7 +60,9 @@ std::unique_ptr<Session> create(py::object model, const std::string& backend, in
   o.device = device;
   o.row_block_rows = row_block_rows;
   o.weight_storage = choice<tern_weight_storage>("weight_storage", weight_storage,
-                                                 {{"f32", TERN_WEIGHT_STORAGE_F32}, {"f16", TERN_WEIGHT_STORAGE_F16}});
+                                                 {{"f32", TERN_WEIGHT_STORAGE_F32},
+                                                  {"f16", TERN_WEIGHT_STORAGE_F16},
+                                                  {"auto", TERN_WEIGHT_STORAGE_AUTO}});
   o.activation_storage =
       choice<tern_activation_storage>("activation_storage", activation_storage,
                                       {{"f32", TERN_ACTIVATION_STORAGE_F32}, {"f16", TERN_ACTIVATION_STORAGE_F16}});
@@ -174,11 +176,12 @@ const char* backend_name(tern_backend b) {
 void bind_session(py::module_& m) {
   py::class_<Session>(m, "Session", R"(A session on a model (tern_session_create): one arena planned and allocated
 at creation, and the streaming state. Keyword arguments are tern_session_options' fields; the enums as names:
-backend 'cpu' | 'vulkan' | 'auto', weight_storage / activation_storage / kv_storage 'f32' | 'f16'.
+backend 'cpu' | 'vulkan' | 'auto', weight_storage 'auto' | 'f32' | 'f16' (auto: float16 on a Vulkan device with 16-bit
+storage, float32 otherwise), activation_storage / kv_storage 'f32' | 'f16'.
 Calls release the GIL; calls on one session from several threads run one at a time.)")
       .def(py::init(&create), py::arg("model"), py::kw_only(), py::arg("backend") = "cpu", py::arg("threads") = 0,
            py::arg("max_tokens") = 0, py::arg("max_batch") = 0, py::arg("memory_budget_bytes") = 0,
-           py::arg("device") = 0, py::arg("row_block_rows") = 0, py::arg("weight_storage") = "f32",
+           py::arg("device") = 0, py::arg("row_block_rows") = 0, py::arg("weight_storage") = "auto",
            py::arg("activation_storage") = "f32", py::arg("kv_storage") = "f32", py::arg("forward_only") = false,
            py::arg("sink_tokens") = 0, py::arg("sink_window") = 0)
       .def(

@@ -25,3 +25,24 @@ float quant_weight(uint woff, uint soff, uint r, uint c, uint cols, uint group) 
 #endif
   return float(q) * scale;
 }
+
+// Elements (r, c..c+3) at once, from one word: c, cols and group multiples of 4 (so the four share a word and a
+// scale). I8: bytes r * cols + c .. +3; I4: the four nibbles of one word, low or high by c's half of its block.
+vec4 quant_weight4(uint woff, uint soff, uint r, uint c, uint cols, uint group) {
+  uint s = soff + r * (cols / group) + c / group;
+#ifdef WEIGHT_I8
+  int word = int(wq[woff + ((r * cols + c) >> 2)]);
+  vec4 q = vec4(bitfieldExtract(word, 0, 8), bitfieldExtract(word, 8, 8), bitfieldExtract(word, 16, 8),
+                bitfieldExtract(word, 24, 8));
+  float scale = wscale[s];
+#else
+  uint k = c & 31u;
+  uint word = wq[woff + ((r * (cols >> 1) + (c >> 5) * 16u + (k & 15u)) >> 2)];
+  int shift = k >= 16u ? 4 : 0;
+  vec4 q = vec4(ivec4(bitfieldExtract(word, shift, 4), bitfieldExtract(word, 8 + shift, 4),
+                      bitfieldExtract(word, 16 + shift, 4), bitfieldExtract(word, 24 + shift, 4)) - 8);
+  vec2 pair = unpackHalf2x16(wscale[s >> 1]);
+  float scale = (s & 1u) == 0u ? pair.x : pair.y;
+#endif
+  return q * scale;
+}

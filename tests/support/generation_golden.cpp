@@ -72,6 +72,7 @@ void check_forward_only(tern_model* model, const Generation& gen, const std::vec
   const int64_t n = int64_t(gen.ids.size()), vocab = gen.logits.shape[1];
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;
   so.threads = 1;
   so.max_tokens = n;
   so.forward_only = 1;

@@ -156,22 +156,35 @@ void add_layer_norms(std::vector<OpCase>& out) {
 }
 
 void add_linears(std::vector<OpCase>& out) {
-  // XNNPACK on the CPU, a tiled GEMM on Vulkan: in 48, out 37 and n 41 are none a multiple of the 16-wide tile.
-  for (bool bias : {true, false}) {
+  // Shapes across the edges of Vulkan's GEMM tiles (64 x 64 blocks of y from 32-wide slices of k; 32 x 32 from 16
+  // on small devices): in, out and n none a multiple of a block or slice, in odd or not a multiple of 4 (element
+  // loads) and a multiple of 4 (vec4 loads), one token, several token blocks, an out smaller than a thread's
+  // columns. {in, out, n, bias}.
+  struct Shape {
+    int64_t in, out_dim, n;
+    bool bias;
+  };
+  const Shape shapes[] = {{48, 37, 41, true}, {48, 37, 41, false}, {130, 70, 1, true},
+                          {96, 130, 150, true}, {50, 3, 67, false}, {37, 65, 64, true}};
+  uint32_t seed = 10;
+  for (const Shape& shape : shapes) {
     OpCase c;
-    c.name = std::string("linear in=48 out=37 ") + (bias ? "with bias" : "without bias");
+    c.name = "linear in=" + std::to_string(shape.in) + " out=" + std::to_string(shape.out_dim) +
+             " n=" + std::to_string(shape.n) + (shape.bias ? " with bias" : " without bias");
     c.group = "linear";
     c.tags = "[ops]";
-    c.build = [bias] {
-      const int64_t rows = 50, in = 48, out_dim = 37, n = 41;
-      OpGraph g = start_graph(rows, in, 10);
-      const std::vector<float> w = random_floats(size_t(out_dim * in), 11), b = random_floats(size_t(out_dim), 12);
+    c.build = [shape, seed] {
+      const int64_t rows = 50, in = shape.in, out_dim = shape.out_dim, n = shape.n;
+      const bool bias = shape.bias;
+      OpGraph g = start_graph(rows, in, seed);
+      const std::vector<float> w = random_floats(size_t(out_dim * in), seed + 1),
+                               b = random_floats(size_t(out_dim), seed + 2);
       const int32_t wt = add_constant(g, "w", {out_dim, in}, w);
       const int32_t bt = bias ? add_constant(g, "b", {out_dim}, b) : -1;
       const int32_t y = g.graph.add_value("y", fb::DType::F32, out_dim).value();
       REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, bt}, fb::LinearParamsT{}).ok());
-      BuiltCase built{finish_and_load(g, y, bias ? "linear_bias" : "linear", n), out_dim, {}};
-      const std::vector<int32_t> ids = random_ids(n, rows, 13);
+      BuiltCase built{finish_and_load(g, y, "linear_" + std::to_string(seed), n), out_dim, {}};
+      const std::vector<int32_t> ids = random_ids(n, rows, seed + 3);
       const std::vector<float> x = gather_rows(g, ids);
       std::vector<float> want(size_t(n * out_dim));
       ref::linear(x.data(), n, in, w.data(), bias ? b.data() : nullptr, out_dim, want.data());
@@ -179,6 +192,7 @@ void add_linears(std::vector<OpCase>& out) {
       return built;
     };
     out.push_back(c);
+    seed += 4;
   }
 }
 

@@ -41,6 +41,7 @@ tern_session* make_session(const tern_model* model, int threads, int64_t max_tok
 tern_session_options options_on(tern_backend backend, int threads, int64_t max_tokens, int64_t max_batch) {
   tern_session_options so;
   tern_session_options_init(&so);
+  so.weight_storage = TERN_WEIGHT_STORAGE_F32;  // explicit: the default (AUTO) stores float16 on Vulkan
   so.backend = backend;
   so.threads = threads;
   so.max_tokens = max_tokens;

@@ -58,7 +58,7 @@ void tern_format_versions(uint32_t* min_version, uint32_t* max_version) {
 
 void tern_session_options_init(tern_session_options* options) {
   if (options) *options = tern_session_options{sizeof(tern_session_options), TERN_BACKEND_CPU, 0, 0, 0, 0, 0, 0,
-                                                TERN_WEIGHT_STORAGE_F32, TERN_ACTIVATION_STORAGE_F32,
+                                                TERN_WEIGHT_STORAGE_AUTO, TERN_ACTIVATION_STORAGE_F32,
                                                 TERN_KV_STORAGE_F32, 0, 0, 0, nullptr};
 }
 

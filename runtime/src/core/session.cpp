@@ -191,8 +191,9 @@ Status Session::build(const tern_session_options& options) {
     return InvalidArgument("unknown backend " + std::to_string(backend));
   }
   const int weight_storage = raw_enum(options.weight_storage);
-  if (weight_storage != TERN_WEIGHT_STORAGE_F32 && weight_storage != TERN_WEIGHT_STORAGE_F16) {
-    return InvalidArgument("unknown weight_storage " + std::to_string(weight_storage) + " (0: F32, 1: F16)");
+  if (weight_storage != TERN_WEIGHT_STORAGE_F32 && weight_storage != TERN_WEIGHT_STORAGE_F16 &&
+      weight_storage != TERN_WEIGHT_STORAGE_AUTO) {
+    return InvalidArgument("unknown weight_storage " + std::to_string(weight_storage) + " (0: F32, 1: F16, 2: AUTO)");
   }
   const int activation_storage = raw_enum(options.activation_storage);
   if (activation_storage != TERN_ACTIVATION_STORAGE_F32 && activation_storage != TERN_ACTIVATION_STORAGE_F16) {

@@ -116,8 +116,13 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     bool allow_cpu_device;  // false (backend auto): a CPU implementation such as lavapipe does not count
     int64_t max_tokens, max_batch;
     bool f16_weights;  // LINEAR weights and EMBEDDING tables stored as float16 (needs storageBuffer16BitAccess)
-  } const config{options.device, backend_config.named || options.device > 0, backend_config.max_tokens,
-                 backend_config.max_batch, options.weight_storage == TERN_WEIGHT_STORAGE_F16};
+    bool f16_weights_if_available;  // weight_storage AUTO: float16 where the device has 16-bit storage
+  } const config{options.device,
+                 backend_config.named || options.device > 0,
+                 backend_config.max_tokens,
+                 backend_config.max_batch,
+                 options.weight_storage == TERN_WEIGHT_STORAGE_F16,
+                 options.weight_storage == TERN_WEIGHT_STORAGE_AUTO};
   const Model& model = model_;
   // A session that may continue a sequence needs every op to continue one here: refused now, never during a run.
   if (!options.forward_only) {
@@ -138,7 +143,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   device_options.device = config.device;
   device_options.allow_cpu_device = config.allow_cpu_device;
   device_options.f16_storage = config.f16_weights;
-  device_options.f16_storage_if_available = f16_in_file;
+  device_options.f16_storage_if_available = f16_in_file || config.f16_weights_if_available;
   TERN_ASSIGN_OR_RETURN(device_, vk::SharedDevice::acquire(model, device_options));
   ctx_ = &device_->context();
   memory_ = std::make_unique<vk::Memory>(*ctx_);
@@ -159,7 +164,7 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
   arena_bytes_ = plan.bytes;
 
   vk::Lowering low(model, *device_, *memory_, *program_, config.max_tokens, config.max_batch);
-  low.f16_weights = config.f16_weights;
+  low.f16_weights = config.f16_weights || (config.f16_weights_if_available && ctx_->f16_storage_enabled());
   low.f16_storage = ctx_->f16_storage_enabled();
   low.forward_only = options.forward_only != 0;
   low.sinks = backend_config.sinks;

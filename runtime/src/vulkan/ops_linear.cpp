@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Lowering of LINEAR: the tiled GEMM of shaders/linear.comp for calls of many rows, the matrix-vector shader
+// Lowering of LINEAR: the register-blocked GEMM of shaders/linear.comp for calls of many rows, the matrix-vector shader
 // shaders/linear_rows.comp for calls of a few (generation). The program is recorded once, so each part of W gets
 // both dispatches and a call's n picks one: the other gets no workgroups (DispatchSpec::groups).
 #include <algorithm>
@@ -26,6 +26,27 @@ Groups rows_groups(uint32_t max_x, int64_t count) {
   return Groups{uint32_t(x), uint32_t((count + x - 1) / x), 1};
 }
 
+// linear.comp's tile: a workgroup computes a bm x bn block of y (tokens x outputs) from bk-wide slices of x and W
+// staged in shared memory, each invocation a tm x tn sub-block in registers.
+struct GemmTiles {
+  uint32_t bm, bn, bk, tm, tn;
+  uint32_t invocations() const { return (bm / tm) * (bn / tn); }
+  uint32_t shared_bytes() const { return (bm + bn) * (bk + 4) * uint32_t(sizeof(float)); }  // rows padded by a vec4
+};
+
+// On a CPU implementation of Vulkan (lavapipe: invocations are SIMD lanes and every load of shared or storage memory
+// is a loop over the lanes) 16 x 16 registers an invocation, which read 16 + 16 vec4s for 1024 multiply-adds; on a
+// GPU the usual 64 x 64 block of 256 invocations with 4 x 4 each; where a device lacks the invocations or shared
+// memory, 32 x 32 blocks of 64 (5 KiB), which fit every Vulkan device (the spec's minimums: 128 invocations, 16 KiB).
+GemmTiles gemm_tiles(const DeviceLimits& l, bool cpu_device) {
+  const GemmTiles cpu{64, 64, 16, 16, 16}, gpu{64, 64, 16, 4, 4}, small{32, 32, 16, 4, 4};
+  const GemmTiles& want = cpu_device ? cpu : gpu;
+  const bool fits = l.max_compute_shared_memory_size >= want.shared_bytes() &&
+                    l.max_compute_work_group_invocations >= want.invocations() &&
+                    l.max_compute_work_group_size[0] >= want.invocations();
+  return fits ? want : small;
+}
+
 }  // namespace
 
 Status lower_linear(const Node& node, Lowering& low) {
@@ -42,11 +63,8 @@ Status lower_linear(const Node& node, Lowering& low) {
   const bool has_bias = node.weights.size() > 1 && node.weights[1];
   TERN_ASSIGN_OR_RETURN(auto bias, has_bias ? low.weight(node.weights[1]) : wt.data);  // [out]
   const DeviceLimits& l = low.ctx.limits();
-  // GEMM: 16 x 16 tiles where the device runs 256 invocations a workgroup (most do), 8 x 8 otherwise.
-  const uint32_t tile = (l.max_compute_work_group_invocations >= 256 && l.max_compute_work_group_size[0] >= 16 &&
-                         l.max_compute_work_group_size[1] >= 16)
-                            ? 16
-                            : 8;
+  // GEMM: the register-blocked tile for the device (gemm_tiles).
+  const GemmTiles t = gemm_tiles(l, low.ctx.info().type == "CPU");
   // Matrix-vector: with subgroup arithmetic, one subgroup (at least 8 invocations: 32- and 64-wide GPUs use all of
   // theirs, lavapipe's 8 are one SIMD vector and need no barrier); a 64-wide shared-memory tree otherwise.
   const bool subgroups = l.subgroup_arithmetic;
@@ -97,15 +115,20 @@ Status lower_linear(const Node& node, Lowering& low) {
     if (low.max_batch <= kRowsMax) continue;  // no call has more rows
 
     // Calls of more.
+    // Vector loads where every row of x, of W starts on a whole vec4 (W's float16: 4 halves, 8 bytes; int8 / int4
+    // W is read a word of 4 elements at a time anyway).
+    const bool x_vec4 = in % 4 == 0 && (xb.slice.offset + xb.offset) % 16 == 0;
+    const bool w_vec4 = in % 4 == 0 && (wpart.slice.offset + wpart.offset) % (4 * wt.element_bytes) == 0;
     DispatchSpec gemm = make_dispatch(
-        node, wt.shader, {tile, has_bias ? 1u : 0u}, tile, push,
-        [rows, tile](int64_t n) {
+        node, wt.shader,
+        {t.invocations(), has_bias ? 1u : 0u, t.bm, t.bn, t.bk, t.tm, t.tn, x_vec4 ? 1u : 0u, w_vec4 ? 1u : 0u},
+        t.invocations(), push,
+        [rows, t](int64_t n) {
           if (n <= kRowsMax) return Groups{0, 0, 0};
-          return Groups{uint32_t((rows + tile - 1) / tile), uint32_t((n + tile - 1) / tile), 1};
+          return Groups{uint32_t((rows + t.bn - 1) / t.bn), uint32_t((n + t.bm - 1) / t.bm), 1};
         },
         std::move(bindings));
-    gemm.local_size = {tile, tile, 1};
-    gemm.shared_bytes = 2 * tile * tile * sizeof(float);
+    gemm.shared_bytes = t.shared_bytes();
     TERN_RETURN_IF_ERROR(low.program.add(std::move(gemm)));
   }
   return Status::Ok();
