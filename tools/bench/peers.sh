@@ -46,7 +46,7 @@
 # result's logits against Tern's CPU float32 run; each driver prints its device, and a llama.cpp run that did not
 # offload every layer to a GPU device is refused, never reported. One warm run after the first for llama.cpp
 # (its first run builds its pipelines), none for Tern (built at session creation). Not part of the default run: on
-# Mesa lavapipe on the 2-core VM it takes about an hour (Tern generates ~0.4 tokens/s there), beyond the budget above.
+# Mesa lavapipe on the 2-core VM it took 66 min beside other builds (Tern generated 0.2 tokens/s), beyond the budget above.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
