@@ -118,6 +118,7 @@ TEST_CASE("api errors: each call's message lands in the slot tern.h names, and a
   tern_op_profile profile{};
   tern_model_info info{};
   size_t count = 0, size = 0;
+  uint64_t dispatches = 0;
   int64_t n = 0;
   int32_t token = 0;
   tern_model* no_model = nullptr;
@@ -163,6 +164,10 @@ TEST_CASE("api errors: each call's message lands in the slot tern.h names, and a
        session_slot},
       {"tern_session_get_profile_flops: flops is NULL",
        [&] { return tern_session_get_profile_flops(s, nullptr, 1, &count); }, session_slot},
+      {"tern_session_count_dispatches: total is NULL",
+       [&] { return tern_session_count_dispatches(s, 1, 0, nullptr, 0, &count, nullptr); }, session_slot},
+      {"tern_session_count_dispatches: a call of 0 tokens",
+       [&] { return tern_session_count_dispatches(s, 0, 0, nullptr, 0, &count, &dispatches); }, session_slot},
       {"tern_session_save_state: size is NULL", [&] { return tern_session_save_state(s, nullptr, nullptr); },
        session_slot},
       {"tern_session_save_state: the state needs",

@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attention_cases.h"
 #include "convert.h"
@@ -363,5 +365,94 @@ TEST_CASE("vulkan weight split: the shipped kjv-byte model with its embedding an
   std::vector<int32_t> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t(uint8_t(text[size_t(i)]));
   check_vs_cpu(model, ids, vocab, batch, std::to_string(64 * 1024), kModelTolerance);
+  tern_model_free(model);
+}
+
+namespace {
+
+// tern_session_count_dispatches of s for a call of n tokens after position: per op (graph order) and the total.
+struct DispatchCounts {
+  std::vector<uint64_t> per_op;
+  uint64_t total = 0;
+};
+DispatchCounts dispatch_counts(const tern_session* s, int64_t n, int64_t position) {
+  DispatchCounts d;
+  size_t count = 0;
+  REQUIRE(tern_session_count_dispatches(s, n, position, nullptr, 0, &count, &d.total) == TERN_OK);
+  d.per_op.assign(count, 0);
+  REQUIRE(tern_session_count_dispatches(s, n, position, d.per_op.data(), count, &count, &d.total) == TERN_OK);
+  return d;
+}
+
+uint64_t sum(const std::vector<uint64_t>& v) {
+  uint64_t s = 0;
+  for (uint64_t x : v) s += x;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("vulkan: dispatch counts: every op dispatches, the ops add up to the total, two sessions agree, the CPU has none",
+          "[vulkan]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  test::AttentionModel m = test::attention_model(test::backend_attention_kinds()[0], 2, 8, 16, "vk_dispatches");
+  tern_session* a = test::make_session_on(TERN_BACKEND_VULKAN, m.model, 1, 16, 16);
+  tern_session* b = test::make_session_on(TERN_BACKEND_VULKAN, m.model, 1, 16, 16);
+  for (const auto& [n, position] : {std::pair<int64_t, int64_t>{1, 0}, {1, 15}, {16, 0}, {4, 8}}) {
+    INFO("n " << n << " after " << position);
+    const DispatchCounts one = dispatch_counts(a, n, position);
+    REQUIRE(one.per_op.size() == 2);  // the embedding and the attention
+    for (uint64_t d : one.per_op) CHECK(d >= 1);
+    CHECK(one.total == sum(one.per_op));
+    const DispatchCounts other = dispatch_counts(b, n, position);
+    CHECK(other.per_op == one.per_op);
+    CHECK(other.total == one.total);
+  }
+  // A call no session of these sizes can run is refused, naming the numbers.
+  size_t count = 0;
+  uint64_t total = 0;
+  CHECK(tern_session_count_dispatches(a, 0, 0, nullptr, 0, &count, &total) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(a)), Catch::Contains("a call of 0 tokens"));
+  CHECK(tern_session_count_dispatches(a, 17, 0, nullptr, 0, &count, &total) == TERN_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(tern_session_last_error(a)), Catch::Contains("max_batch of 16"));
+  CHECK(tern_session_count_dispatches(a, 2, 15, nullptr, 0, &count, &total) == TERN_INVALID_ARGUMENT);
+  tern_session* cpu = test::make_session_on(TERN_BACKEND_CPU, m.model, 1, 16, 16);
+  const DispatchCounts none = dispatch_counts(cpu, 16, 0);
+  CHECK(none.total == 0);
+  CHECK(none.per_op == std::vector<uint64_t>(2, 0));
+  tern_session_free(cpu);
+  tern_session_free(b);
+  tern_session_free(a);
+  tern_model_free(m.model);
+}
+
+TEST_CASE("vulkan: dispatch counts: a weight split over maxStorageBufferRange dispatches once more per part",
+          "[vulkan][ops]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  // The graph of the weight-split test above: an embedding table [50, 40] (8000 bytes) and a linear [101, 40] (rows
+  // of 160 bytes). With the range at 4096 bytes a part holds 25 rows: the table splits in 2 parts, the linear in 5
+  // (4 of 25 rows, 1 of 1), and each part is a lowering of its own, so the op's count is its unsplit count times its
+  // parts, whatever one lowering dispatches.
+  const int64_t rows = 50, in = 40, out = 101, n = 8;
+  auto g = test::start_graph(rows, in, 31);
+  int32_t wt = test::add_constant(g, "w", {out, in}, random_floats(size_t(out * in), 32));
+  int32_t y = g.graph.add_value("y", fb::DType::F32, out).value();
+  REQUIRE(g.graph.add_op(fb::OpCode::LINEAR, "linear", {g.x}, {y}, {wt, -1}, fb::LinearParamsT{}).ok());
+  tern_model* model = test::finish_and_load(g, y, "vk_dispatches_split", n);
+  tern_session* whole = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, n, n);
+  const DispatchCounts unsplit = dispatch_counts(whole, n, 0);
+  tern_session_free(whole);
+  DispatchCounts split;
+  {
+    RangeOverride lowered(std::to_string(kRange));
+    tern_session* parts = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, n, n);
+    split = dispatch_counts(parts, n, 0);
+    tern_session_free(parts);
+  }
+  REQUIRE(unsplit.per_op.size() == 2);
+  REQUIRE(split.per_op.size() == 2);
+  CHECK(split.per_op[0] == 2 * unsplit.per_op[0]);  // the embedding: 2 parts
+  CHECK(split.per_op[1] == 5 * unsplit.per_op[1]);  // the linear: 5 parts
+  CHECK(split.total == sum(split.per_op));
   tern_model_free(model);
 }

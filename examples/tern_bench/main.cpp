@@ -64,11 +64,15 @@ struct Test {
   bool f16_weights = false;  // ran on Vulkan with weight_storage F16
   bool f16_activations = false;  // ran on the CPU with activation_storage F16
   bool f16_kv = false;           // ran on the CPU with kv_storage F16
+  // tern_session_count_dispatches: the device dispatches of one timed call (the prefill, or one generated token at
+  // the test's depth); 0 on the CPU
+  uint64_t dispatches = 0;
   struct OpTime {
     std::string name, kind;
     int64_t calls;
     uint64_t ns;
     uint64_t flops;  // tern_session_get_profile_flops: 0 where the op does not count them
+    uint64_t dispatches;  // the op's share of Test::dispatches
   };
   std::vector<OpTime> profile;  // warm runs only, slowest first
 };
@@ -155,6 +159,15 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
   t->f16_activations = so.activation_storage == TERN_ACTIVATION_STORAGE_F16 && where.backend == TERN_BACKEND_CPU;
   t->f16_kv = so.kv_storage == TERN_KV_STORAGE_F16 && where.backend == TERN_BACKEND_CPU;
   tern_session_plan(s, total, &t->plan);
+  size_t op_count = 0;
+  tern_session_get_profile(s, nullptr, 0, &op_count);
+  std::vector<uint64_t> op_dispatches(op_count);
+  if (tern_session_count_dispatches(s, t->prefill > 0 ? t->prefill : 1, t->prefill > 0 ? 0 : t->depth,
+                                    op_dispatches.data(), op_count, &op_count, &t->dispatches) != TERN_OK) {
+    *error = tern_session_last_error(s);
+    tern_session_free(s);
+    return false;
+  }
   std::mt19937 rng(42);
   std::vector<int32_t> ids(static_cast<size_t>(total));
   for (auto& id : ids) id = int32_t(rng() % uint64_t(vocab));
@@ -212,7 +225,8 @@ bool run_test(const tern_model* model, const tern_session_options& base, int64_t
       const int64_t calls = op.calls - (set_up ? setup.ops[i].calls : 0);
       const uint64_t ns = op.total_ns - (set_up ? setup.ops[i].total_ns : 0);
       const uint64_t flops = p.flops[i] - (set_up ? setup.flops[i] : 0);
-      if (calls > 0) t->profile.push_back({op.name, op.kind, calls, ns, flops});
+      const uint64_t dispatches = i < op_dispatches.size() ? op_dispatches[i] : 0;
+      if (calls > 0) t->profile.push_back({op.name, op.kind, calls, ns, flops, dispatches});
     }
     std::sort(t->profile.begin(), t->profile.end(), [](const auto& a, const auto& b) { return a.ns > b.ns; });
   }
@@ -249,21 +263,27 @@ void print_md(const std::vector<Test>& tests, const std::string& model, double l
     }
     break;
   }
+  // On a device, the dispatches of one timed call: the prefill, or one generated token at the test's depth.
+  const bool device = std::any_of(tests.begin(), tests.end(), [](const Test& t) { return t.backend == "vulkan"; });
   std::printf("\n");
-  std::printf("| test | threads | t/s | median ms | p90 ms | min ms | first ms | create ms | peak RSS | arena | state | dense n x n |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| test | threads | t/s | median ms | p90 ms | min ms | first ms | create ms | peak RSS | arena | state | dense n x n |%s\n",
+              device ? " dispatches per call |" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", device ? "---:|" : "");
   for (const Test& t : tests) {
     if (!t.skipped.empty()) {
-      std::printf("| %s | %d | skipped: %s |||||||||\n", t.name.c_str(), t.threads, t.skipped.c_str());
+      std::printf("| %s | %d | skipped: %s |||||||||%s\n", t.name.c_str(), t.threads, t.skipped.c_str(), device ? "|" : "");
       continue;
     }
     double med = percentile(t.ms, 0.5);
-    std::printf("| %s | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s |\n", t.name.c_str(), t.threads,
+    std::printf("| %s | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s |", t.name.c_str(), t.threads,
                 double(t.n_tokens) / (med / 1e3), med, percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms,
                 t.create_ms, tern::cli::format_bytes(t.peak_rss).c_str(),
                 tern::cli::format_bytes(t.plan.arena_bytes).c_str(), tern::cli::format_bytes(t.plan.state_bytes).c_str(),
                 tern::cli::format_bytes(t.plan.dense_attention_bytes).c_str());
+    if (device) std::printf(" %llu |", (unsigned long long)t.dispatches);
+    std::printf("\n");
   }
+  if (device) std::printf("\ndispatches per call: the prefill's, or one generated token's at the test's depth\n");
 }
 
 // --compete: each test's speed alone and beside the busy processes.
@@ -312,11 +332,15 @@ void print_profile(const std::vector<Test>& tests) {
       std::printf("| %s | %.3f | %.1f%% | %s |\n", k.name.c_str(), double(k.ns) / 1e6 / runs,
                   100.0 * double(k.ns) / double(total), gflops_per_s(k.flops, k.counted_ns).c_str());
     }
-    std::printf("\n| op | kind | calls per run | ms per run | GFLOP/s |\n|---|---|---:|---:|---:|\n");
+    const bool device = t.backend == "vulkan";  // with each op's dispatches per call
+    std::printf("\n| op | kind | calls per run | ms per run | GFLOP/s |%s\n|---|---|---:|---:|---:|%s\n",
+                device ? " dispatches per call |" : "", device ? "---:|" : "");
     for (size_t i = 0; i < t.profile.size() && i < 10; ++i) {
       const auto& op = t.profile[i];
-      std::printf("| %s | %s | %.0f | %.3f | %s |\n", op.name.c_str(), op.kind.c_str(), double(op.calls) / runs,
+      std::printf("| %s | %s | %.0f | %.3f | %s |", op.name.c_str(), op.kind.c_str(), double(op.calls) / runs,
                   double(op.ns) / 1e6 / runs, gflops_per_s(op.flops, op.ns).c_str());
+      if (device) std::printf(" %llu |", (unsigned long long)op.dispatches);
+      std::printf("\n");
     }
     std::printf("\nGFLOP/s: the operations an op must compute, from its shapes (a multiply-add counts two; "
                 "attention: 4 x head_dim per query-key pair its pattern shows), over its time; - where not counted.\n");
@@ -343,7 +367,7 @@ std::string json_escape(const std::string& text) {
 
 void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
   if (json) std::printf("[\n");
-  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage,kv_storage,tokens_per_s_beside_busy\n");
+  else std::printf("test,backend,threads,n_tokens,median_ms,p90_ms,min_ms,first_ms,create_ms,load_ms,tokens_per_s,peak_rss_bytes,weight_bytes,arena_bytes,state_bytes,dense_attention_bytes,packed_weight_bytes,weight_storage,activation_storage,kv_storage,dispatches_per_call,tokens_per_s_beside_busy\n");
   bool first = true;
   for (const Test& t : tests) {
     if (!t.skipped.empty()) {  // JSON keeps the test and why it did not run; CSV rows are measurements only
@@ -360,8 +384,8 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
           "\"p90_ms\": %.4f, \"min_ms\": %.4f, \"first_ms\": %.4f, \"create_ms\": %.4f, \"load_ms\": %.4f, "
           "\"tokens_per_s\": %.3f, \"peak_rss_bytes\": %llu, \"weight_bytes\": %llu, \"arena_bytes\": %llu, "
           "\"state_bytes\": %llu, \"dense_attention_bytes\": %llu, \"packed_weight_bytes\": %llu, \"weight_storage\": \"%s\", "
-          "\"activation_storage\": \"%s\", \"kv_storage\": \"%s\", \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\""
-        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%s%.0s%.0s%.0s";
+          "\"activation_storage\": \"%s\", \"kv_storage\": \"%s\", \"dispatches_per_call\": %llu, \"cpu\": \"%s\", \"library\": \"%s\", \"build\": \"%s\""
+        : "%s%s,%s%.0s%.0s,%d,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%s,%llu%.0s%.0s%.0s";
     std::printf(fmt, json ? (first ? "" : ",\n") : "", t.name.c_str(), t.backend.c_str(), json_escape(t.device).c_str(),
                 json_escape(t.driver).c_str(), t.threads, (long long)t.n_tokens, med,
                 percentile(t.ms, 0.9), percentile(t.ms, 0.0), t.first_ms, t.create_ms, load_ms,
@@ -369,7 +393,8 @@ void print_rows(const std::vector<Test>& tests, double load_ms, bool json) {
                 (unsigned long long)t.plan.weight_bytes, (unsigned long long)t.plan.arena_bytes,
                 (unsigned long long)t.plan.state_bytes, (unsigned long long)t.plan.dense_attention_bytes,
                 (unsigned long long)t.plan.packed_weight_bytes, t.f16_weights ? "f16" : "f32",
-                t.f16_activations ? "f16" : "f32", t.f16_kv ? "f16" : "f32", json_escape(tern_cpu_description()).c_str(), tern_version(),
+                t.f16_activations ? "f16" : "f32", t.f16_kv ? "f16" : "f32", (unsigned long long)t.dispatches,
+                json_escape(tern_cpu_description()).c_str(), tern_version(),
                 json_escape(tern::cli::build_summary()).c_str());
     // --compete: the speed beside the busy processes (an empty CSV field, no JSON key, without it)
     const double beside = t.compete_ms.empty() ? 0.0 : double(t.n_tokens) / (percentile(t.compete_ms, 0.5) / 1e3);

@@ -6,7 +6,7 @@
 # through its Hugging Face Llama importer and llama.cpp as a `llama` GGUF. From a clean checkout, as root (or sudo):
 #
 #   tools/bench/peers.sh [--quick] [--model gpt2|llama|both] [--json FILE] [--chart FILE]
-#                        [--json-llama FILE] [--chart-llama FILE]
+#                        [--json-llama FILE] [--chart-llama FILE] [--vulkan [--json-vulkan FILE]]
 #
 # 1. installs what is missing: Tern's build dependencies (tools/install-deps.sh), then Debian's python3-torch,
 #    python3-numpy, python3-matplotlib, libopenblas0-pthread (and nodejs, npm, git unless present). Installing
@@ -35,6 +35,18 @@
 # Tern's windowed model at n in {8192, 16384, 32768}, then generation and the compressed-weights phase: 12.5 min on
 # the 2-core VM when quiet, 55 min when shared with other builds (most of it at n = 8192). --quick: n in
 # {512, 2048}, two warm runs, windowed n up to 8192.
+#
+# --vulkan: instead of the CPU phases, the Vulkan phase on the GPT-2-like model (tools/bench/peers/vulkan.py): Tern
+# --backend vulkan (tern_driver.cpp, TERN_PEER_BACKEND=vulkan) against llama.cpp's prebuilt Vulkan backend (npm
+# @node-llama-cpp/linux-x64-vulkan at node-llama-cpp's version, installed as the CPU package is; its own driver
+# build, peer_llama_vulkan), every layer offloaded, with and without flash attention, on the same device (the first
+# of the Vulkan loader's list unless TERN_PEERS_VK_DEVICE says otherwise: GGML_VK_VISIBLE_DEVICES for llama.cpp,
+# which otherwise skips a CPU device such as lavapipe; Tern takes the best device, so name the same one), F32
+# weights then F16 (llama.cpp's F16 GGUF against Tern's --f16-weights), pp512, tg128@d0 and tg128@d512, each
+# result's logits against Tern's CPU float32 run; each driver prints its device, and a llama.cpp run that did not
+# offload every layer to a GPU device is refused, never reported. One warm run after the first for llama.cpp
+# (its first run builds its pipelines), none for Tern (built at session creation). Not part of the default run: on
+# Mesa lavapipe on the 2-core VM it took 66 min beside other builds (Tern generated 0.2 tokens/s), beyond the budget above.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -43,8 +55,10 @@ json=$work/peers.json
 chart=$work/peers.png
 json_llama=$work/peers-llama.json
 chart_llama=$work/peers-llama.png
+json_vulkan=$work/peers-vulkan.json
 quick=0
 which=both
+vulkan=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -54,7 +68,9 @@ while [ $# -gt 0 ]; do
     --chart) chart=$2; shift ;;
     --json-llama) json_llama=$2; shift ;;
     --chart-llama) chart_llama=$2; shift ;;
-    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
+    --vulkan) vulkan=1 ;;
+    --json-vulkan) json_vulkan=$2; shift ;;
+    -h|--help) sed -n 2,49p "$0"; exit 0 ;;
     *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -104,6 +120,12 @@ if [ ! -d "$npm_dir/node_modules/onnxruntime-node" ] || [ ! -d "$npm_dir/node_mo
     onnxruntime-node@1.30.0 "node-llama-cpp@$nlc_version" "@node-llama-cpp/linux-x64@$nlc_version" >&2)
 fi
 llama_bins=$npm_dir/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+llama_vulkan_bins=$npm_dir/node_modules/@node-llama-cpp/linux-x64-vulkan/bins/linux-x64-vulkan
+if [ "$vulkan" = 1 ] && [ ! -d "$llama_vulkan_bins" ]; then
+  say "npm: @node-llama-cpp/linux-x64-vulkan@$nlc_version into $npm_dir"
+  (cd "$npm_dir" && npm install --ignore-scripts --omit=optional --no-audit --no-fund \
+    "@node-llama-cpp/linux-x64-vulkan@$nlc_version" >&2)
+fi
 
 # ---- 4. llama.cpp sources (llama.h, gguf-py) and the driver
 llama_src=$work/llama.cpp
@@ -118,6 +140,13 @@ if [ ! -x "$peer_llama" ] || [ tools/bench/peers/llama_driver.cpp -nt "$peer_lla
   g++ -O2 -std=c++17 -o "$peer_llama" tools/bench/peers/llama_driver.cpp -I"$llama_src/include" \
     -I"$llama_src/ggml/include" -L"$llama_bins" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so \
     -Wl,-rpath,"$llama_bins"
+fi
+peer_llama_vulkan=$work/peer_llama_vulkan
+if [ "$vulkan" = 1 ] && { [ ! -x "$peer_llama_vulkan" ] || [ tools/bench/peers/llama_driver.cpp -nt "$peer_llama_vulkan" ]; }; then
+  say "compiling the llama.cpp driver against its Vulkan libraries"
+  g++ -O2 -std=c++17 -o "$peer_llama_vulkan" tools/bench/peers/llama_driver.cpp -I"$llama_src/include" \
+    -I"$llama_src/ggml/include" -L"$llama_vulkan_bins" -l:libllama.vulkan.v0.5.0.so -l:libggml.vulkan.v0.5.0.so \
+    -l:libggml-base.so -Wl,-rpath,"$llama_vulkan_bins"
 fi
 
 # ---- 5. models, 6. runs: the GPT-2-like model (models/) and the Llama-architecture one (models-llama/)
@@ -156,6 +185,18 @@ run_models() {
     --openblas-dir "$openblas_dir" --json "$out_json" --tmp "$work" "$@"
   /usr/bin/python3 tools/bench/peers/chart.py "$out_json" "$out_chart"
 }
+
+if [ "$vulkan" = 1 ]; then
+  make_models "$work/models" gpt2
+  say "GPT-2-like model on Vulkan: running (progress on stderr, tables on stdout)"
+  /usr/bin/python3 tools/bench/peers/vulkan.py --models "$work/models" --ids "$ids" \
+    --peer-tern "$root/build/tools/bench/peer_tern" --peer-llama "$peer_llama_vulkan" \
+    --llama-bins "$llama_vulkan_bins" --vk-device "${TERN_PEERS_VK_DEVICE:-0}" --json "$json_vulkan" --tmp "$work" \
+    --warm 1 --tern-warm 0
+  echo
+  echo "GPT-2-like model on Vulkan: JSON $json_vulkan"
+  exit 0
+fi
 
 args=()
 if [ "$quick" = 1 ]; then args=(--ns 512,2048 --warm 2 --decode-warm 2 --windowed-ns 2048,4096,8192); fi

@@ -350,6 +350,17 @@ TERN_API tern_status tern_session_get_profile(const tern_session* session, tern_
 TERN_API tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t* flops, size_t capacity,
                                                     size_t* count);
 
+/* Device dispatches: how many compute dispatches a call of n_tokens tokens after `position` held ones runs on the
+ * session's device, without running it (a backend's launch count, as per-token overhead on a GPU grows with it).
+ * A Vulkan session replays one command buffer recorded at creation whose workgroup counts are set per call: a
+ * recorded dispatch with no workgroups in this call (one that runs only in a first call, or only at a later position)
+ * does not count. *total: all of them; per_op: up to capacity entries, the dispatches of each op in the order of
+ * tern_session_get_profile (NULL when capacity is 0); *count: the number of ops. A CPU session has none: 0 everywhere.
+ * Errors: TERN_INVALID_ARGUMENT (NULL count or total; n_tokens outside 1..max_batch; a position before 0, with
+ * n_tokens past the sequence limit, or after 0 in a forward_only session), naming the numbers. */
+TERN_API tern_status tern_session_count_dispatches(const tern_session* session, int64_t n_tokens, int64_t position,
+                                                   uint64_t* per_op, size_t capacity, size_t* count, uint64_t* total);
+
 /* Resets the state, then runs ids[0..n) as one sequence (1 <= n <= max_batch; each id in [0, vocab_size)).
  * logits: [n, vocab_size] floats, written row by row (row i: the next-token logits after ids[0..i]). Errors:
  * TERN_INVALID_ARGUMENT (n, an id out of range, NULL logits), TERN_DEVICE_ERROR. On error the state is reset. */

@@ -72,6 +72,9 @@ class Backend {
     return Unsupported(std::string("the last hidden state is read back on the CPU backend only; this session runs on ") +
                        where() + " (create it with backend CPU)");
   }
+  // The device dispatches `run` does for a call of n tokens after pos0 (0 on a backend without them, the CPU): the
+  // total, and with per_node ([nodes], zeroed by the caller, or null) each added to its op's entry.
+  virtual uint64_t dispatches(int64_t /*n*/, int64_t /*pos0*/, uint64_t* /*per_node*/) const { return 0; }
   // Forget the sequence (streaming state back to empty).
   virtual void reset() = 0;
   // The app's abort callback (tern_session_set_callbacks), for a backend that can ask it inside a run (the CPU,

@@ -2,6 +2,7 @@
 // The C API: a thin shell over Model and Session that turns Status into codes and messages.
 #include <new>
 #include <string>
+#include <vector>
 
 #include "core/c_api_internal.h"
 #include "format/model.h"
@@ -202,6 +203,27 @@ tern_status tern_session_get_profile_flops(const tern_session* session, uint64_t
   *count = counted.size();
   for (size_t i = 0; i < counted.size() && i < capacity; ++i) flops[i] = counted[i];
   return TERN_OK;
+}
+
+tern_status tern_session_count_dispatches(const tern_session* session, int64_t n_tokens, int64_t position,
+                                          uint64_t* per_op, size_t capacity, size_t* count, uint64_t* total) {
+  constexpr const char* kFn = "tern_session_count_dispatches";
+  if (!session) return fail(null_argument(kFn, "session"));
+  if (!count) return record(session, null_argument(kFn, "count"));
+  if (!total) return record(session, null_argument(kFn, "total"));
+  if (!per_op && capacity > 0) return record(session, null_argument(kFn, "per_op"));
+  return guarded(
+      "in tern_session_count_dispatches",
+      [&] {
+        const size_t ops = session->session->model().nodes().size();
+        std::vector<uint64_t> per_node(ops);
+        const tern::Status st = session->session->dispatches(n_tokens, position, per_node.data(), total);
+        if (!st.ok()) return record(session, tern::Status(st.code(), std::string(kFn) + ": " + st.message()));
+        *count = ops;
+        for (size_t i = 0; i < ops && i < capacity; ++i) per_op[i] = per_node[i];
+        return TERN_OK;
+      },
+      [&](const tern::Status& st) { return record(session, st); });
 }
 
 tern_status tern_session_forward(tern_session* session, const int32_t* ids, int64_t n, float* logits) {

@@ -480,6 +480,24 @@ Status Session::append_call(const int32_t* ids, int64_t n, const CallOutput& out
   return Status::Ok();
 }
 
+Status Session::dispatches(int64_t n, int64_t position, uint64_t* per_node, uint64_t* total) const {
+  if (n < 1 || n > max_batch_) {
+    return InvalidArgument("a call of " + std::to_string(n) + " tokens: the session runs 1 to its max_batch of " +
+                           std::to_string(max_batch_) + " per call");
+  }
+  if (position < 0 || position + n > sequence_limit_) {
+    return InvalidArgument("a call of " + std::to_string(n) + " tokens after position " + std::to_string(position) +
+                           ": a sequence of this session holds 0 to " + std::to_string(sequence_limit_) + " tokens");
+  }
+  if (position > 0 && forward_only_) {
+    return InvalidArgument("a call after position " + std::to_string(position) +
+                           ": the session was created forward_only, so every call starts at position 0");
+  }
+  if (per_node) std::fill(per_node, per_node + model_.nodes().size(), uint64_t(0));
+  *total = backend_->dispatches(n, position, per_node);
+  return Status::Ok();
+}
+
 void Session::set_profiling(bool enabled) {
   profiling_ = enabled;
   std::fill(profile_.begin(), profile_.end(), std::pair<int64_t, uint64_t>{0, 0});

@@ -80,6 +80,11 @@ class Session {
   // Per op: floating-point operations of those calls (OpDef::flops; 0 for ops that do not count them).
   const std::vector<uint64_t>& profile_flops() const { return profile_flops_; }
 
+  // The device dispatches a call of n tokens after `position` held ones runs (Backend::dispatches), without running
+  // it: the total in *total, and per op into per_node ([nodes], or null). TERN_INVALID_ARGUMENT where no such call
+  // can run: n outside 1..max_batch, or a position before 0, past the sequence limit, or after 0 when forward_only.
+  Status dispatches(int64_t n, int64_t position, uint64_t* per_node, uint64_t* total) const;
+
   int64_t position() const { return position_; }
   int64_t max_tokens() const { return max_tokens_; }
   // Tokens a sequence can hold (tern_session_sequence_limit): max_tokens where an op's state grows with the

@@ -28,6 +28,9 @@ class VulkanBackend : public Backend {
   const DeviceInfo& device() const override { return ctx_->info(); }
   std::string ignored_options() const override { return ignored_; }
   Status run(const int32_t* ids, int64_t n, int64_t pos0, float* logits, OpProfile* profile) override;
+  uint64_t dispatches(int64_t n, int64_t pos0, uint64_t* per_node) const override {
+    return program_->count_dispatches(n, pos0, per_node);
+  }
   void reset() override {}  // a run reads only the state of the positions before it: nothing to forget
   Status shift(int64_t keep, int64_t position) override;
   void plan(int64_t n, tern_memory_plan* p) const override {

@@ -160,12 +160,7 @@ Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
   for (const CallWrite& write : call_writes_) write(n, pos0);
   auto* sizes = reinterpret_cast<VkDispatchIndirectCommand*>(indirect_.mapped);
   for (size_t i = 0; i < dispatches_.size(); ++i) {
-    const CallKind when = dispatches_[i].when;
-    if ((when == CallKind::kFirst && pos0 > 0) || (when == CallKind::kLater && pos0 == 0)) {
-      sizes[i] = {0, 0, 0};  // not this call's: no workgroups
-      continue;
-    }
-    const Groups g = dispatches_[i].groups(n);
+    const Groups g = call_groups(i, n, pos0);
     sizes[i] = {g[0], g[1], g[2]};
   }
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -188,6 +183,23 @@ Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
     }
   }
   return Status::Ok();
+}
+
+Groups Program::call_groups(size_t i, int64_t n, int64_t pos0) const {
+  const CallKind when = dispatches_[i].when;
+  if ((when == CallKind::kFirst && pos0 > 0) || (when == CallKind::kLater && pos0 == 0)) return {0, 0, 0};
+  return dispatches_[i].groups(n);
+}
+
+uint64_t Program::count_dispatches(int64_t n, int64_t pos0, uint64_t* per_node) const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < dispatches_.size(); ++i) {
+    const Groups g = call_groups(i, n, pos0);
+    if (uint64_t(g[0]) * g[1] * g[2] == 0) continue;  // recorded, but no workgroups in this call
+    ++total;
+    if (per_node && dispatches_[i].node >= 0) ++per_node[dispatches_[i].node];
+  }
+  return total;
 }
 
 Status run_once(const Context& ctx, const std::function<void(VkCommandBuffer)>& record) {

@@ -95,6 +95,9 @@ class Program {
   // Runs the recorded program for a call of n tokens after pos0 held ones, and waits for it. With op_ns (per node)
   // and a device with timestamps, adds each op's device time to it.
   Status run(int64_t n, int64_t pos0, uint64_t* op_ns);
+  // The dispatches that run does for a call of n tokens after pos0 (those with a workgroup count above zero): their
+  // number, and with per_node ([nodes of the model], or null) each added to its op's entry.
+  uint64_t count_dispatches(int64_t n, int64_t pos0, uint64_t* per_node) const;
 
  private:
   struct Dispatch {
@@ -106,6 +109,9 @@ class Program {
     CallKind when = CallKind::kEvery;
     int node = -1;
   };
+
+  // Workgroup counts of dispatch i in a call of n tokens after pos0: {0, 0, 0} where it is not that call's (CallKind).
+  Groups call_groups(size_t i, int64_t n, int64_t pos0) const;
 
   const Context& ctx_;
   Memory& memory_;

@@ -5,7 +5,10 @@
 // (untimed), then times N appends of one id each; the logits are those of the N steps [N, vocab].
 // Prints one JSON line: load + session creation, first run, warm runs (ms). The caller measures peak RSS.
 // TERN_PEER_KV=f16 in the environment: the session keeps its KV state as float16 (kv_storage F16, as llama.cpp's
-// default cache); otherwise float32.
+// default cache); otherwise float32. TERN_PEER_BACKEND=vulkan: the session runs on the Vulkan device (the best one, as
+// tern-bench --backend vulkan; a CPU implementation such as lavapipe counts when it is the only one), and
+// TERN_PEER_WEIGHTS=f16 stores its LINEAR weights and EMBEDDING tables as float16 (tern-bench --f16-weights).
+// The JSON line names where the session ran: "backend", "device", "driver" (tern_session_get_backend).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +19,26 @@
 
 static double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A name as the inside of a JSON string: quotes and backslashes escaped, control characters dropped.
+static std::string json_text(const char* text) {
+  std::string out;
+  for (const char* c = text ? text : ""; *c; ++c) {
+    if (*c == '"' || *c == '\\') out += '\\';
+    if (static_cast<unsigned char>(*c) >= 0x20) out += *c;
+  }
+  return out;
+}
+
+// An environment switch between two settings: 0 when unset, empty or `off`, 1 when `on`, -1 (after a message)
+// for anything else.
+static int env_switch(const char* name, const char* off, const char* on) {
+  const char* value = std::getenv(name);
+  if (!value || !*value || std::string(value) == off) return 0;
+  if (std::string(value) == on) return 1;
+  std::fprintf(stderr, "peer_tern: %s=%s: expected %s or %s\n", name, value, on, off);
+  return -1;
 }
 
 int main(int argc, char** argv) {
@@ -46,13 +69,13 @@ int main(int argc, char** argv) {
   opt.threads = threads;
   opt.max_tokens = total;  // size the arena and state for this n, as the peers size theirs
   opt.max_batch = decode ? (depth > 0 ? depth : 1) : n;
-  const char* kv = std::getenv("TERN_PEER_KV");
-  if (kv && std::string(kv) == "f16") {
-    opt.kv_storage = TERN_KV_STORAGE_F16;
-  } else if (kv && *kv && std::string(kv) != "f32") {
-    std::fprintf(stderr, "peer_tern: TERN_PEER_KV=%s: expected f16 or f32\n", kv);
-    return 2;
-  }
+  const int f16_kv = env_switch("TERN_PEER_KV", "f32", "f16");
+  const int vulkan = env_switch("TERN_PEER_BACKEND", "cpu", "vulkan");
+  const int f16_weights = env_switch("TERN_PEER_WEIGHTS", "f32", "f16");
+  if (f16_kv < 0 || vulkan < 0 || f16_weights < 0) return 2;
+  if (f16_kv) opt.kv_storage = TERN_KV_STORAGE_F16;
+  if (vulkan) opt.backend = TERN_BACKEND_VULKAN;
+  if (f16_weights) opt.weight_storage = TERN_WEIGHT_STORAGE_F16;
   tern_session* s = nullptr;
   if (tern_session_create(model, &opt, &s) != TERN_OK) {
     std::fprintf(stderr, "peer_tern: %s\n", tern_last_error());
@@ -86,7 +109,11 @@ int main(int argc, char** argv) {
   std::fclose(o);
   std::printf("{\"load_ms\": %.3f, \"first_ms\": %.3f, \"warm_ms\": [", t1 - t0, times[0]);
   for (size_t i = 1; i < times.size(); ++i) std::printf("%s%.3f", i > 1 ? ", " : "", times[i]);
-  std::printf("]}\n");
+  tern_backend_info where{};
+  tern_session_get_backend(s, &where);
+  std::printf("], \"backend\": \"%s\", \"device\": \"%s\", \"driver\": \"%s\"}\n",
+              where.backend == TERN_BACKEND_VULKAN ? "vulkan" : "cpu", json_text(where.device_name).c_str(),
+              json_text(where.driver).c_str());
   tern_session_free(s);
   tern_model_free(model);
   return 0;
