@@ -16,26 +16,7 @@
 // in the CPU path's order.
 #include "common/interface.glsl"
 #include "common/math.glsl"
-// Push constants: AttentionPush, mirrored field for field in runtime/src/vulkan/push_constants.h.
-layout(push_constant) uniform AttentionPush {
-  uint off[8];
-  int heads;
-  int window;
-  int chunk;
-  int chunks_before;
-  uint ring;
-  float scale;
-  int stride;
-  int block;  // at least 1
-  int summary;
-  uint split;  // split heads: heads/2.. follow the pattern's second part
-  uint row;    // columns of a qkv row
-  uint q_col;  // where the queries, keys and values start in a row
-  uint k_col;
-  uint v_col;
-  int kv_heads;
-  float softcap;  // AttentionParams.logit_softcap; 0: none
-} pc;
+#include "common/attention_push.glsl"
 #include "common/attention_pattern.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint BQ = 32;

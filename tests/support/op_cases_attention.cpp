@@ -34,7 +34,8 @@ CaseSession cuts(const AttentionModel& m, int64_t max_tokens, int64_t max_batch,
 
 // Device sizes (backend_attention_kinds, n 70): each kind at 2 heads x 8 and a wide case (1 x 64, or 2 x 32 for
 // split heads, which need an even count). Sliding windows of w >= 2 also: the state is a ring of w - 1 keys (k and
-// v), for the session's 70 tokens and for one of 100,000 tokens in appends of 16.
+// v), for the session's 70 tokens and for one of 100,000 tokens in appends of 16. One-token appends run again
+// without subgroup arithmetic.
 void add_device_size_patterns(std::vector<OpCase>& out) {
   for (const AttentionKind& kind : backend_attention_kinds()) {
     const std::pair<int, int> wide = kind.pattern.split ? std::pair{2, 32} : std::pair{1, 64};
@@ -49,6 +50,10 @@ void add_device_size_patterns(std::vector<OpCase>& out) {
         const int64_t n = 70, inner = int64_t(heads) * dh;
         AttentionModel m = attention_model(kind, heads, dh, n, "backend_attention");
         BuiltCase b{m.model, inner, {cuts(m, n, 0, {n, 1, 13})}};
+        // One-token appends without subgroup arithmetic (Vulkan: attention_rows' shared-memory tree).
+        CaseSession fallback = cuts(m, n, 0, {1});
+        fallback.device_env = {{"TERN_VULKAN_NO_SUBGROUP_ARITHMETIC", "1"}};
+        fallback.on = On::kDeviceOnly;
         if (kind.pattern.kind == PatternKind::kSliding && kind.pattern.window >= 2) {
           const uint64_t ring = 2ull * uint64_t(kind.pattern.window - 1) * uint64_t(inner) * sizeof(float);
           b.sessions[0].state_bytes = ring;
@@ -58,6 +63,7 @@ void add_device_size_patterns(std::vector<OpCase>& out) {
           far.state_plan_tokens = {100000};
           b.sessions.push_back(std::move(far));
         }
+        b.sessions.push_back(std::move(fallback));
         return b;
       };
       out.push_back(c);

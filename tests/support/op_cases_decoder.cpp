@@ -267,7 +267,11 @@ void add_grouped_attention(std::vector<OpCase>& out) {
       const int64_t kept = gc.window > 0 ? gc.window - 1 : n;
       s.state_bytes = 2ull * uint64_t(kept) * uint64_t(kv * gc.dh) * sizeof(float);
       if (gc.window > 0) s.state_plan_tokens = {n, 100 * n};
-      b.sessions = {s};
+      // One-token appends again without subgroup arithmetic (Vulkan: attention_rows' shared-memory tree).
+      CaseSession fallback = session_of(n, {{ids, 1, want}});
+      fallback.device_env = {{"TERN_VULKAN_NO_SUBGROUP_ARITHMETIC", "1"}};
+      fallback.on = On::kDeviceOnly;
+      b.sessions = {s, fallback};
       return b;
     };
     out.push_back(c);

@@ -218,6 +218,10 @@ AttentionPush attention_push(const HeadLayout& heads);
 // shaders/attention.comp's dispatch for the op (or its variant `shader`): spec constants, shared memory, workgroups
 // of query rows per head; push constants and bindings are set on the result.
 DispatchSpec attention_dispatch(const Node& node, const Lowering& low, const AttentionPattern& pattern, const char* shader);
+// Records `tiled` (attention_dispatch's, push constants and bindings set) for calls of many rows and beside it
+// shaders/attention_rows.comp with the same push constants and bindings for calls of a few (`sinks`: the SINKS
+// variants of both).
+Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool sinks);
 // ATTENTION by kind (the kind table is in op_table.cpp).
 Status lower_windowed_attention(const Node& node, Lowering& low);  // Dense, SlidingWindow, ChunkedLocal, Strided, Fixed
 Status lower_relative_xl(const Node& node, Lowering& low);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local, strided, fixed; merged or
-// split heads): shaders/attention.comp,
-// then shaders/kv_append.comp to keep what later calls can reach in the op's device state. With attention sinks:
-// ops_sinks.cpp.
+// split heads): shaders/attention.comp for calls of many rows and shaders/attention_rows.comp for calls of a few
+// (generation), both recorded and a call's n giving the other no workgroups, then shaders/kv_append.comp to keep
+// what later calls can reach in the op's device state. With attention sinks: ops_sinks.cpp.
+#include <algorithm>
 #include <iterator>
 
 #include "ops/attention_kinds.h"
@@ -15,6 +16,9 @@ namespace {
 
 constexpr uint32_t kQueryRows = 32;  // BQ: query rows (invocations) per workgroup
 constexpr uint32_t kKeyTile = 32;    // BK: keys staged in shared memory at a time, fewer for wide heads
+// Calls of up to this many rows run attention_rows.comp, a workgroup per (row, head) whose invocations split the
+// keys; larger ones attention.comp, whose key tiles serve 32 rows at once.
+constexpr int64_t kFewRows = 8;
 
 // attention.comp's KIND spec constant for each PatternKind, in the enum's order.
 constexpr uint32_t kShaderPatternKind[] = {
@@ -45,6 +49,29 @@ DispatchSpec attention_dispatch(const Node& node, const Lowering& low, const Att
     return Groups{uint32_t((n + kQueryRows - 1) / kQueryRows), uint32_t(q_heads), 1};
   };
   return a;
+}
+
+Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool sinks) {
+  const DeviceLimits& l = low.ctx.limits();
+  const uint32_t dh = uint32_t(head_layout(node).head_dim), heads = uint32_t(head_layout(node).heads);
+  // With subgroup arithmetic one subgroup (at least 8 invocations, as linear_rows); else a 64-wide shared-memory
+  // tree over [dh + 1] sums an invocation, narrowed while the device's shared memory is too small for it.
+  const bool subgroups = l.subgroup_arithmetic;
+  uint32_t wg = subgroups ? fit_workgroup(l, std::max<uint32_t>(8, l.subgroup_size), 1) : fit_workgroup(l, 64, 1);
+  auto shared_bytes = [dh](uint32_t w) { return uint64_t(dh + (dh + 1) * w) * sizeof(float); };
+  while (!subgroups && wg > 1 && shared_bytes(wg) > l.max_compute_shared_memory_size) wg /= 2;
+  static const char* const kRowsShaders[2][2] = {{"attention_rows", "attention_rows_sg"},
+                                                 {"attention_rows_sinks", "attention_rows_sinks_sg"}};
+  DispatchSpec rows = tiled;
+  rows.shader = kRowsShaders[sinks ? 1 : 0][subgroups ? 1 : 0];
+  rows.spec = {wg, dh, 0, tiled.spec[3]};  // spec 2 (attention.comp's key tile) unused
+  rows.local_size = {wg, 1, 1};
+  rows.shared_bytes = uint32_t(std::min<uint64_t>(shared_bytes(wg), UINT32_MAX));
+  rows.groups = [heads](int64_t n) { return n <= kFewRows ? Groups{uint32_t(n), heads, 1} : Groups{0, 0, 0}; };
+  TERN_RETURN_IF_ERROR(low.program.add(std::move(rows)));
+  if (low.max_batch <= kFewRows) return Status::Ok();  // no call has more rows
+  tiled.groups = [many = std::move(tiled.groups)](int64_t n) { return n <= kFewRows ? Groups{0, 0, 0} : many(n); };
+  return low.program.add(std::move(tiled));
 }
 
 AttentionPush attention_push(const HeadLayout& heads) {
@@ -113,7 +140,7 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   a.push.set(attention);
   const Binding qkv = low.values[node.inputs[0]];  // [n, heads.row]
   a.bindings = {qkv, {state, 0, 0, "attention state"}, low.values[node.outputs[0]]};
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(a)));
+  TERN_RETURN_IF_ERROR(add_attention(node, low, std::move(a), false));
 
   DispatchSpec kv;
   kv.where = where(node);

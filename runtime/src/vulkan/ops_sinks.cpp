@@ -122,7 +122,7 @@ Status lower_sink_attention(const Node& node, Lowering& low) {
   a.push.set(attention);
   a.bindings = {{rotated, 0, 0, "attention-sink rotated rows"}, {view, 0, 0, "attention-sink view"},
                 low.values[node.outputs[0]]};
-  TERN_RETURN_IF_ERROR(low.program.add(std::move(a)));
+  TERN_RETURN_IF_ERROR(add_attention(node, low, std::move(a), true));
 
   KvAppendPush append;
   append.kv_inner = uint32_t(kv_inner);
