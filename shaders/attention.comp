@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 #version 450
+// Loops over a head's dimensions are unrolled ([[unroll]]): llvmpipe (lavapipe) ends every loop of an invocation
+// once 65535 iterations of all its loops together have run (LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop), which
+// a row of a few hundred keys reached through them; unrolled, they count nothing.
+#extension GL_EXT_control_flow_attributes : require
 // ATTENTION (dense, sliding window, chunked local, strided, fixed): causal softmax attention with online softmax, so
 // no [n, keys] score buffer exists anywhere. A workgroup takes BQ query rows of one head; key tiles of BK keys (k and
 // v, [BK, HEAD_DIM] each) of the rows' contiguous runs are staged in shared memory and each invocation folds the
@@ -72,7 +76,7 @@ void main() {
 
   float q[HEAD_DIM];
   float acc[HEAD_DIM];
-  for (uint c = 0; c < HEAD_DIM; ++c) {
+  [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) {
     q[c] = live ? qkv[pc.off[1] + r * pc.row + pc.q_col + h * HEAD_DIM + c] * scale : 0.0;
     acc[c] = 0.0;
   }
@@ -102,7 +106,7 @@ void main() {
         for (int j = lo; j <= hi; ++j) {
           uint t = uint(j - j0);
           float dot_qk = 0.0;
-          for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * ks[t * HEAD_DIM + c];
+          [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * ks[t * HEAD_DIM + c];
           dot_qk = capped(dot_qk);
           s[t] = dot_qk;
           block_max = max(block_max, dot_qk);
@@ -110,12 +114,12 @@ void main() {
         float m_new = max(m, block_max);
         float correction = exp(m - m_new);  // 0 on the row's first keys
         l *= correction;
-        for (uint c = 0; c < HEAD_DIM; ++c) acc[c] *= correction;
+        [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] *= correction;
         for (int j = lo; j <= hi; ++j) {
           uint t = uint(j - j0);
           float p = exp(s[t] - m_new);
           l += p;
-          for (uint c = 0; c < HEAD_DIM; ++c) acc[c] += p * vs[t * HEAD_DIM + c];
+          [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] += p * vs[t * HEAD_DIM + c];
         }
         m = m_new;
       }
@@ -141,13 +145,13 @@ void main() {
     }
     while (j >= 0 && j <= run_end && j < my_lo) {
       float dot_qk = 0.0;
-      for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * key_at(j, c);
+      [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) dot_qk += q[c] * key_at(j, c);
       dot_qk = capped(dot_qk);
       float m_new = max(m, dot_qk);
       float correction = exp(m - m_new);
       float p = exp(dot_qk - m_new);
       l = l * correction + p;
-      for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * value_at(j, c);
+      [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * value_at(j, c);
       m = m_new;
       j += step;
       if (KIND == 4 && j > run_end) {
@@ -161,6 +165,6 @@ void main() {
   }
   if (live) {
     float inv = 1.0 / l;  // every row sees at least itself
-    for (uint c = 0; c < HEAD_DIM; ++c) y[pc.off[3] + r * uint(heads) * HEAD_DIM + h * HEAD_DIM + c] = acc[c] * inv;
+    [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) y[pc.off[3] + r * uint(heads) * HEAD_DIM + h * HEAD_DIM + c] = acc[c] * inv;
   }
 }

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 #version 450
+// Loops over a head's dimensions are unrolled ([[unroll]]): llvmpipe (lavapipe) ends every loop of an invocation
+// once 65535 iterations of all its loops together have run (LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop), which
+// a row of a few hundred keys reached through them; unrolled, they count nothing.
+#extension GL_EXT_control_flow_attributes : require
 // ATTENTION for calls of a few rows (generation): the keys, values, output, push constants, pattern kinds and SINKS
 // variant of attention.comp, whose tiles serve many rows but leave all invocations but one a row idle when n = 1.
 // ops_attention.cpp records both and gives this one the calls of up to its row limit, one workgroup of WG
@@ -52,9 +56,9 @@ void fold(int j) {
   // One loop per buffer: a select between the two would read both.
   float score = 0.0;
   if (fresh) {
-    for (uint c = 0; c < HEAD_DIM; ++c) score += qs[c] * qkv[k0 + c];
+    [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) score += qs[c] * qkv[k0 + c];
   } else {
-    for (uint c = 0; c < HEAD_DIM; ++c) score += qs[c] * state[k0 + c];
+    [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) score += qs[c] * state[k0 + c];
   }
   if (pc.softcap > 0.0) score = pc.softcap * tanh_finite(score / pc.softcap);
   const float m_new = max(m, score);
@@ -62,9 +66,9 @@ void fold(int j) {
   const float p = exp(score - m_new);
   l = l * correction + p;
   if (fresh) {
-    for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * qkv[v0 + c];
+    [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * qkv[v0 + c];
   } else {
-    for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * state[v0 + c];
+    [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = acc[c] * correction + p * state[v0 + c];
   }
   m = m_new;
 }
@@ -86,7 +90,7 @@ void main() {
 #endif
   const int i = pos0 + int(r);
   for (uint c = lid; c < HEAD_DIM; c += WG) qs[c] = qkv[pc.off[1] + r * pc.row + pc.q_col + h * HEAD_DIM + c] * pc.scale;
-  for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = 0.0;
+  [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = 0.0;
   barrier();
 
   const int my_lo = local_lo(KIND, i, pc.window, pc.chunk, pc.chunks_before, pc.stride, pc.block, second);
@@ -121,15 +125,15 @@ void main() {
   }
   const float weight = exp(m - top);
   const float total = subgroupAdd(l * weight);
-  for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = subgroupAdd(acc[c] * weight);
+  [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = subgroupAdd(acc[c] * weight);
   if (gl_NumSubgroups > 1) {
     if (subgroupElect()) {
-      for (uint c = 0; c < HEAD_DIM; ++c) partial[gl_SubgroupID * (HEAD_DIM + 1) + c] = acc[c];
+      [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) partial[gl_SubgroupID * (HEAD_DIM + 1) + c] = acc[c];
       partial[gl_SubgroupID * (HEAD_DIM + 1) + HEAD_DIM] = total;
     }
     barrier();
     if (lid != 0) return;
-    for (uint c = 0; c <= HEAD_DIM; ++c) {
+    [[unroll]] for (uint c = 0; c <= HEAD_DIM; ++c) {
       float sum = 0.0;
       for (uint s = 0; s < gl_NumSubgroups; ++s) sum += partial[s * (HEAD_DIM + 1) + c];
       if (c < HEAD_DIM) acc[c] = sum; else l = sum;
@@ -139,7 +143,7 @@ void main() {
     l = total;
   }
   const float inv = 1.0 / l;
-  for (uint c = 0; c < HEAD_DIM; ++c) y[pc.off[3] + r * uint(heads) * HEAD_DIM + h * HEAD_DIM + c] = acc[c] * inv;
+  [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) y[pc.off[3] + r * uint(heads) * HEAD_DIM + h * HEAD_DIM + c] = acc[c] * inv;
 #else
   partial[lid] = m;
   barrier();
@@ -149,12 +153,12 @@ void main() {
   }
   const float weight = exp(m - partial[0]);
   barrier();
-  for (uint c = 0; c < HEAD_DIM; ++c) partial[c * WG + lid] = acc[c] * weight;
+  [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) partial[c * WG + lid] = acc[c] * weight;
   partial[HEAD_DIM * WG + lid] = l * weight;
   barrier();
   for (uint s = WG / 2; s > 0; s >>= 1) {
     if (lid < s) {
-      for (uint c = 0; c <= HEAD_DIM; ++c) partial[c * WG + lid] += partial[c * WG + lid + s];
+      [[unroll]] for (uint c = 0; c <= HEAD_DIM; ++c) partial[c * WG + lid] += partial[c * WG + lid + s];
     }
     barrier();
   }

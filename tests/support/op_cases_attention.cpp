@@ -71,6 +71,25 @@ void add_device_size_patterns(std::vector<OpCase>& out) {
   }
 }
 
+// Rows of many keys on a wide head (dense, 1 x 128, n 600: each row's keys times the head's width well past 65,535,
+// where llvmpipe stops an invocation's loops; its rows past 224 came out wrong while the shaders looped over the
+// head's dimensions), in one call and in one-token appends.
+void add_device_long_rows(std::vector<OpCase>& out) {
+  const AttentionKind kind = backend_attention_kinds()[0];  // dense
+  OpCase c;
+  c.name = "attention " + kind.name + heads_name(1, 128) + " n=600";
+  c.group = pattern_group(kind);
+  c.tags = "[attention][streaming]";
+  c.cpu_threads = {2};
+  c.state_matches_cpu = true;
+  c.build = [kind] {
+    const int64_t n = 600;
+    AttentionModel m = attention_model(kind, 1, 128, n, "backend_attention_long");
+    return BuiltCase{m.model, 128, {cuts(m, n, 0, {n, 1})}};
+  };
+  out.push_back(c);
+}
+
 // CPU sizes (pattern_attention_kinds: windows and blocks up to 64, n 120, 4 heads x 8), in a session of the
 // model's own max_context.
 void add_cpu_size_patterns(std::vector<OpCase>& out) {
@@ -213,6 +232,7 @@ void add_adaptive_spans(std::vector<OpCase>& out) {
 
 void add_attention_cases(std::vector<OpCase>& out) {
   add_device_size_patterns(out);
+  add_device_long_rows(out);
   add_cpu_size_patterns(out);
   add_adaptive_spans(out);
 }
