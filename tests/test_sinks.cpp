@@ -67,6 +67,7 @@ tern_session* make_session(tern_model* model, tern_backend backend, int64_t sink
   tern_session_options o;
   tern_session_options_init(&o);
   o.backend = backend;
+  o.weight_storage = TERN_WEIGHT_STORAGE_F32;  // Vulkan's default may store float16: the bound here is float32's
   o.threads = 2;
   o.sink_tokens = sinks;
   o.sink_window = window;
