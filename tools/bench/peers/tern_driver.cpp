@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   if (f16_kv < 0 || vulkan < 0 || f16_weights < 0) return 2;
   if (f16_kv) opt.kv_storage = TERN_KV_STORAGE_F16;
   if (vulkan) opt.backend = TERN_BACKEND_VULKAN;
-  if (f16_weights) opt.weight_storage = TERN_WEIGHT_STORAGE_F16;
+  opt.weight_storage = f16_weights ? TERN_WEIGHT_STORAGE_F16 : TERN_WEIGHT_STORAGE_F32;  // never the default AUTO
   tern_session* s = nullptr;
   if (tern_session_create(model, &opt, &s) != TERN_OK) {
     std::fprintf(stderr, "peer_tern: %s\n", tern_last_error());
