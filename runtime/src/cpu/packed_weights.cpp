@@ -15,6 +15,25 @@ namespace {
 // Rows of the file are read for packing through a buffer of about this size (whole panels at a time).
 constexpr int64_t kReadChunkBytes = int64_t(1) << 20;
 
+// Panels of nr rows of row_bytes each that one read of about kReadChunkBytes holds (at least one, at most all).
+int64_t read_chunk_panels(int64_t panel_count, int64_t nr, int64_t row_bytes) {
+  return std::max<int64_t>(1, std::min<int64_t>(panel_count, kReadChunkBytes / (nr * row_bytes)));
+}
+
+// Reads rows [0, rows) of row_bytes each at `rows_at` (inside the model) into `buffer` chunk_panels * nr rows at a
+// time (Model::read_bytes: no page faults on the mapping), calling pack(r0, chunk_rows, p0) after each read: rows
+// [r0, r0 + chunk_rows), the first of them in panel p0.
+template <typename Pack>
+void read_in_panel_chunks(const Model& model, const uint8_t* rows_at, int64_t rows, int64_t row_bytes, int64_t nr,
+                          int64_t chunk_panels, void* buffer, const Pack& pack) {
+  const int64_t panel_count = (rows + nr - 1) / nr;
+  for (int64_t p0 = 0; p0 < panel_count; p0 += chunk_panels) {
+    const int64_t r0 = p0 * nr, chunk_rows = std::min(rows - r0, chunk_panels * nr);
+    model.read_bytes(rows_at + r0 * row_bytes, size_t(chunk_rows * row_bytes), buffer);
+    pack(r0, chunk_rows, p0);
+  }
+}
+
 }  // namespace
 
 PackedF32::~PackedF32() { free_large(storage); }
@@ -84,8 +103,7 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
   }
   // A derived matrix is written whole into a temporary first: [rows, in]; rows of the file pass through one of
   // about kReadChunkBytes, whole panels at a time: [chunk_panels * nr, in].
-  const int64_t panel_bytes = k.gemm_nr * in * int64_t(sizeof(float));
-  const int64_t chunk_panels = std::max<int64_t>(1, std::min<int64_t>(panel_count, kReadChunkBytes / panel_bytes));
+  const int64_t chunk_panels = read_chunk_panels(panel_count, k.gemm_nr, in * int64_t(sizeof(float)));
   const int64_t temporary_floats = rows_at ? std::min(rows, chunk_panels * k.gemm_nr) * in : rows * in;
   std::unique_ptr<float[]> temporary(new (std::nothrow) float[size_t(temporary_floats) + 1]);
   if (!packed || !packed->storage || !temporary) {
@@ -95,12 +113,11 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
   auto* panels = static_cast<float*>(packed->storage);
   float* padded_bias = bias ? panels + panel_floats : nullptr;
   if (rows_at) {
-    for (int64_t p0 = 0; p0 < panel_count; p0 += chunk_panels) {
-      const int64_t r0 = p0 * k.gemm_nr, chunk_rows = std::min(rows - r0, chunk_panels * k.gemm_nr);
-      model_.read_bytes(rows_at + r0 * in, size_t(chunk_rows * in) * sizeof(float), temporary.get());
-      k.pack_f32_panels(temporary.get(), bias ? bias + r0 : nullptr, chunk_rows, in, panels + p0 * k.gemm_nr * in,
-                        bias ? padded_bias + r0 : nullptr);
-    }
+    read_in_panel_chunks(model_, reinterpret_cast<const uint8_t*>(rows_at), rows, in * int64_t(sizeof(float)),
+                         k.gemm_nr, chunk_panels, temporary.get(), [&](int64_t r0, int64_t chunk_rows, int64_t p0) {
+                           k.pack_f32_panels(temporary.get(), bias ? bias + r0 : nullptr, chunk_rows, in,
+                                             panels + p0 * k.gemm_nr * in, bias ? padded_bias + r0 : nullptr);
+                         });
   } else {
     derived->fill(temporary.get());
     k.pack_f32_panels(temporary.get(), bias, rows, in, panels, padded_bias);
@@ -139,14 +156,11 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
   // The weight rows are read from the file a few panels at a time (Model::read_bytes, as pack() does: no page faults
   // on the mapping); the scales, an eighth of the bytes or less, are read in place.
   const int64_t row_bytes = weight_bits == 8 ? in : in / 2;
-  const int64_t chunk_panels =
-      std::max<int64_t>(1, std::min<int64_t>(panel_count, kReadChunkBytes / (k.qgemm_nr * row_bytes)));
+  const int64_t chunk_panels = read_chunk_panels(panel_count, k.qgemm_nr, row_bytes);
   const int64_t read_bytes = std::min(rows, chunk_panels * k.qgemm_nr) * row_bytes;
   std::unique_ptr<uint8_t[]> rows_read(new (std::nothrow) uint8_t[size_t(read_bytes) + 1]);
   if (!rows_read) return OutOfMemory(where + ": no memory to read weight '" + t.name + "' for packing");
-  for (int64_t p0 = 0; p0 < panel_count; p0 += chunk_panels) {
-    const int64_t r0 = p0 * k.qgemm_nr, chunk_rows = std::min(rows - r0, chunk_panels * k.qgemm_nr);
-    model_.read_bytes(t.data + (row0 + r0) * row_bytes, size_t(chunk_rows * row_bytes), rows_read.get());
+  const auto pack_chunk = [&](int64_t r0, int64_t chunk_rows, int64_t p0) {
     const float* chunk_bias = bias ? bias + r0 : nullptr;
     uint8_t* chunk_panels_at = panels + p0 * panel_bytes;
     if (weight_bits == 8) {
@@ -157,7 +171,9 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
       k.pack_i4_panels(rows_read.get(), reinterpret_cast<const uint16_t*>(t.scales->data) + (row0 + r0) * groups,
                        chunk_bias, chunk_rows, in, group, chunk_panels_at);
     }
-  }
+  };
+  read_in_panel_chunks(model_, t.data + row0 * row_bytes, rows, row_bytes, k.qgemm_nr, chunk_panels, rows_read.get(),
+                       pack_chunk);
   packed->panels = panels;
   packed->in = in;
   packed->rows = rows;
