@@ -13,6 +13,7 @@
 #include "cpu/kernels.h"
 #include "cpu/lsh_fold.h"
 #include "cpu/op_table.h"
+#include "cpu/packed_weights.h"
 #include "cpu/thread_probe.h"
 #include "ops/op.h"
 
@@ -128,6 +129,11 @@ Status CpuBackend::build(const BackendConfig& config) {
   for (size_t t = 0; t < tensors.size(); ++t) {
     if (last_user[t] >= 0) release_after[size_t(last_user[t])].push_back(t);
   }
+  // The model's packing read buffer goes when this function returns, built or failed.
+  struct EndPacking {
+    PackedWeights& cache;
+    ~EndPacking() { cache.end_packing(); }
+  } end_packing{packed_weights(model_)};
   uint64_t scratch = 0;
   for (const Node& node : nodes) {
     const LshFold* fold = fold_of[size_t(node.index)];

@@ -101,11 +101,18 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
     packed->bytes = (panel_floats + bias_floats) * sizeof(float);
     packed->storage = allocate_large(64, size_t(packed->bytes ? packed->bytes : 64));
   }
-  // A derived matrix is written whole into a temporary first: [rows, in]; rows of the file pass through one of
-  // about kReadChunkBytes, whole panels at a time: [chunk_panels * nr, in].
+  // A derived matrix is written whole into a temporary first: [rows, in]; rows of the file pass through the read
+  // buffer, about kReadChunkBytes of whole panels at a time: [chunk_panels * nr, in].
   const int64_t chunk_panels = read_chunk_panels(panel_count, k.gemm_nr, in * int64_t(sizeof(float)));
-  const int64_t temporary_floats = rows_at ? std::min(rows, chunk_panels * k.gemm_nr) * in : rows * in;
-  std::unique_ptr<float[]> temporary(new (std::nothrow) float[size_t(temporary_floats) + 1]);
+  std::unique_ptr<float[]> derived_rows;
+  float* temporary = nullptr;
+  if (rows_at) {
+    temporary = reinterpret_cast<float*>(
+        read_buffer(size_t(std::min(rows, chunk_panels * k.gemm_nr) * in) * sizeof(float)));
+  } else {
+    derived_rows.reset(new (std::nothrow) float[size_t(rows * in) + 1]);
+    temporary = derived_rows.get();
+  }
   if (!packed || !packed->storage || !temporary) {
     return OutOfMemory(where + ": no memory to pack " + name + " (" +
                        std::to_string((panel_floats + bias_floats) * sizeof(float)) + " bytes)");
@@ -114,13 +121,13 @@ Result<std::shared_ptr<const PackedF32>> PackedWeights::pack(const Key& key, con
   float* padded_bias = bias ? panels + panel_floats : nullptr;
   if (rows_at) {
     read_in_panel_chunks(model_, reinterpret_cast<const uint8_t*>(rows_at), rows, in * int64_t(sizeof(float)),
-                         k.gemm_nr, chunk_panels, temporary.get(), [&](int64_t r0, int64_t chunk_rows, int64_t p0) {
-                           k.pack_f32_panels(temporary.get(), bias ? bias + r0 : nullptr, chunk_rows, in,
+                         k.gemm_nr, chunk_panels, temporary, [&](int64_t r0, int64_t chunk_rows, int64_t p0) {
+                           k.pack_f32_panels(temporary, bias ? bias + r0 : nullptr, chunk_rows, in,
                                              panels + p0 * k.gemm_nr * in, bias ? padded_bias + r0 : nullptr);
                          });
   } else {
-    derived->fill(temporary.get());
-    k.pack_f32_panels(temporary.get(), bias, rows, in, panels, padded_bias);
+    derived->fill(temporary);
+    k.pack_f32_panels(temporary, bias, rows, in, panels, padded_bias);
   }
   packed->panels = panels;
   packed->bias = padded_bias;
@@ -158,21 +165,21 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
   const int64_t row_bytes = weight_bits == 8 ? in : in / 2;
   const int64_t chunk_panels = read_chunk_panels(panel_count, k.qgemm_nr, row_bytes);
   const int64_t read_bytes = std::min(rows, chunk_panels * k.qgemm_nr) * row_bytes;
-  std::unique_ptr<uint8_t[]> rows_read(new (std::nothrow) uint8_t[size_t(read_bytes) + 1]);
+  const uint8_t* rows_read = read_buffer(size_t(read_bytes));
   if (!rows_read) return OutOfMemory(where + ": no memory to read weight '" + t.name + "' for packing");
   const auto pack_chunk = [&](int64_t r0, int64_t chunk_rows, int64_t p0) {
     const float* chunk_bias = bias ? bias + r0 : nullptr;
     uint8_t* chunk_panels_at = panels + p0 * panel_bytes;
     if (weight_bits == 8) {
-      k.pack_i8_panels(reinterpret_cast<const int8_t*>(rows_read.get()),
+      k.pack_i8_panels(reinterpret_cast<const int8_t*>(rows_read),
                        reinterpret_cast<const float*>(t.scales->data) + (row0 + r0) * groups, chunk_bias, chunk_rows,
                        in, group, chunk_panels_at);
     } else {
-      k.pack_i4_panels(rows_read.get(), reinterpret_cast<const uint16_t*>(t.scales->data) + (row0 + r0) * groups,
+      k.pack_i4_panels(rows_read, reinterpret_cast<const uint16_t*>(t.scales->data) + (row0 + r0) * groups,
                        chunk_bias, chunk_rows, in, group, chunk_panels_at);
     }
   };
-  read_in_panel_chunks(model_, t.data + row0 * row_bytes, rows, row_bytes, k.qgemm_nr, chunk_panels, rows_read.get(),
+  read_in_panel_chunks(model_, t.data + row0 * row_bytes, rows, row_bytes, k.qgemm_nr, chunk_panels, read_buffer_.get(),
                        pack_chunk);
   packed->panels = panels;
   packed->in = in;
@@ -183,6 +190,24 @@ Result<std::shared_ptr<const PackedQ8>> PackedWeights::get_compressed(const Tens
   packed->panel_bytes = panel_bytes;
   slot = packed;
   return std::shared_ptr<const PackedQ8>(std::move(packed));
+}
+
+uint8_t* PackedWeights::read_buffer(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  if (bytes > read_buffer_bytes_) {
+    read_buffer_.reset();  // the old one goes first: the peak is the larger buffer alone
+    read_buffer_bytes_ = 0;
+    read_buffer_.reset(new (std::nothrow) uint8_t[bytes]);
+    if (!read_buffer_) return nullptr;
+    read_buffer_bytes_ = bytes;
+  }
+  return read_buffer_.get();
+}
+
+void PackedWeights::end_packing() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  read_buffer_.reset();
+  read_buffer_bytes_ = 0;
 }
 
 size_t PackedWeights::live_copies() const {

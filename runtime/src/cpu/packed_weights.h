@@ -81,6 +81,9 @@ class PackedWeights {
   // The packed copy of rows [row0, row0 + rows) of t (I8 or I4 [out, in]) with bias, shared as get() shares it.
   Result<std::shared_ptr<const PackedQ8>> get_compressed(const TensorInfo& t, int64_t row0, int64_t rows,
                                                          const float* bias, const std::string& where);
+  // Frees the buffer that file rows pass through while packing (kept from one matrix to the next). The CPU backend
+  // calls it once its kernels are built, so nothing of packing outlives a session's creation but the packed copies.
+  void end_packing();
   // Copies alive now and their bytes (tests and diagnostics).
   size_t live_copies() const;
   uint64_t live_bytes() const;
@@ -93,8 +96,13 @@ class PackedWeights {
   Result<std::shared_ptr<const PackedF32>> pack(const Key& key, const float* rows_at, const DerivedF32* fill,
                                                 int64_t rows, int64_t in, const float* bias, const std::string& name,
                                                 const std::string& where);
+  // The read buffer of at least `bytes`, grown when needed, or null when memory is short; mutex_ held. One buffer for
+  // all of a model's matrices, not one allocation each.
+  uint8_t* read_buffer(size_t bytes);
   const Model& model_;
   mutable std::mutex mutex_;
+  std::unique_ptr<uint8_t[]> read_buffer_;  // [read_buffer_bytes_]: file rows on their way into panels
+  size_t read_buffer_bytes_ = 0;
   std::map<Key, std::weak_ptr<const PackedF32>> copies_;
   std::map<Key, std::weak_ptr<const PackedQ8>> compressed_;
 };
