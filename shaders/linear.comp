@@ -32,6 +32,10 @@ layout(push_constant) uniform LinearPush {
   uint out_dim;
   uint y_stride;
   uint group;  // WEIGHT_QUANT: inputs per scale (in_dim: one scale per row)
+  float norm_eps;  // the rest: linear_rows.comp's fusions, unread here
+  float norm_offset;
+  uint norm_beta;
+  float cap;
 } pc;
 // Tile sizes (ops_linear.cpp picks them from the device's limits): BM, BN multiples of TM, TN; BK a multiple of 4.
 layout(local_size_x_id = 0) in;

@@ -9,6 +9,11 @@
 // workgroup then adds up: with subgroupAdd (SUBGROUP_ADD, where the device has subgroup arithmetic in compute) and
 // one shared-memory step between subgroups, or a shared-memory tree. The host specialises ROWS per tier of n
 // (ops_linear.cpp): rows past n are computed on row 0 and not written, so the work follows ROWS, not n.
+// Fusions (vulkan/fusion.h; the ops they stand for are not run in these calls): NORM applies a LAYER_NORM (1) or a
+// whole-row RMS_NORM (2) to x on the way in, x's binding then being the norm's input, its statistics computed by every
+// workgroup for its rows (the formulas of shaders/layer_norm.comp and rms_norm.comp); ACT (a kind of
+// common/activation.glsl, or -1) and RESIDUAL (y's ADD: its other input, added last) apply to y + b on the way out.
+// A norm's weights and the residual share bindings 6 (7: beta), so a dispatch has one or the other.
 // Built eight times (cmake/EmbedShaders.cmake): the four weight forms of linear.comp (none, WEIGHT_F16, WEIGHT_I8,
 // WEIGHT_I4: W as quant_weight.glsl lays it out, widened as core/dequantize.cpp does), each with and without
 // SUBGROUP_ADD.
@@ -34,7 +39,13 @@ layout(push_constant) uniform LinearPush {
   uint out_dim;
   uint y_stride;
   uint group;  // WEIGHT_QUANT: inputs per scale (in_dim: one scale per row)
+  float norm_eps;
+  float norm_offset;  // RMS_NORM's weight_offset
+  uint norm_beta;     // LAYER_NORM with beta
+  float cap;          // ACT SOFTCAP's cap
 } pc;
+#include "common/math.glsl"
+#include "common/activation.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;         // SUBGROUP_ADD: a multiple of the subgroup size; else a power of 2
 layout(constant_id = 1) const bool HAS_BIAS = false;
@@ -53,6 +64,12 @@ layout(std430, binding = 2) readonly buffer W { WEIGHT_T w[]; };
 #endif
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 4) writeonly buffer Out { float y[]; };
+layout(constant_id = 5) const uint NORM = 0;      // 0 none, 1 LAYER_NORM, 2 RMS_NORM
+layout(constant_id = 6) const int ACT = -1;       // the activation's kind, -1 none
+layout(constant_id = 7) const bool RESIDUAL = false;
+layout(std430, binding = 6) readonly buffer NormGain { float norm_gain[]; };  // NORM: gamma / gain [in_dim]
+layout(std430, binding = 7) readonly buffer NormBeta { float norm_beta[]; };  // LAYER_NORM with beta [in_dim]
+layout(std430, binding = 6) readonly buffer Residual { float residual[]; };   // RESIDUAL: [n, y_stride] like y
 
 // W is read in units, each widened to UNIT floats (core/dequantize.cpp: value = float(q) * scale) for UNIT columns
 // of x. With VEC16 (the host sets it where W's and x's rows start on 16 bytes and in_dim is a multiple of the unit)
@@ -144,12 +161,77 @@ void load_unit(uint r, uint u, uint in_dim, out float v[UNIT]) {
 // SUBGROUP_ADD: [subgroup][row * OUTS + column] (at most WG subgroups); else [row * OUTS + column][invocation].
 shared float partial[WG * ROWS * OUTS];
 
+// v[t] summed over the workgroup's invocations, into every invocation's v[t] (t < ROWS); partial is free again after.
+void workgroup_sums(inout float v[ROWS]) {
+  const uint lid = gl_LocalInvocationID.x;
+#ifdef SUBGROUP_ADD
+  [[unroll]] for (uint t = 0; t < ROWS; ++t) v[t] = subgroupAdd(v[t]);
+  if (gl_NumSubgroups > 1) {
+    if (subgroupElect()) {
+      [[unroll]] for (uint t = 0; t < ROWS; ++t) partial[gl_SubgroupID * ROWS + t] = v[t];
+    }
+    barrier();
+    [[unroll]] for (uint t = 0; t < ROWS; ++t) {
+      float sum = 0.0;
+      for (uint s = 0; s < gl_NumSubgroups; ++s) sum += partial[s * ROWS + t];
+      v[t] = sum;
+    }
+    barrier();
+  }
+#else
+  [[unroll]] for (uint t = 0; t < ROWS; ++t) partial[t * WG + lid] = v[t];
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (lid < s) {
+      [[unroll]] for (uint t = 0; t < ROWS; ++t) partial[t * WG + lid] += partial[t * WG + lid + s];
+    }
+    barrier();
+  }
+  [[unroll]] for (uint t = 0; t < ROWS; ++t) v[t] = partial[t * WG];
+  barrier();
+#endif
+}
+
 void main() {
   const uint in_dim = pc.in_dim, out_dim = pc.out_dim, n = min(call.n, ROWS);
   const uint lid = gl_LocalInvocationID.x;
   // Workgroups over (x, y) when out_dim / OUTS is over maxComputeWorkGroupCount[0]; the last ones may have no columns.
   const uint col0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * OUTS;
   if (col0 >= out_dim) return;  // the whole workgroup, before any barrier
+
+  // NORM: each row's mean (LAYER_NORM) and 1 / sqrt(variance + eps), in two passes as layer_norm.comp.
+  float norm_mean[ROWS], norm_inv[ROWS];
+  if (NORM != 0u) {
+    float s[ROWS];
+    [[unroll]] for (uint t = 0; t < ROWS; ++t) {
+      const uint xrow = pc.off[1] + (t < n ? t : 0u) * in_dim;
+      s[t] = 0.0;
+      if (NORM == 1u) {
+        for (uint k = lid; k < in_dim; k += WG) s[t] += x[xrow + k];
+      } else {
+        for (uint k = lid; k < in_dim; k += WG) s[t] += x[xrow + k] * x[xrow + k];
+      }
+    }
+    workgroup_sums(s);
+    if (NORM == 1u) {
+      [[unroll]] for (uint t = 0; t < ROWS; ++t) {
+        const uint xrow = pc.off[1] + (t < n ? t : 0u) * in_dim;
+        norm_mean[t] = s[t] / float(in_dim);
+        s[t] = 0.0;
+        for (uint k = lid; k < in_dim; k += WG) {
+          const float c = x[xrow + k] - norm_mean[t];
+          s[t] += c * c;
+        }
+      }
+      workgroup_sums(s);
+      [[unroll]] for (uint t = 0; t < ROWS; ++t) norm_inv[t] = inversesqrt(s[t] / float(in_dim) + pc.norm_eps);
+    } else {
+      [[unroll]] for (uint t = 0; t < ROWS; ++t) {
+        norm_mean[t] = 0.0;
+        norm_inv[t] = 1.0 / sqrt(s[t] / float(in_dim) + pc.norm_eps);
+      }
+    }
+  }
   float acc[ROWS * OUTS];
   [[unroll]] for (uint j = 0; j < ROWS * OUTS; ++j) acc[j] = 0.0;
   const uint units = in_dim / UNIT;
@@ -166,6 +248,20 @@ void main() {
         }
       } else {
         [[unroll]] for (uint i = 0; i < UNIT; ++i) xv[t * UNIT + i] = x[xrow + unit_column(u, i)];
+      }
+      if (NORM == 1u) {
+        [[unroll]] for (uint i = 0; i < UNIT; ++i) {
+          const uint c = unit_column(u, i);
+          float r = (xv[t * UNIT + i] - norm_mean[t]) * norm_inv[t] * norm_gain[pc.off[6] + c];
+          if (pc.norm_beta != 0u) r += norm_beta[pc.off[7] + c];
+          xv[t * UNIT + i] = r;
+        }
+      } else if (NORM == 2u) {
+        [[unroll]] for (uint i = 0; i < UNIT; ++i) {
+          precise float scale = pc.norm_offset + norm_gain[pc.off[6] + unit_column(u, i)];
+          precise float r = xv[t * UNIT + i] * norm_inv[t] * scale;
+          xv[t * UNIT + i] = r;
+        }
       }
     }
     [[unroll]] for (uint o = 0; o < OUTS; ++o) {
@@ -210,6 +306,11 @@ void main() {
     const uint col = col0 + o;
     if (col >= out_dim) break;
     const float b = HAS_BIAS ? bias[pc.off[3] + col] : 0.0;
-    for (uint t = 0; t < n; ++t) y[pc.off[4] + t * pc.y_stride + col] = acc[t * OUTS + o] + b;
+    for (uint t = 0; t < n; ++t) {
+      float v = acc[t * OUTS + o] + b;
+      if (ACT >= 0) v = activate(ACT, v, pc.cap);
+      if (RESIDUAL) v = v + residual[pc.off[6] + t * pc.y_stride + col];
+      y[pc.off[4] + t * pc.y_stride + col] = v;
+    }
   }
 }

@@ -14,9 +14,10 @@
 namespace tern {
 namespace {
 
-// Everything as one full-size buffer per value: the Vulkan backend has no row chains or folds.
-ArenaPlan plain_plan(const Model& model, int64_t rows) {
-  return plan_arena(model, std::vector<bool>(model.nodes().size(), true), rows);
+// Everything as one full-size buffer per value (the Vulkan backend has no row chains or folds), the lifetimes
+// stretched by the generation path's fusions (vulkan/fusion.h).
+ArenaPlan values_plan(const Model& model, const vk::FusionPlan& fusion, int64_t rows) {
+  return vk::plan_fused_arena(model, fusion, rows);
 }
 
 class VulkanBackend : public Backend {
@@ -35,7 +36,7 @@ class VulkanBackend : public Backend {
   Status shift(int64_t keep, int64_t position) override;
   void plan(int64_t n, tern_memory_plan* p) const override {
     p->packed_weight_bytes = weight_bytes_;
-    p->arena_bytes = plain_plan(model_, n).bytes;
+    p->arena_bytes = values_plan(model_, fusion_, n).bytes;
   }
   void allocated(tern_memory_plan* p) const override {
     p->packed_weight_bytes = weight_bytes_;
@@ -76,6 +77,7 @@ class VulkanBackend : public Backend {
   int64_t vocab_ = 0;
   int64_t id_limit_ = 0;  // ids must lie in [0, id_limit_): the smallest embedding table read from the ids
   uint64_t weight_bytes_ = 0, arena_bytes_ = 0, state_bytes_ = 0;
+  vk::FusionPlan fusion_;  // the generation path's fusions, which the arena's lifetimes follow
   std::vector<uint64_t> op_ns_;  // per node: device time of the last call, when profiling
   std::vector<vk::SavedState> saved_states_;  // the stateful ops
   std::vector<int> saved_index_;              // per node: its entry in saved_states_, or -1
@@ -88,7 +90,7 @@ Status supports(const Node& node, const Model& model) {
 }
 
 uint64_t arena_lower_bound(const Model& model, const BackendConfig& config) {
-  return plain_plan(model, config.max_batch).bytes;
+  return values_plan(model, vk::plan_fusions(model), config.max_batch).bytes;
 }
 
 Status VulkanBackend::build(const BackendConfig& backend_config) {
@@ -156,7 +158,8 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
 
   // Values: the intermediate ones in one device arena placed by the planner; ids and logits in host-visible memory.
   const auto& nodes = model.nodes();
-  const ArenaPlan plan = plain_plan(model, config.max_batch);
+  fusion_ = vk::plan_fusions(model);
+  const ArenaPlan plan = values_plan(model, fusion_, config.max_batch);
   TERN_ASSIGN_OR_RETURN(auto arena, memory_->allocate(plan.bytes, vk::MemoryKind::kDevice, "the arena"));
   TERN_ASSIGN_OR_RETURN(
       auto ids, memory_->allocate(uint64_t(config.max_batch) * sizeof(int32_t), vk::MemoryKind::kHost, "the ids"));
@@ -187,12 +190,16 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
       low.values[v] = {arena, uint64_t(plan.offsets[v]), bytes, "an activation"};
     }
   }
+  low.fusion = fusion_;
   id_limit_ = INT64_MAX;
   for (const Node& node : nodes) {
     const OpDef* def = find_op(node.code);
     if (def->token_ids) id_limit_ = std::min(id_limit_, def->token_ids(node));
+    // An op fused into a LINEAR's matrix-vector dispatch runs only in calls of more rows.
+    program_->skip_calls_up_to(low.fusion.skipped[size_t(node.index)] ? vk::kFusedRowsMax : 0);
     TERN_RETURN_IF_ERROR(vk::find_vulkan_op(node.code)->lower(node, low));
   }
+  program_->skip_calls_up_to(0);
   TERN_RETURN_IF_ERROR(low.upload());
   weight_bytes_ = low.weight_bytes;
   state_bytes_ = low.state_bytes;

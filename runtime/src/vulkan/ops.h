@@ -15,6 +15,7 @@
 #include "ops/head_layout.h"
 #include "ops/rotary.h"
 #include "ops/sink_cache.h"
+#include "vulkan/fusion.h"
 #include "vulkan/program.h"
 #include "vulkan/push_constants.h"
 #include "vulkan/shared_device.h"
@@ -92,6 +93,7 @@ class Lowering {
   const int64_t max_tokens, max_batch;
 
   std::vector<Binding> values;  // per value: its place for a call ([max_batch, width]); set by the runner
+  FusionPlan fusion;            // the generation path's fusions (vulkan/fusion.h); set by the runner
 
   // The tensor's data on the device as float32, uploaded once per device (SharedDevice: however many ops and
   // sessions read it), counted once in this session's weight_bytes. A compressed

@@ -47,6 +47,64 @@ GemmTiles gemm_tiles(const DeviceLimits& l, bool cpu_device) {
   return fits ? want : small;
 }
 
+// linear_rows.comp's fusions for the node (Lowering::fusion, vulkan/fusion.h): its spec constants, push constants
+// and bindings, from the GEMM's push constants and bindings (x, W, bias, y, scales) and y's byte offset of the part.
+struct RowsFusion {
+  uint32_t norm = 0;    // NORM: 0 none, 1 LAYER_NORM, 2 RMS_NORM
+  int32_t activation = -1;
+  bool residual = false;
+  LinearPush push;
+  std::vector<Binding> bindings;
+};
+
+Result<RowsFusion> rows_fusion(const Node& node, Lowering& low, const LinearPush& push,
+                               const std::vector<Binding>& gemm, uint64_t col0) {
+  RowsFusion r;
+  r.push = push;
+  r.bindings = gemm;
+  const LinearFusion& f = low.fusion.linear[size_t(node.index)];
+  if (f.norm < 0 && f.activation < 0 && f.residual < 0) return r;
+  // y is the last fused op's output, from the part's column.
+  r.bindings[3] = low.values[size_t(f.output)];
+  r.bindings[3].offset += col0;
+  if (r.bindings[3].bytes) r.bindings[3].bytes -= col0;
+  if (r.bindings.size() < 5) r.bindings.push_back(gemm[1]);  // binding 5 unread: W stands in
+  if (f.norm >= 0) {
+    const Node& norm = low.model.nodes()[size_t(f.norm)];
+    r.bindings[0] = low.values[size_t(norm.inputs[0])];
+    TERN_ASSIGN_OR_RETURN(auto gain, low.weight(norm.weights[0]));  // [in]
+    Slice beta = gain;  // unread where absent
+    if (norm.code == fb::OpCode::LAYER_NORM) {
+      r.norm = 1;
+      r.push.norm_eps = norm.fb_op->params_as_LayerNormParams()->eps();
+      if (norm.weights.size() > 1 && norm.weights[1]) {
+        TERN_ASSIGN_OR_RETURN(beta, low.weight(norm.weights[1]));
+        r.push.norm_beta = 1;
+      }
+    } else {
+      r.norm = 2;
+      const auto* p = norm.fb_op->params_as_RmsNormParams();
+      r.push.norm_eps = p->eps();
+      r.push.norm_offset = p->weight_offset();
+    }
+    r.bindings.push_back({gain, 0, 0, "norm gain"});  // binding 6
+    r.bindings.push_back({beta, 0, 0, "norm beta"});  // binding 7
+  }
+  if (f.activation >= 0) {
+    const auto* p = low.model.nodes()[size_t(f.activation)].fb_op->params_as_ActivationParams();
+    r.activation = int32_t(p->kind());
+    r.push.cap = p->cap();
+  }
+  if (f.residual >= 0) {
+    Binding residual = low.values[size_t(f.residual_value)];  // binding 6, at y's columns
+    residual.offset += col0;
+    if (residual.bytes) residual.bytes -= col0;
+    r.bindings.push_back(residual);
+    r.residual = true;
+  }
+  return r;
+}
+
 }  // namespace
 
 Status lower_linear(const Node& node, Lowering& low) {
@@ -90,10 +148,11 @@ Status lower_linear(const Node& node, Lowering& low) {
     std::vector<Binding> bindings = {low.values[node.inputs[0]], wpart, b, y};
     if (wt.quantized) bindings.push_back(wt.scale_rows(part.begin, rows));  // binding 5
 
-    // Calls of up to kRowsMax rows, one dispatch per tier: 16-byte units where W's part and x start on 16 bytes and
-    // a row is whole units (linear_rows.comp, VEC16).
+    // Calls of up to kRowsMax rows, one dispatch per tier, with the fusions of the plan (rows_fusion): 16-byte units
+    // where W's part and x start on 16 bytes and a row is whole units (linear_rows.comp, VEC16).
+    TERN_ASSIGN_OR_RETURN(RowsFusion fused, rows_fusion(node, low, push, bindings, col0));
     static const uint32_t kVecUnit[4] = {4, 8, 16, 32};  // columns in 16 bytes of each form
-    const Binding& xb = low.values[node.inputs[0]];
+    const Binding& xb = fused.bindings[0];
     const bool vec16 = in % kVecUnit[form] == 0 && (wpart.slice.offset + wpart.offset) % 16 == 0 &&
                        (xb.slice.offset + xb.offset) % 16 == 0;
     const int64_t rows_count = (rows + kRowsOuts - 1) / kRowsOuts;
@@ -101,12 +160,14 @@ Status lower_linear(const Node& node, Lowering& low) {
     uint32_t below = 0;
     for (uint32_t tier : kRowTiers) {
       DispatchSpec mv = make_dispatch(
-          node, kRowsShaders[subgroups ? 1 : 0][form], {rows_wg, has_bias ? 1u : 0u, tier, kRowsOuts, vec16 ? 1u : 0u},
-          rows_wg, push,
+          node, kRowsShaders[subgroups ? 1 : 0][form],
+          {rows_wg, has_bias ? 1u : 0u, tier, kRowsOuts, vec16 ? 1u : 0u, fused.norm, uint32_t(fused.activation),
+           fused.residual ? 1u : 0u},
+          rows_wg, fused.push,
           [max_x, rows_count, below, tier](int64_t n) {
             return n > below && n <= tier ? rows_groups(max_x, rows_count) : Groups{0, 0, 0};
           },
-          bindings);
+          fused.bindings);
       mv.shared_bytes = rows_wg * tier * kRowsOuts * uint32_t(sizeof(float));
       TERN_RETURN_IF_ERROR(low.program.add(std::move(mv)));
       below = tier;

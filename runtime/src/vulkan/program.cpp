@@ -52,6 +52,11 @@ Status Program::add(DispatchSpec spec) {
   TERN_ASSIGN_OR_RETURN(auto pipeline, pipelines_.get(spec.shader, spec.spec, bindings));
   d.pipeline = pipeline;
   d.groups = std::move(spec.groups);
+  if (skip_up_to_ > 0) {
+    d.groups = [groups = std::move(d.groups), rows = skip_up_to_](int64_t n) {
+      return n <= rows ? Groups{0, 0, 0} : groups(n);
+    };
+  }
   d.when = spec.when;
   d.node = spec.node;
   d.push = spec.push;

@@ -88,6 +88,9 @@ class Program {
 
   // Checks the dispatch against the device's limits for calls of up to max_batch tokens, then appends it.
   Status add(DispatchSpec spec);
+  // Dispatches added from now on run no workgroups in calls of up to `rows` rows (0: none skipped): the ops a fused
+  // dispatch does for such calls (vulkan/fusion.h).
+  void skip_calls_up_to(int64_t rows) { skip_up_to_ = rows; }
   // Adds a host write that every call runs before its dispatches (CallWrite).
   void add_call_write(CallWrite write) { call_writes_.push_back(std::move(write)); }
   // Allocates descriptor sets and the per-call buffers, and records the command buffer.
@@ -117,6 +120,7 @@ class Program {
   Memory& memory_;
   PipelineCache& pipelines_;
   int64_t max_batch_;
+  int64_t skip_up_to_ = 0;  // skip_calls_up_to
   std::vector<Dispatch> dispatches_;
   std::vector<CallWrite> call_writes_;
   Slice call_;      // host: uint32 n, pos0

@@ -132,19 +132,28 @@ TERN_PUSH_FIELD(RotaryPush, pairs, 44);
 TERN_PUSH_FIELD(RotaryPush, interleaved, 48);
 TERN_PUSH_SIZE(RotaryPush, 5);
 
-// shaders/linear.comp: W [out_dim, in_dim] (a part's rows when split), y's rows y_stride apart.
+// shaders/linear.comp and linear_rows.comp: W [out_dim, in_dim] (a part's rows when split), y's rows y_stride apart.
+// The rest is linear_rows.comp's fusions (vulkan/fusion.h), unread by linear.comp.
 struct LinearPush {
   BindingOffsets off{};
   uint32_t in_dim = 0;
   uint32_t out_dim = 0;
   uint32_t y_stride = 0;
-  uint32_t group = 0;  // linear_i8 / _i4: inputs per scale
+  uint32_t group = 0;          // linear_i8 / _i4: inputs per scale
+  float norm_eps = 0.0f;       // the fused norm's eps
+  float norm_offset = 0.0f;    // RMS_NORM's weight_offset
+  uint32_t norm_beta = 0;      // LAYER_NORM: 1 where it has beta
+  float cap = 0.0f;            // the fused SOFTCAP activation's cap
 };
 TERN_PUSH_FIELD(LinearPush, in_dim, 32);
 TERN_PUSH_FIELD(LinearPush, out_dim, 36);
 TERN_PUSH_FIELD(LinearPush, y_stride, 40);
 TERN_PUSH_FIELD(LinearPush, group, 44);
-TERN_PUSH_SIZE(LinearPush, 4);
+TERN_PUSH_FIELD(LinearPush, norm_eps, 48);
+TERN_PUSH_FIELD(LinearPush, norm_offset, 52);
+TERN_PUSH_FIELD(LinearPush, norm_beta, 56);
+TERN_PUSH_FIELD(LinearPush, cap, 60);
+TERN_PUSH_SIZE(LinearPush, 8);
 
 // shaders/adaptive_embedding.comp: y [n, d], clusters K.
 struct AdaptiveEmbeddingPush {
