@@ -28,6 +28,12 @@ layout(constant_id = 3) const int KIND = 0;
 layout(std430, binding = 1) readonly buffer Qkv { float qkv[]; };
 layout(std430, binding = 2) readonly buffer State { float state[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
+// APPEND (dense attention keeping every key, ops_attention.cpp): the call's keys and values also go to their state
+// slots here, as kv_append.comp would after this dispatch (which then runs no workgroups): the workgroup of each
+// key/value head's first query head writes row r's. No workgroup reads a slot of the call's positions (their keys
+// come from qkv), so the writes race with no read.
+layout(constant_id = 4) const bool APPEND = false;
+layout(std430, binding = 2) writeonly buffer StateOut { float state_out[]; };
 shared float qs[HEAD_DIM];  // the scaled query
 // The combine: SUBGROUP_REDUCE: [subgroup][HEAD_DIM + 1] (acc, then l), and [subgroup] for m; else
 // [HEAD_DIM + 1][invocation].
@@ -89,6 +95,14 @@ void main() {
   pos0 = int(call.pos0);
 #endif
   const int i = pos0 + int(r);
+  if (APPEND && h % uint(heads / pc.kv_heads) == 0u) {
+    const uint from = pc.off[1] + r * pc.row + kv * HEAD_DIM;
+    const uint to = pc.off[2] + state_slot(i, ring, block, summary) * 2 * kv_inner + kv * HEAD_DIM;
+    for (uint c = lid; c < HEAD_DIM; c += WG) {
+      state_out[to + c] = qkv[from + pc.k_col + c];
+      state_out[to + kv_inner + c] = qkv[from + pc.v_col + c];
+    }
+  }
   for (uint c = lid; c < HEAD_DIM; c += WG) qs[c] = qkv[pc.off[1] + r * pc.row + pc.q_col + h * HEAD_DIM + c] * pc.scale;
   [[unroll]] for (uint c = 0; c < HEAD_DIM; ++c) acc[c] = 0.0;
   barrier();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_cases.h"
 #include "op_graph.h"
 #include "test_support.h"
 
@@ -178,4 +179,24 @@ TEST_CASE("vulkan fusion: an op another op also reads, or that runs apart from i
   for (size_t op : {1, 3, 6}) CHECK(one.fused_ops[op] >= 1);
   CHECK(one.fused_ops[9] == 0);
   tern_model_free(model);
+}
+
+TEST_CASE("vulkan fusion: dense attention appends its keys and values in the matrix-vector dispatch, a window does not",
+          "[vulkan]") {
+  TERN_SKIP_WITHOUT_VULKAN();
+  // Index 0: dense (every key at its own slot: appended by attention_rows.comp); index 2: sliding window w = 5 (a
+  // ring: kv_append.comp after the call). Appends of 1 and 3 tokens read back what earlier appends stored.
+  const int64_t n = 20;
+  for (size_t index : {size_t(0), size_t(2)}) {
+    const test::AttentionKind kind = test::backend_attention_kinds()[index];
+    INFO(kind.name);
+    test::AttentionModel m = test::attention_model(kind, 2, 8, n, "vk_fusion_attention");
+    for (int64_t segment : {1, 3}) check_paths(m.model, m.ids, 2 * 8, segment);
+    const Counts one = counts(m.model, 1, 7, n, 4);
+    REQUIRE(one.fused_ops.size() == 2);  // the embedding, the attention
+    CHECK(one.fused_ops[1] == one.unfused_ops[1] - (index == 0 ? 1u : 0u));
+    const Counts many = counts(m.model, 4, 7, n, 4);
+    CHECK(many.fused_ops[1] == many.unfused_ops[1] - (index == 0 ? 1u : 0u));  // up to 8 rows
+    tern_model_free(m.model);
+  }
 }

@@ -29,6 +29,7 @@ FusionPlan plan_fusions(const Model& model) {
   }
   const char* off = std::getenv("TERN_VULKAN_NO_FUSION");
   if (off && std::strcmp(off, "1") == 0) return plan;
+  plan.enabled = true;
 
   std::vector<std::vector<int>> consumers(model.values().size());  // per value: the nodes reading it, in order
   for (const Node& node : nodes) {

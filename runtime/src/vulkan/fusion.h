@@ -4,7 +4,8 @@
 // activation and residual add that follow it (epilogue), and those ops' own dispatches get no workgroups. A layer of
 // a pre-norm transformer then takes one dispatch per projection instead of up to three. Calls of more rows run every
 // op as recorded (the GEMM writes the LINEAR's output and the norm, activation and add run after it), so a fusion
-// changes no value of a prefill. TERN_VULKAN_NO_FUSION=1 turns them off (tests compare both ways).
+// changes no value of a prefill. Dense attention's matrix-vector dispatch likewise appends the call's keys and values
+// (ops_attention.cpp). TERN_VULKAN_NO_FUSION=1 turns them off (tests compare both ways).
 #pragma once
 
 #include <vector>
@@ -28,6 +29,7 @@ struct LinearFusion {
 };
 
 struct FusionPlan {
+  bool enabled = false;              // false under TERN_VULKAN_NO_FUSION=1 (ops_attention.cpp's append follows it)
   std::vector<LinearFusion> linear;  // per node (LINEAR nodes only)
   std::vector<bool> skipped;         // per node: its dispatches run no workgroups in calls of up to kFusedRowsMax rows
 };

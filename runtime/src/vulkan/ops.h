@@ -222,8 +222,8 @@ AttentionPush attention_push(const HeadLayout& heads);
 DispatchSpec attention_dispatch(const Node& node, const Lowering& low, const AttentionPattern& pattern, const char* shader);
 // Records `tiled` (attention_dispatch's, push constants and bindings set) for calls of many rows and beside it
 // shaders/attention_rows.comp with the same push constants and bindings for calls of a few (`sinks`: the SINKS
-// variants of both).
-Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool sinks);
+// variants of both; `append`: attention_rows.comp also writes the call's keys and values to the state, APPEND).
+Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool sinks, bool append = false);
 // ATTENTION by kind (the kind table is in op_table.cpp).
 Status lower_windowed_attention(const Node& node, Lowering& low);  // Dense, SlidingWindow, ChunkedLocal, Strided, Fixed
 Status lower_relative_xl(const Node& node, Lowering& low);

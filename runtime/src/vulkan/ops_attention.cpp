@@ -2,7 +2,7 @@
 // Lowering of ATTENTION for the kinds with a shader (dense, sliding window, chunked local, strided, fixed; merged or
 // split heads): shaders/attention.comp for calls of many rows and shaders/attention_rows.comp for calls of a few
 // (generation), both recorded and a call's n giving the other no workgroups, then shaders/kv_append.comp to keep
-// what later calls can reach in the op's device state. With attention sinks: ops_sinks.cpp.
+// what later calls can reach in the op's device state (for dense attention, attention_rows.comp does that itself). With attention sinks: ops_sinks.cpp.
 #include <algorithm>
 #include <iterator>
 
@@ -51,7 +51,7 @@ DispatchSpec attention_dispatch(const Node& node, const Lowering& low, const Att
   return a;
 }
 
-Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool sinks) {
+Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool sinks, bool append) {
   const DeviceLimits& l = low.ctx.limits();
   const uint32_t dh = uint32_t(head_layout(node).head_dim), heads = uint32_t(head_layout(node).heads);
   // With subgroup arithmetic one subgroup (at least 8 invocations, as linear_rows); else a 64-wide shared-memory
@@ -64,7 +64,7 @@ Status add_attention(const Node& node, Lowering& low, DispatchSpec tiled, bool s
                                                  {"attention_rows_sinks", "attention_rows_sinks_sg"}};
   DispatchSpec rows = tiled;
   rows.shader = kRowsShaders[sinks ? 1 : 0][subgroups ? 1 : 0];
-  rows.spec = {wg, dh, 0, tiled.spec[3]};  // spec 2 (attention.comp's key tile) unused
+  rows.spec = {wg, dh, 0, tiled.spec[3], append ? 1u : 0u};  // spec 2 (attention.comp's key tile) unused
   rows.local_size = {wg, 1, 1};
   rows.shared_bytes = uint32_t(std::min<uint64_t>(shared_bytes(wg), UINT32_MAX));
   rows.groups = [heads](int64_t n) { return n <= kFewRows ? Groups{uint32_t(n), heads, 1} : Groups{0, 0, 0}; };
@@ -140,7 +140,11 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   a.push.set(attention);
   const Binding qkv = low.values[node.inputs[0]];  // [n, heads.row]
   a.bindings = {qkv, {state, 0, 0, "attention state"}, low.values[node.outputs[0]]};
-  TERN_RETURN_IF_ERROR(add_attention(node, low, std::move(a), false));
+  // Dense attention keeps every key at its own slot: in calls of a few rows the attention dispatch appends them
+  // itself (attention_rows.comp, APPEND), one dispatch fewer per generated token; kv_append.comp does it after
+  // larger calls and, with a ring, after every call (a later row's key may take an earlier one's slot).
+  const bool rows_append = low.fusion.enabled && pat.kind == PatternKind::kDense && !pat.split && pat.keeps_all_keys();
+  TERN_RETURN_IF_ERROR(add_attention(node, low, std::move(a), false, rows_append));
 
   DispatchSpec kv;
   kv.where = where(node);
@@ -156,7 +160,9 @@ Status lower_windowed_attention(const Node& node, Lowering& low) {
   append.k_col = uint32_t(heads.k);
   append.v_col = uint32_t(heads.v);
   kv.push.set(append);
-  kv.groups = [kv_inner](int64_t n) { return stride_groups(n * 2 * kv_inner, 256); };
+  kv.groups = [kv_inner, rows_append](int64_t n) {
+    return rows_append && n <= kFewRows ? Groups{0, 0, 0} : stride_groups(n * 2 * kv_inner, 256);
+  };
   kv.bindings = {qkv, {state, 0, 0, "attention state"}};
   return low.program.add(std::move(kv));
 }
