@@ -148,6 +148,7 @@ TEST_CASE("vulkan fusion: a pre-norm block's norm, bias, activation and residual
   const Counts many = counts(model, n, 0, n, n);
   CHECK(many.fused == many.unfused);
   CHECK(many.fused_ops == many.unfused_ops);
+  CHECK(test::vulkan_validation_messages() == 0);  // with TERN_VULKAN_VALIDATION=1: the layer reported nothing
   tern_model_free(model);
 }
 
@@ -178,6 +179,7 @@ TEST_CASE("vulkan fusion: an op another op also reads, or that runs apart from i
   REQUIRE(one.fused_ops.size() == 10);
   for (size_t op : {1, 3, 6}) CHECK(one.fused_ops[op] >= 1);
   CHECK(one.fused_ops[9] == 0);
+  CHECK(test::vulkan_validation_messages() == 0);
   tern_model_free(model);
 }
 
@@ -199,4 +201,5 @@ TEST_CASE("vulkan fusion: dense attention appends its keys and values in the mat
     CHECK(many.fused_ops[1] == many.unfused_ops[1] - (index == 0 ? 1u : 0u));  // up to 8 rows
     tern_model_free(m.model);
   }
+  CHECK(test::vulkan_validation_messages() == 0);
 }

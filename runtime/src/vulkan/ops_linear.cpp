@@ -62,13 +62,15 @@ Result<RowsFusion> rows_fusion(const Node& node, Lowering& low, const LinearPush
   RowsFusion r;
   r.push = push;
   r.bindings = gemm;
+  // The shader declares bindings 1 to 7 whatever it is specialised for, so every one is bound: W stands in, unread,
+  // for the scales of a float W (5), a norm's weights (6, 7) and the residual (6).
+  r.bindings.resize(7, gemm[1]);
   const LinearFusion& f = low.fusion.linear[size_t(node.index)];
   if (f.norm < 0 && f.activation < 0 && f.residual < 0) return r;
   // y is the last fused op's output, from the part's column.
   r.bindings[3] = low.values[size_t(f.output)];
   r.bindings[3].offset += col0;
   if (r.bindings[3].bytes) r.bindings[3].bytes -= col0;
-  if (r.bindings.size() < 5) r.bindings.push_back(gemm[1]);  // binding 5 unread: W stands in
   if (f.norm >= 0) {
     const Node& norm = low.model.nodes()[size_t(f.norm)];
     r.bindings[0] = low.values[size_t(norm.inputs[0])];
@@ -87,8 +89,8 @@ Result<RowsFusion> rows_fusion(const Node& node, Lowering& low, const LinearPush
       r.push.norm_eps = p->eps();
       r.push.norm_offset = p->weight_offset();
     }
-    r.bindings.push_back({gain, 0, 0, "norm gain"});  // binding 6
-    r.bindings.push_back({beta, 0, 0, "norm beta"});  // binding 7
+    r.bindings[5] = {gain, 0, 0, "norm gain"};  // binding 6
+    r.bindings[6] = {beta, 0, 0, "norm beta"};  // binding 7
   }
   if (f.activation >= 0) {
     const auto* p = low.model.nodes()[size_t(f.activation)].fb_op->params_as_ActivationParams();
@@ -99,7 +101,7 @@ Result<RowsFusion> rows_fusion(const Node& node, Lowering& low, const LinearPush
     Binding residual = low.values[size_t(f.residual_value)];  // binding 6, at y's columns
     residual.offset += col0;
     if (residual.bytes) residual.bytes -= col0;
-    r.bindings.push_back(residual);
+    r.bindings[5] = residual;
     r.residual = true;
   }
   return r;
