@@ -70,6 +70,10 @@ layout(constant_id = 7) const bool RESIDUAL = false;
 layout(std430, binding = 6) readonly buffer NormGain { float norm_gain[]; };  // NORM: gamma / gain [in_dim]
 layout(std430, binding = 7) readonly buffer NormBeta { float norm_beta[]; };  // LAYER_NORM with beta [in_dim]
 layout(std430, binding = 6) readonly buffer Residual { float residual[]; };   // RESIDUAL: [n, y_stride] like y
+// NORM_VEC16 (with VEC16, where the norm's weights start on 16 bytes): their units read as vec4s.
+layout(constant_id = 8) const bool NORM_VEC16 = false;
+layout(std430, binding = 6) readonly buffer NormGain16 { vec4 norm_gain16[]; };
+layout(std430, binding = 7) readonly buffer NormBeta16 { vec4 norm_beta16[]; };
 
 // W is read in units, each widened to UNIT floats (core/dequantize.cpp: value = float(q) * scale) for UNIT columns
 // of x. With VEC16 (the host sets it where W's and x's rows start on 16 bytes and in_dim is a multiple of the unit)
@@ -238,6 +242,27 @@ void main() {
   for (uint u = lid; u < units; u += WG) {
     // x's columns of the unit for every row (rows past n read row 0 again and are never written: no branch, so the
     // loops unroll and the sums stay in registers).
+    // NORM: the unit's gain (gamma) and beta, read once for every row.
+    float gain[UNIT], beta[UNIT];
+    if (NORM != 0u) {
+      [[unroll]] for (uint q = 0; q < UNIT / 4; ++q) {
+        if (NORM_VEC16) {
+          const vec4 g = norm_gain16[pc.off[6] / 4 + u * (UNIT / 4) + q];
+          const vec4 b = NORM == 1u && pc.norm_beta != 0u ? norm_beta16[pc.off[7] / 4 + u * (UNIT / 4) + q] : vec4(0.0);
+          [[unroll]] for (uint i = 0; i < 4u; ++i) {
+            gain[q * 4 + i] = g[i];
+            beta[q * 4 + i] = b[i];
+          }
+        }
+      }
+      if (!NORM_VEC16) {
+        [[unroll]] for (uint i = 0; i < UNIT; ++i) {
+          const uint c = unit_column(u, i);
+          gain[i] = norm_gain[pc.off[6] + c];
+          beta[i] = NORM == 1u && pc.norm_beta != 0u ? norm_beta[pc.off[7] + c] : 0.0;
+        }
+      }
+    }
     float xv[ROWS * UNIT];
     [[unroll]] for (uint t = 0; t < ROWS; ++t) {
       const uint xrow = pc.off[1] + (t < n ? t : 0u) * in_dim;
@@ -251,14 +276,13 @@ void main() {
       }
       if (NORM == 1u) {
         [[unroll]] for (uint i = 0; i < UNIT; ++i) {
-          const uint c = unit_column(u, i);
-          float r = (xv[t * UNIT + i] - norm_mean[t]) * norm_inv[t] * norm_gain[pc.off[6] + c];
-          if (pc.norm_beta != 0u) r += norm_beta[pc.off[7] + c];
+          float r = (xv[t * UNIT + i] - norm_mean[t]) * norm_inv[t] * gain[i];
+          if (pc.norm_beta != 0u) r += beta[i];
           xv[t * UNIT + i] = r;
         }
       } else if (NORM == 2u) {
         [[unroll]] for (uint i = 0; i < UNIT; ++i) {
-          precise float scale = pc.norm_offset + norm_gain[pc.off[6] + unit_column(u, i)];
+          precise float scale = pc.norm_offset + gain[i];
           precise float r = xv[t * UNIT + i] * norm_inv[t] * scale;
           xv[t * UNIT + i] = r;
         }

@@ -200,6 +200,9 @@ Status VulkanBackend::build(const BackendConfig& backend_config) {
     TERN_RETURN_IF_ERROR(vk::find_vulkan_op(node.code)->lower(node, low));
   }
   program_->skip_calls_up_to(0);
+  // Generation's calls (1 or 2 rows, and up to 8: linear_rows.comp's tiers, ops_linear.cpp) replay command buffers
+  // of only their own dispatches, without the other tiers' and the fused ops' empty ones.
+  program_->record_small_calls({2, vk::kFusedRowsMax});
   TERN_RETURN_IF_ERROR(low.upload());
   weight_bytes_ = low.weight_bytes;
   state_bytes_ = low.state_bytes;

@@ -18,6 +18,9 @@ namespace {
 constexpr uint32_t kRowTiers[] = {2, 8};
 constexpr uint32_t kRowsMax = 8;
 constexpr uint32_t kRowsOuts = 4;
+// Columns a workgroup of the 2-row tier with a fused norm (vulkan/fusion.h): each workgroup reads x twice more for the
+// norm's statistics and the norm's weights once, which 16 columns share as the weights' own loads do x's.
+constexpr uint32_t kNormRowsOuts = 16;
 
 // Workgroup counts of linear_rows for `count` workgroups, as (x, y) within maxComputeWorkGroupCount[0] (65535 on
 // every device allows out / kRowsOuts up to 262140 columns in x alone; y takes a larger vocabulary).
@@ -157,20 +160,25 @@ Status lower_linear(const Node& node, Lowering& low) {
     const Binding& xb = fused.bindings[0];
     const bool vec16 = in % kVecUnit[form] == 0 && (wpart.slice.offset + wpart.offset) % 16 == 0 &&
                        (xb.slice.offset + xb.offset) % 16 == 0;
-    const int64_t rows_count = (rows + kRowsOuts - 1) / kRowsOuts;
+    // A norm's weights read as vec4s beside x's (NORM_VEC16) where they start on 16 bytes.
+    auto aligned16 = [](const Binding& b) { return (b.slice.offset + b.offset) % 16 == 0; };
+    const bool norm_vec16 = fused.norm != 0 && vec16 && aligned16(fused.bindings[5]) && aligned16(fused.bindings[6]);
     const uint32_t max_x = std::max<uint32_t>(1, l.max_compute_work_group_count[0]);
     uint32_t below = 0;
     for (uint32_t tier : kRowTiers) {
+      // With a norm every workgroup computes its rows' statistics first: more columns a workgroup share them.
+      const uint32_t outs = fused.norm != 0 && tier <= 2 ? kNormRowsOuts : kRowsOuts;
+      const int64_t rows_count = (rows + outs - 1) / outs;
       DispatchSpec mv = make_dispatch(
           node, kRowsShaders[subgroups ? 1 : 0][form],
-          {rows_wg, has_bias ? 1u : 0u, tier, kRowsOuts, vec16 ? 1u : 0u, fused.norm, uint32_t(fused.activation),
-           fused.residual ? 1u : 0u},
+          {rows_wg, has_bias ? 1u : 0u, tier, outs, vec16 ? 1u : 0u, fused.norm, uint32_t(fused.activation),
+           fused.residual ? 1u : 0u, norm_vec16 ? 1u : 0u},
           rows_wg, fused.push,
           [max_x, rows_count, below, tier](int64_t n) {
             return n > below && n <= tier ? rows_groups(max_x, rows_count) : Groups{0, 0, 0};
           },
           fused.bindings);
-      mv.shared_bytes = rows_wg * tier * kRowsOuts * uint32_t(sizeof(float));
+      mv.shared_bytes = rows_wg * tier * outs * uint32_t(sizeof(float));
       TERN_RETURN_IF_ERROR(low.program.add(std::move(mv)));
       below = tier;
       if (low.max_batch <= tier) break;

@@ -123,8 +123,36 @@ Status Program::finish() {
   VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   cai.commandPool = command_pool_;
   cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cai.commandBufferCount = 1;
-  TERN_VK_RETURN_IF_ERROR(vk.vkAllocateCommandBuffers(dev, &cai, &commands_), "vkAllocateCommandBuffers");
+  // One recording per class of small calls, with the dispatches that have workgroups in one of its calls (whatever
+  // the position: CallKind is left to the workgroup counts), then the whole program for the rest.
+  int64_t below = 0;
+  for (int64_t bound : small_calls_) {
+    const int64_t up_to = std::min(bound, max_batch_);
+    if (up_to <= below) continue;
+    Recording r;
+    r.rows = up_to;
+    for (size_t i = 0; i < dispatches_.size(); ++i) {
+      for (int64_t n = below + 1; n <= up_to; ++n) {
+        const Groups g = dispatches_[i].groups(n);
+        if (uint64_t(g[0]) * g[1] * g[2] > 0) {
+          r.dispatches.push_back(i);
+          break;
+        }
+      }
+    }
+    recordings_.push_back(std::move(r));
+    below = up_to;
+  }
+  if (below < max_batch_) {
+    Recording whole;
+    whole.rows = max_batch_;
+    for (size_t i = 0; i < dispatches_.size(); ++i) whole.dispatches.push_back(i);
+    recordings_.push_back(std::move(whole));
+  }
+  std::vector<VkCommandBuffer> buffers(recordings_.size());
+  cai.commandBufferCount = uint32_t(buffers.size());
+  TERN_VK_RETURN_IF_ERROR(vk.vkAllocateCommandBuffers(dev, &cai, buffers.data()), "vkAllocateCommandBuffers");
+  for (size_t r = 0; r < recordings_.size(); ++r) recordings_[r].commands = buffers[r];
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   TERN_VK_RETURN_IF_ERROR(vk.vkCreateFence(dev, &fci, nullptr, &fence_), "vkCreateFence");
 
@@ -135,25 +163,32 @@ Status Program::finish() {
     TERN_VK_RETURN_IF_ERROR(vk.vkCreateQueryPool(dev, &qci, nullptr, &timestamps_), "vkCreateQueryPool");
   }
 
+  for (Recording& r : recordings_) TERN_RETURN_IF_ERROR(record(r));
+  return Status::Ok();
+}
+
+Status Program::record(Recording& r) {
+  const Api& vk = ctx_.api();
+  VkCommandBuffer cb = r.commands;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  TERN_VK_RETURN_IF_ERROR(vk.vkBeginCommandBuffer(commands_, &bi), "vkBeginCommandBuffer");
+  TERN_VK_RETURN_IF_ERROR(vk.vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
   if (timestamps_) {
-    vk.vkCmdResetQueryPool(commands_, timestamps_, 0, uint32_t(dispatches_.size() + 1));
-    vk.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
+    vk.vkCmdResetQueryPool(cb, timestamps_, 0, uint32_t(dispatches_.size() + 1));
+    vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
   }
-  for (size_t i = 0; i < dispatches_.size(); ++i) {
+  for (size_t i : r.dispatches) {
     const Dispatch& d = dispatches_[i];
-    vk.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline);
-    vk.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, 1, &d.set, 0, nullptr);
-    vk.vkCmdPushConstants(commands_, d.pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push.size(), d.push.data());
-    vk.vkCmdDispatchIndirect(commands_, indirect_.buffer, indirect_.offset + i * sizeof(VkDispatchIndirectCommand));
+    vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline);
+    vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, 1, &d.set, 0, nullptr);
+    vk.vkCmdPushConstants(cb, d.pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push.size(), d.push.data());
+    vk.vkCmdDispatchIndirect(cb, indirect_.buffer, indirect_.offset + i * sizeof(VkDispatchIndirectCommand));
     // Ops run in graph order; each may read what any earlier one wrote (and the arena reuses space).
-    barrier(vk, commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    barrier(vk, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     // After the barrier: this dispatch has finished, so the difference with the previous stamp is its time.
-    if (timestamps_) vk.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, uint32_t(i + 1));
+    if (timestamps_) vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, uint32_t(i + 1));
   }
-  barrier(vk, commands_, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-  TERN_VK_RETURN_IF_ERROR(vk.vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
+  barrier(vk, cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  TERN_VK_RETURN_IF_ERROR(vk.vkEndCommandBuffer(cb), "vkEndCommandBuffer");
   return Status::Ok();
 }
 
@@ -168,23 +203,35 @@ Status Program::run(int64_t n, int64_t pos0, uint64_t* op_ns) {
     const Groups g = call_groups(i, n, pos0);
     sizes[i] = {g[0], g[1], g[2]};
   }
+  const Recording* recording = &recordings_.back();  // n <= max_batch_: the last one takes any call
+  for (const Recording& r : recordings_) {
+    if (n <= r.rows) {
+      recording = &r;
+      break;
+    }
+  }
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &commands_;
+  si.pCommandBuffers = &recording->commands;
   TERN_VK_RETURN_IF_ERROR(vk.vkResetFences(ctx_.device(), 1, &fence_), "vkResetFences");
   TERN_VK_RETURN_IF_ERROR(ctx_.submit(si, fence_), "vkQueueSubmit");
   TERN_VK_RETURN_IF_ERROR(vk.vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, kFenceTimeoutNs), "waiting for the device");
   if (op_ns && timestamps_) {
-    std::vector<uint64_t> stamps(dispatches_.size() + 1);
-    VkResult r = vk.vkGetQueryPoolResults(ctx_.device(), timestamps_, 0, uint32_t(stamps.size()),
-                                          stamps.size() * sizeof(uint64_t), stamps.data(), sizeof(uint64_t),
-                                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    TERN_VK_RETURN_IF_ERROR(r, "vkGetQueryPoolResults");
+    // Only the recording's stamps were written: each read alone (a wait on an unwritten one would never end).
+    auto stamp = [&](size_t slot, uint64_t* value) {
+      return vk.vkGetQueryPoolResults(ctx_.device(), timestamps_, uint32_t(slot), 1, sizeof(uint64_t), value,
+                                      sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    };
+    uint64_t before = 0;
+    TERN_VK_RETURN_IF_ERROR(stamp(0, &before), "vkGetQueryPoolResults");
     const double period = ctx_.limits().timestamp_period_ns;
-    for (size_t i = 0; i < dispatches_.size(); ++i) {
-      if (dispatches_[i].node >= 0 && stamps[i + 1] >= stamps[i]) {
-        op_ns[dispatches_[i].node] += uint64_t(double(stamps[i + 1] - stamps[i]) * period);
+    for (size_t i : recording->dispatches) {
+      uint64_t after = 0;
+      TERN_VK_RETURN_IF_ERROR(stamp(i + 1, &after), "vkGetQueryPoolResults");
+      if (dispatches_[i].node >= 0 && after >= before) {
+        op_ns[dispatches_[i].node] += uint64_t(double(after - before) * period);
       }
+      before = after;
     }
   }
   return Status::Ok();

@@ -91,6 +91,10 @@ class Program {
   // Dispatches added from now on run no workgroups in calls of up to `rows` rows (0: none skipped): the ops a fused
   // dispatch does for such calls (vulkan/fusion.h).
   void skip_calls_up_to(int64_t rows) { skip_up_to_ = rows; }
+  // Calls of up to bounds[0] rows, of up to bounds[1], ... (ascending) each get a command buffer of their own holding
+  // only the dispatches with workgroups in some call of theirs (empty ones still cost a barrier each); larger calls
+  // run the whole program. Set before finish(); none by default.
+  void record_small_calls(std::vector<int64_t> bounds) { small_calls_ = std::move(bounds); }
   // Adds a host write that every call runs before its dispatches (CallWrite).
   void add_call_write(CallWrite write) { call_writes_.push_back(std::move(write)); }
   // Allocates descriptor sets and the per-call buffers, and records the command buffer.
@@ -113,23 +117,33 @@ class Program {
     int node = -1;
   };
 
+  // A recorded command buffer: the calls of up to `rows` rows that no earlier recording takes run it.
+  struct Recording {
+    int64_t rows = 0;
+    std::vector<size_t> dispatches;  // indices into dispatches_, in order
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+  };
+
   // Workgroup counts of dispatch i in a call of n tokens after pos0: {0, 0, 0} where it is not that call's (CallKind).
   Groups call_groups(size_t i, int64_t n, int64_t pos0) const;
+  // Records r's dispatches, each followed by a barrier and, with timestamps, its stamp.
+  Status record(Recording& r);
 
   const Context& ctx_;
   Memory& memory_;
   PipelineCache& pipelines_;
   int64_t max_batch_;
   int64_t skip_up_to_ = 0;  // skip_calls_up_to
+  std::vector<int64_t> small_calls_;  // record_small_calls
+  std::vector<Recording> recordings_;  // the small calls' (ascending rows), then the whole program's
   std::vector<Dispatch> dispatches_;
   std::vector<CallWrite> call_writes_;
   Slice call_;      // host: uint32 n, pos0
   Slice indirect_;  // host: [dispatches, 3] uint32 workgroup counts
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
-  VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
-  VkQueryPool timestamps_ = VK_NULL_HANDLE;  // [dispatches + 1]: before the first dispatch and after each
+  VkQueryPool timestamps_ = VK_NULL_HANDLE;  // [dispatches + 1]: before the first dispatch (0) and after dispatch i (i + 1)
 };
 
 // Runs `record` in a one-time command buffer and waits (weight uploads at session creation).
