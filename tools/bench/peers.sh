@@ -44,9 +44,10 @@
 # which otherwise skips a CPU device such as lavapipe; Tern takes the best device, so name the same one), F32
 # weights then F16 (llama.cpp's F16 GGUF against Tern's --f16-weights), pp512, tg128@d0 and tg128@d512, each
 # result's logits against Tern's CPU float32 run; each driver prints its device, and a llama.cpp run that did not
-# offload every layer to a GPU device is refused, never reported. One warm run after the first for llama.cpp
-# (its first run builds its pipelines), none for Tern (built at session creation). Not part of the default run: on
-# Mesa lavapipe on the 2-core VM it took 66 min beside other builds (Tern generated 0.2 tokens/s), beyond the budget above.
+# offload every layer to a GPU device is refused, never reported. One warm run after the first for both (llama.cpp's
+# first run builds its pipelines; Tern builds them at session creation, but one run of Tern alone swung by 2.8x on
+# lavapipe). Not part of the default run: on Mesa lavapipe on the quiet 2-core VM it takes about 5 min (66 min beside
+# other builds with the shaders of before, when Tern generated 0.2 tokens/s).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -192,7 +193,7 @@ if [ "$vulkan" = 1 ]; then
   /usr/bin/python3 tools/bench/peers/vulkan.py --models "$work/models" --ids "$ids" \
     --peer-tern "$root/build/tools/bench/peer_tern" --peer-llama "$peer_llama_vulkan" \
     --llama-bins "$llama_vulkan_bins" --vk-device "${TERN_PEERS_VK_DEVICE:-0}" --json "$json_vulkan" --tmp "$work" \
-    --warm 1 --tern-warm 0
+    --warm 1
   echo
   echo "GPT-2-like model on Vulkan: JSON $json_vulkan"
   exit 0
