@@ -49,7 +49,7 @@ extern "C" {
  * ternConfigVersion.cmake). A library with the same MAJOR and a MINOR at least this header's runs an app built
  * against it (docs/library.md, "ABI and versions"); tern_version() says which library an app actually loaded. */
 #define TERN_VERSION_MAJOR 0
-#define TERN_VERSION_MINOR 5
+#define TERN_VERSION_MINOR 6
 #define TERN_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH". A static string; any thread. */
