@@ -111,10 +111,8 @@ void value_lifetimes(const Model& model, const std::vector<bool>& run_op, std::v
   }
 }
 
-ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows) {
+ArenaPlan place_values(const Model& model, const std::vector<int>& first, const std::vector<int>& last, int64_t rows) {
   const auto& values = model.values();
-  std::vector<int> first, last;
-  value_lifetimes(model, run_op, &first, &last);
   std::vector<BufferUse> buffers(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
     if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0) continue;
@@ -122,6 +120,12 @@ ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_
                   std::max(last[v], first[v])};
   }
   return place_buffers(buffers);
+}
+
+ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows) {
+  std::vector<int> first, last;
+  value_lifetimes(model, run_op, &first, &last);
+  return place_values(model, first, last, rows);
 }
 
 }  // namespace tern

@@ -33,6 +33,10 @@ ArenaPlan place_buffers(const std::vector<BufferUse>& buffers);
 void value_lifetimes(const Model& model, const std::vector<bool>& run_op, std::vector<int>* first,
                      std::vector<int>* last);
 
+// One buffer per value for calls of `rows` tokens, alive from op first[v] to op last[v] (value_lifetimes, or a
+// backend's lifetimes stretched by its rewrites); the model's input and output values are not placed.
+ArenaPlan place_values(const Model& model, const std::vector<int>& first, const std::vector<int>& last, int64_t rows);
+
 // One buffer per value for calls of `rows` tokens, running the ops where run_op[i] is true. The model's input and
 // output values live in caller memory and are not placed; a value written but never read still needs a place.
 ArenaPlan plan_arena(const Model& model, const std::vector<bool>& run_op, int64_t rows);

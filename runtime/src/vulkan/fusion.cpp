@@ -94,7 +94,6 @@ FusionPlan plan_fusions(const Model& model) {
 }
 
 ArenaPlan plan_fused_arena(const Model& model, const FusionPlan& fusion, int64_t rows) {
-  const auto& values = model.values();
   const auto& nodes = model.nodes();
   std::vector<int> first, last;
   value_lifetimes(model, std::vector<bool>(nodes.size(), true), &first, &last);
@@ -108,13 +107,7 @@ ArenaPlan plan_fused_arena(const Model& model, const FusionPlan& fusion, int64_t
       last[size_t(u)] = std::max(last[size_t(u)], node.index);
     }
   }
-  std::vector<BufferUse> buffers(values.size());
-  for (size_t v = 0; v < values.size(); ++v) {
-    if (int(v) == model.input_value() || int(v) == model.output_value() || first[v] < 0) continue;
-    buffers[v] = {uint64_t(rows) * uint64_t(values[v].width) * dtype_size(values[v].dtype), first[v],
-                  std::max(last[v], first[v])};
-  }
-  return place_buffers(buffers);
+  return place_values(model, first, last, rows);
 }
 
 }  // namespace tern::vk
