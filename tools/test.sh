@@ -44,12 +44,14 @@ stage_done "sanitized build"
 # keep the backend's host code in this run), every golden family in every compressed format (the compressed kernels'
 # own tests stay), the float16 KV golden models (the float16 KV kernel tests stay), 10,000 lines against
 # libsentencepiece per trained model (the hostile SentencePiece tests and the tokenizer fuzz target stay), the widest
-# kernel variant run again by name (the plain entries already pick it) and the long-document example (the
-# kjv-stream test streams the same model).
+# kernel variant run again by name (the plain entries already pick it), the long-document examples and the
+# kjv-stream test (test_streaming and test_generation run the same streaming code on smaller models), and the
+# Hugging Face goldens' compressed twins on Vulkan (test_vulkan_compressed_weights runs that host code).
 sanitized_skip='^(test_backend_ops:.* on Vulkan|test_compressed_weights:compressed weights: every family and format.*'
 sanitized_skip+='|test_kv_storage:float16 KV: golden models.*|test_sentencepiece:sentencepiece encode and decode match'
 sanitized_skip+=' libsentencepiece on every line and model|test_backend_ops_cpu_cases_kernels_avx512'
-sanitized_skip+='|example_long_document_kjv_stream)$'
+sanitized_skip+='|example_long_document_kjv_stream|example_long_document|test_kjv_stream:.*'
+sanitized_skip+='|test_vulkan_hf_goldens:hf goldens on Vulkan: f16, int8 and int4 weights.*)$'
 ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "$sanitized_skip"
