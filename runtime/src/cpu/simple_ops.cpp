@@ -162,9 +162,7 @@ void activation_row(fb::ActivationKind kind, const float* x, int64_t count, floa
     case fb::ActivationKind::RELU: k.relu(x, count, out); break;
     case fb::ActivationKind::GELU_ERF: k.gelu_erf(x, count, out); break;
     case fb::ActivationKind::GELU_TANH: k.gelu_tanh(x, count, out); break;
-    case fb::ActivationKind::SILU:
-      for (int64_t i = 0; i < count; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
-      break;
+    case fb::ActivationKind::SILU: k.silu(x, count, out); break;
     case fb::ActivationKind::SOFTCAP:
       for (int64_t i = 0; i < count; ++i) out[i] = cap * std::tanh(x[i] / cap);
       break;

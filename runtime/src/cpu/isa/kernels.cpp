@@ -48,6 +48,7 @@ const IsaKernels kKernels = {
     relu,
     gelu_erf,
     gelu_tanh,
+    silu,
     add,
     halves_to_floats,
     floats_to_halves,

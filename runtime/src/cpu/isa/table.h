@@ -30,6 +30,7 @@ struct IsaKernels {
   void (*relu)(const float* x, int64_t count, float* out);
   void (*gelu_erf)(const float* x, int64_t count, float* out);
   void (*gelu_tanh)(const float* x, int64_t count, float* out);
+  void (*silu)(const float* x, int64_t count, float* out);  // x / (1 + exp(-x)), exp to ~2e-7 (fast_math.inc)
   void (*add)(const float* a, const float* b, int64_t count, float* out);
 
   // float16 activations (cpu/half_rows.cpp), rounded to nearest even as format/half.h.
