@@ -371,18 +371,8 @@ TEST_CASE("vulkan weight split: the shipped kjv-byte model with its embedding an
 namespace {
 
 // tern_session_count_dispatches of s for a call of n tokens after position: per op (graph order) and the total.
-struct DispatchCounts {
-  std::vector<uint64_t> per_op;
-  uint64_t total = 0;
-};
-DispatchCounts dispatch_counts(const tern_session* s, int64_t n, int64_t position) {
-  DispatchCounts d;
-  size_t count = 0;
-  REQUIRE(tern_session_count_dispatches(s, n, position, nullptr, 0, &count, &d.total) == TERN_OK);
-  d.per_op.assign(count, 0);
-  REQUIRE(tern_session_count_dispatches(s, n, position, d.per_op.data(), count, &count, &d.total) == TERN_OK);
-  return d;
-}
+using test::DispatchCounts;
+using test::dispatch_counts;
 
 uint64_t sum(const std::vector<uint64_t>& v) {
   uint64_t s = 0;

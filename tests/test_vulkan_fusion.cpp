@@ -18,15 +18,6 @@ namespace {
 
 constexpr int64_t kRows = 40;  // the embedding's table: the ids' range
 
-uint64_t total_dispatches(const tern_session* s, int64_t n, int64_t position, std::vector<uint64_t>* per_op) {
-  size_t count = 0;
-  uint64_t total = 0;
-  REQUIRE(tern_session_count_dispatches(s, n, position, nullptr, 0, &count, &total) == TERN_OK);
-  per_op->assign(count, 0);
-  REQUIRE(tern_session_count_dispatches(s, n, position, per_op->data(), count, &count, &total) == TERN_OK);
-  return total;
-}
-
 std::vector<float> random_row(int64_t n, uint32_t seed, float lo, float hi) {
   return test::random_floats(size_t(n), seed, lo, hi);
 }
@@ -98,12 +89,16 @@ struct Counts {
 Counts counts(tern_model* model, int64_t n, int64_t position, int64_t max_tokens, int64_t max_batch) {
   Counts c;
   tern_session* s = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, max_tokens, max_batch);
-  c.fused = total_dispatches(s, n, position, &c.fused_ops);
+  const test::DispatchCounts fused = test::dispatch_counts(s, n, position);
   tern_session_free(s);
   test::EnvOverride off("TERN_VULKAN_NO_FUSION", "1");
   s = test::make_session_on(TERN_BACKEND_VULKAN, model, 1, max_tokens, max_batch);
-  c.unfused = total_dispatches(s, n, position, &c.unfused_ops);
+  const test::DispatchCounts unfused = test::dispatch_counts(s, n, position);
   tern_session_free(s);
+  c.fused = fused.total;
+  c.fused_ops = fused.per_op;
+  c.unfused = unfused.total;
+  c.unfused_ops = unfused.per_op;
   return c;
 }
 

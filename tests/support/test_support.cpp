@@ -123,6 +123,15 @@ bool vulkan_device(std::string* why) {
 #endif
 }
 
+DispatchCounts dispatch_counts(const tern_session* s, int64_t n, int64_t position) {
+  DispatchCounts d;
+  size_t count = 0;
+  REQUIRE(tern_session_count_dispatches(s, n, position, nullptr, 0, &count, &d.total) == TERN_OK);
+  d.per_op.assign(count, 0);
+  REQUIRE(tern_session_count_dispatches(s, n, position, d.per_op.data(), count, &count, &d.total) == TERN_OK);
+  return d;
+}
+
 uint64_t vulkan_validation_messages() {
 #ifdef TERN_HAVE_VULKAN
   return tern::vk::validation_message_count();

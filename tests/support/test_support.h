@@ -51,6 +51,12 @@ std::string convert_golden(const std::string& golden, const std::string& scratch
 bool vulkan_device(std::string* why);
 // Messages the Vulkan validation layer has reported in this process (0 without the layer or the backend).
 uint64_t vulkan_validation_messages();
+// tern_session_count_dispatches for a call of n tokens after `position`: each op's count and the total (REQUIREs OK).
+struct DispatchCounts {
+  std::vector<uint64_t> per_op;
+  uint64_t total = 0;
+};
+DispatchCounts dispatch_counts(const tern_session* s, int64_t n, int64_t position);
 void write_file(const std::string& path, const std::string& bytes);
 // Recomputes a saved session state's checksum (core/session_state.cpp: FNV-1a over 8-byte words, then the tail
 // bytes) after a test changed its bytes, so that the forgery reaches the checks behind the checksum.
