@@ -11,7 +11,7 @@ packages=(
   nlohmann-json3-dev catch2
   libsentencepiece-dev  # the converter reads SentencePiece .model files with it; the tests train models and compare
   sentencepiece         # spm_train / spm_encode, optional, for making and inspecting .model files by hand
-  clang-14 libclang-rt-14-dev   # libFuzzer and clang's sanitizer runtimes, for the fuzz targets (tools/test.sh)
+  clang-14 libclang-rt-14-dev lld-14  # libFuzzer, clang's sanitizer runtimes and LLVM's linker: the sanitized tree (tools/test.sh)
   libvulkan-dev glslc spirv-tools        # the Vulkan backend: loader + headers, the shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe (a CPU Vulkan device, for the tests) and the Khronos validation layer
   unicode-data          # the Unicode Character Database text files the Unicode tests read (DerivedAge, GraphemeBreakTest)
