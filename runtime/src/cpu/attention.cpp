@@ -27,6 +27,8 @@ constexpr int64_t kKeyBlock = kAttentionKeyBlock;  // keys per transposed block 
 
 // Per-slot scratch: every part of the tile (cpu/online_softmax.h), one transposed key block at a time.
 constexpr TileShape kTile{kQueryBlock, kKeyBlock, /*key_block=*/true};
+// The tile of a group of query heads attended together (attend_group): head g's rows at g * kQueryBlock.
+constexpr TileShape group_tile(int group) { return TileShape{kQueryBlock * group, kKeyBlock, true}; }
 
 // Where query head h's key and value rows for a position live during one call: float32 (T = float), this call's in
 // the projected rows; or float16 (T = uint16_t), this call's rounded into a [n, 2*kv_inner] (k | v) scratch buffer.
@@ -91,6 +93,7 @@ struct AttentionCall {
   float softcap;  // AttentionParams.logit_softcap; 0: none
   float* out;     // [n, heads*dh]
   const IsaKernels* kernels;  // the score and softmax loops (cpu/isa.h)
+  int group = 1;  // query heads attended together (attend_group); the scratch holds group_tile(group) per slot
 };
 
 // A single query row's keys split across threads (split-K): part `index` of `count` of its contiguous run, in
@@ -193,6 +196,59 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
   }
 }
 
+// Query heads [kv * group, (kv + 1) * group), the heads of one KV head, for query rows [r0, r1) (at least 2) of the
+// call, normalised into the output. Only for patterns whose keys do not depend on the head (dense, sliding,
+// chunked): each key block is transposed once for the group, where attend_block would transpose it per head, and
+// each head's tile runs exactly as attend_block runs it.
+template <typename T>
+void attend_group(const AttentionCall<T>& a, int kv, int64_t r0, int64_t r1, const Tile& t) {
+  const int dh = a.dh, group = a.group, h0 = kv * group;
+  const int64_t rows = r1 - r0, pos0 = a.src.pos0;
+  const T* vp[kKeyBlock];
+  int64_t lo[kQueryBlock], hi[kQueryBlock];  // per row, the keys of a block it sees
+  for (int g = 0; g < group; ++g) {
+    for (int64_t r = 0; r < rows; ++r) {
+      t.start_row(g * kQueryBlock + r, a.q + (r0 + r) * a.q_stride + int64_t(h0 + g) * dh, a.scale, dh);
+    }
+  }
+  const int64_t first = a.pattern->local_lo(h0, pos0 + r0), last = pos0 + r1 - 1;
+  for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
+    const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
+    const int64_t width = j1 - j0;
+    for (int64_t j = j0; j < j1; ++j) {
+      put_key_column(*a.kernels, a.src.key(h0, j, dh), dh, t.kt, j - j0, t.s);
+      vp[j - j0] = a.src.value(h0, j, dh);
+    }
+    if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
+      for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = pos0 + r0 + r;
+      lo[r] = std::max(j0, a.pattern->local_lo(h0, i)) - j0;
+      hi[r] = std::min(j1, i + 1) - j0;
+    }
+    for (int g = 0; g < group; ++g) {
+      const int64_t o = int64_t(g) * kQueryBlock;
+      attend_tile(*a.kernels, t.q + o * dh, rows, t.kt, vp, lo, hi, dh, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
+    }
+  }
+  const int64_t out_stride = int64_t(a.heads) * dh;
+  for (int g = 0; g < group; ++g) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t tr = g * kQueryBlock + r;
+      t.write_row(tr, 1.0f / t.l[tr], dh, a.out + (r0 + r) * out_stride + int64_t(h0 + g) * dh);
+    }
+  }
+}
+
+// Query heads per KV head that prefill attends together (attend_group): grouped-query attention's group where the
+// pattern's keys do not depend on the head, else 1.
+int attention_group(const AttentionPattern& pattern, const HeadLayout& heads) {
+  const bool same_keys = pattern.kind == PatternKind::kDense || pattern.kind == PatternKind::kSliding ||
+                         pattern.kind == PatternKind::kChunked;
+  return same_keys && heads.kv_heads < heads.heads ? heads.heads / heads.kv_heads : 1;
+}
+
 // Into how many parts generation splits each head's keys: one, unless a single query row has fewer heads than
 // threads and a cache long enough for kMinBlocksPerPart blocks a part (heads * parts < 2 * threads).
 template <typename T>
@@ -237,14 +293,18 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call
     return;
   }
   const int64_t q_blocks = (call.n + kQueryBlock - 1) / kQueryBlock;
-  const int64_t items = q_blocks * call.heads;
-  // Each thread's slot owns a scratch tile and pulls (head, query block) items until none are left.
+  const int group = call.group, units = call.heads / group;  // a unit: `group` heads of one KV head
+  const TileShape shape = group_tile(group);
+  const int64_t items = q_blocks * units;
+  // Each thread's slot owns a scratch tile and pulls (unit, query block) items until none are left.
   run_slots(pool, threads, items, [&](int slot, int64_t item) {
-    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(kTile, call.dh), kTile, call.dh);
+    Tile tile = tile_at(scratch + int64_t(slot) * tile_floats(shape, call.dh), shape, call.dh);
     // Later query blocks cost more under causal patterns: hand them out first.
-    const int64_t qb = q_blocks - 1 - item / call.heads;
-    const int h = int(item % call.heads);
-    attend_block(call, h, qb * kQueryBlock, std::min(call.n, (qb + 1) * kQueryBlock), tile);
+    const int64_t qb = q_blocks - 1 - item / units;
+    const int unit = int(item % units);
+    const int64_t r0 = qb * kQueryBlock, r1 = std::min(call.n, (qb + 1) * kQueryBlock);
+    if (group > 1 && r1 - r0 > 1) return attend_group(call, unit, r0, r1, tile);
+    for (int g = 0; g < group; ++g) attend_block(call, unit * group + g, r0, r1, tile);  // one row reads keys in place
   });
 }
 
@@ -255,7 +315,8 @@ class AttentionKernel : public CpuKernel {
   // rotary: the ROTARY node feeding a dense op, for a context shift; null otherwise.
   AttentionKernel(const Node& node, const AttentionPattern& pattern, const KernelConfig& cfg, const Node* rotary)
       : node_(node), pattern_(pattern), capacity_(max_sequence(node, cfg.max_tokens)), threads_(cfg.threads),
-        max_batch_(cfg.max_batch), heads_(head_layout(node)), store_(pattern, heads_, cfg.max_tokens, cfg.buffers) {
+        max_batch_(cfg.max_batch), heads_(head_layout(node)), group_(attention_group(pattern, heads_)),
+        store_(pattern, heads_, cfg.max_tokens, cfg.buffers) {
     if (rotary && pattern.kind == PatternKind::kDense) rotary_ = Rotary::of(*rotary);
     scale_ = node.fb_op->params_as_AttentionParams()->scale();
     softcap_ = node.fb_op->params_as_AttentionParams()->logit_softcap();
@@ -273,7 +334,8 @@ class AttentionKernel : public CpuKernel {
       src = KeySource<T>{qkv, heads_.row, heads_.k, heads_.v, ctx.pos0, &store_, &heads_};
     } else {
       // This call's keys and values, k | v [n, 2*kv_inner] as float16, after the tiles and partial sums.
-      uint16_t* halves = reinterpret_cast<uint16_t*>(ctx.scratch + attention_scratch_floats(heads_.head_dim, threads_));
+      uint16_t* halves =
+          reinterpret_cast<uint16_t*>(ctx.scratch + attention_scratch_floats(heads_.head_dim, threads_, group_));
       for (int64_t r = 0; r < ctx.n; ++r) {
         isa().floats_to_halves(qkv + r * heads_.row + heads_.k, kv_inner, halves + r * 2 * kv_inner);
         isa().floats_to_halves(qkv + r * heads_.row + heads_.v, kv_inner, halves + r * 2 * kv_inner + kv_inner);
@@ -281,7 +343,7 @@ class AttentionKernel : public CpuKernel {
       src = KeySource<T>{halves, 2 * kv_inner, 0, kv_inner, ctx.pos0, &store_, &heads_};
     }
     AttentionCall<T> call{&pattern_, src, qkv + heads_.q, heads_.row, ctx.n, heads_.heads, heads_.head_dim, scale_,
-                          softcap_, ctx.out(node_, 0), &isa()};
+                          softcap_, ctx.out(node_, 0), &isa(), group_};
     run_attention(ctx.pool, ctx.threads, call, ctx.scratch);
     store_.append(src.call, src.stride, src.k_offset, src.v_offset, ctx.pos0, ctx.n);
     return Status::Ok();
@@ -294,7 +356,8 @@ class AttentionKernel : public CpuKernel {
   // Tiles and partial sums; under float16, also the call's keys and values as halves (2 * kv_inner per row).
   uint64_t scratch_bytes_for(int64_t n) const override {
     const uint64_t call_halves = std::is_same_v<T, float> ? 0 : 2 * uint64_t(n) * uint64_t(heads_.kv_inner());
-    return uint64_t(attention_scratch_floats(heads_.head_dim, threads_)) * sizeof(float) + call_halves * sizeof(uint16_t);
+    return uint64_t(attention_scratch_floats(heads_.head_dim, threads_, group_)) * sizeof(float) +
+           call_halves * sizeof(uint16_t);
   }
   uint64_t saved_state_bytes(int64_t position) const override { return store_.saved_bytes(position); }
   void save_state(int64_t position, uint8_t* out) const override { store_.save(position, out); }
@@ -327,6 +390,7 @@ class AttentionKernel : public CpuKernel {
   int threads_;
   int64_t max_batch_;
   HeadLayout heads_;
+  int group_;  // query heads prefill attends together (attention_group)
   KvStore<T> store_;
   float scale_ = 1.0f;
   float softcap_ = 0.0f;
@@ -335,10 +399,11 @@ class AttentionKernel : public CpuKernel {
 
 }  // namespace
 
-// A tile per thread, then split-K's partial sums: heads * parts < 2 * threads rows of dh + 2 (key_parts).
-int64_t attention_scratch_floats(int head_dim, int threads) {
+// A tile per thread (of `group` heads' rows), then split-K's partial sums: heads * parts < 2 * threads rows of dh + 2
+// (key_parts; split-K's slots take kTile each, no more than a group's).
+int64_t attention_scratch_floats(int head_dim, int threads, int group) {
   const int64_t slots = std::max(threads, 1);
-  return tile_floats(kTile, head_dim) * slots + 2 * slots * (int64_t(head_dim) + 2);
+  return tile_floats(group_tile(group), head_dim) * slots + 2 * slots * (int64_t(head_dim) + 2);
 }
 
 void attend_contiguous(pthreadpool_t pool, int threads, const ContiguousAttention& a) {

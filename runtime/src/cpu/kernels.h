@@ -73,7 +73,8 @@ struct AttentionArgs {
   float* out;
   float* scratch;
 };
-int64_t attention_scratch_floats(int head_dim, int threads);
+// group: query heads attended together per KV head (the attention kernel's own; 1 for the two calls here).
+int64_t attention_scratch_floats(int head_dim, int threads, int group = 1);
 void attention(pthreadpool_t pool, int threads, const AttentionArgs& args);
 
 // Causal attention of n queries at positions held..held+n-1 over keys and values that all sit in one buffer: kv
