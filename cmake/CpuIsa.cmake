@@ -10,10 +10,12 @@
 #                         which the int8 / int4 weight loops use; a CPU with AVX-512 but not VNNI, e.g.
 #                         Skylake-SP, runs avx2)
 #   TERN_NATIVE=ON:       one variant, native: everything is already compiled with -march=native
-#   aarch64, GCC or Clang: one variant, baseline (ARMv8-A: NEON is always there, so auto-vectorisation targets it
-#                         with no -march), with -fno-trapping-math: without it GCC keeps the clamps of exp_approx
-#                         (fast_math.inc) as branches and the GELU loops scalar on AArch64. It changes no result,
-#                         only whether floating-point exception flags may be raised by a selected-away operand.
+#   aarch64, GCC or Clang: baseline (ARMv8-A: NEON is always there, so auto-vectorisation targets it with no
+#                         -march), dotprod (-march=armv8.2-a+dotprod: SDOT, which the int8 / int4 weight loops and
+#                         their packed GEMM use; ARMv8.4-A and later have it, and many v8.2 cores), both with
+#                         -fno-trapping-math: without it GCC keeps the clamps of exp_approx (fast_math.inc) as
+#                         branches and the GELU loops scalar on AArch64. It changes no result, only whether
+#                         floating-point exception flags may be raised by a selected-away operand.
 #   anything else:        one variant, baseline, with no extra flags
 #
 # Sets TERN_CPU_ISA_VARIANTS (names, narrowest first). tern_add_cpu_isa_kernels(TARGET...) adds the variants'
@@ -31,8 +33,9 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|x64)$" AND CMAKE_SIZ
   set(TERN_CPU_ISA_FLAGS_avx2 -march=x86-64-v3)
   set(TERN_CPU_ISA_FLAGS_avx512 -march=x86-64-v4 -mavx512vnni)
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-  set(TERN_CPU_ISA_VARIANTS baseline)
+  set(TERN_CPU_ISA_VARIANTS baseline dotprod)
   set(TERN_CPU_ISA_FLAGS_baseline -fno-trapping-math)
+  set(TERN_CPU_ISA_FLAGS_dotprod -march=armv8.2-a+dotprod -fno-trapping-math)
 else()
   set(TERN_CPU_ISA_VARIANTS baseline)
   set(TERN_CPU_ISA_FLAGS_baseline "")

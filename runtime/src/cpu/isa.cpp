@@ -21,6 +21,9 @@ TERN_DECLARE_ISA(avx2)
 #if TERN_CPU_ISA_HAVE_AVX512
 TERN_DECLARE_ISA(avx512)
 #endif
+#if TERN_CPU_ISA_HAVE_DOTPROD
+TERN_DECLARE_ISA(dotprod)
+#endif
 #if TERN_CPU_ISA_HAVE_NATIVE
 TERN_DECLARE_ISA(native)
 #endif
@@ -58,6 +61,10 @@ std::vector<std::pair<const IsaKernels*, Requirement>> built() {
                 known && has_x86_64_v3() && cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
                     cpuinfo_has_x86_avx512cd() && cpuinfo_has_x86_avx512dq() && cpuinfo_has_x86_avx512vl() &&
                     cpuinfo_has_x86_avx512vnni()}});
+#endif
+#if TERN_CPU_ISA_HAVE_DOTPROD
+  v.push_back({&isa_dotprod::kKernels,
+               {"the Armv8 dot product instructions (SDOT)", known && cpuinfo_has_arm_neon_dot()}});
 #endif
 #if TERN_CPU_ISA_HAVE_NATIVE
   v.push_back({&isa_native::kKernels, {"the build machine's CPU (TERN_NATIVE)", true}});
