@@ -19,7 +19,7 @@ bash tools/install-deps.sh
 stage_done "dependencies"
 jobs=$(nproc)
 build=${TERN_BUILD_DIR:-build}
-# The tests' own sources at -O1 (tests/CMakeLists.txt, TERN_TEST_COMPILE_OPTIONS): the library stays at -O3.
+# The tests' test_*.cpp at -O1 (tests/CMakeLists.txt, TERN_TEST_COMPILE_OPTIONS): the rest stays at -O3.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERN_TEST_COMPILE_OPTIONS=-O1 >/dev/null
 cmake --build "$build" -j"$jobs"
 stage_done "Release build"
@@ -45,13 +45,14 @@ stage_done "sanitized build"
 # lavapipe's compiling and running shaders, which is not instrumented; the Vulkan tests and the goldens' Vulkan halves
 # keep the backend's host code in this run), every golden family in every compressed format (the compressed kernels'
 # own tests stay), the float16 KV golden models (the float16 KV kernel tests stay), 10,000 lines against
-# libsentencepiece per trained model (the hostile SentencePiece tests and the tokenizer fuzz target stay), the widest
-# kernel variant run again by name (the plain entries already pick it), the long-document examples and the
+# libsentencepiece per trained model (the hostile SentencePiece tests and the tokenizer fuzz target stay), the op
+# groups run again under each kernel variant by name (the plain entries run the widest; every variant's kernel tests,
+# test_cpu_isa_kernels_* and test_quant_kernels_*, stay), the long-document examples and the
 # kjv-stream test (test_streaming and test_generation run the same streaming code on smaller models), and the
 # Hugging Face goldens' compressed twins on Vulkan (test_vulkan_compressed_weights runs that host code).
 sanitized_skip='^(test_backend_ops:.* on Vulkan|test_compressed_weights:compressed weights: every family and format.*'
 sanitized_skip+='|test_kv_storage:float16 KV: golden models.*|test_sentencepiece:sentencepiece encode and decode match'
-sanitized_skip+=' libsentencepiece on every line and model|test_backend_ops_cpu_cases_kernels_avx512'
+sanitized_skip+=' libsentencepiece on every line and model|test_backend_ops_cpu_cases_kernels_.*'
 sanitized_skip+='|example_long_document_kjv_stream|example_long_document|test_kjv_stream:.*'
 sanitized_skip+='|test_vulkan_hf_goldens:hf goldens on Vulkan: f16, int8 and int4 weights.*)$'
 ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1" \
