@@ -29,7 +29,9 @@
 #    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py). The Llama model runs
 #    n in {512, 2048}, generation at d0, d2048 and d8192, the compressed phase and the linear layers, without
 #    PyTorch (its driver runs the GPT-2-like reference) and without a windowed twin; JSON and chart beside the
-#    first model's (peers-llama.json, peers-llama.png).
+#    first model's (peers-llama.json, peers-llama.png); its compressed phase generates at d0, d2048 and d8192.
+#    Generation after 8192 tokens runs on 1 thread with one warm run, as prefill at n = 8192 (each run fills the
+#    cache again).
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
 # Tern's windowed model at n in {8192, 16384, 32768}, then generation and the compressed-weights phase: 12.5 min on
@@ -71,7 +73,7 @@ while [ $# -gt 0 ]; do
     --chart-llama) chart_llama=$2; shift ;;
     --vulkan) vulkan=1 ;;
     --json-vulkan) json_vulkan=$2; shift ;;
-    -h|--help) sed -n 2,49p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,52p "$0"; exit 0 ;;
     *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -210,9 +212,9 @@ if [ "$which" != gpt2 ]; then
   make_models "$work/models-llama" llama
   # No PyTorch eager (its driver runs tools/reference/model.py, the GPT-2-like family) and no windowed twin; the
   # generation depths up to 8192.
-  llama_args=(--ns 512,2048 --decode-depths 0,2048,8192 --phases dense,decode,quant,linear
+  llama_args=(--ns 512,2048 --decode-depths 0,2048,8192 --quant-depths 0,2048,8192 --phases dense,decode,quant,linear
               --runtimes tern,ort,llama-fa,llama)
-  [ "$quick" = 1 ] && llama_args+=(--warm 2 --decode-warm 2 --decode-depths 0,2048)
+  [ "$quick" = 1 ] && llama_args+=(--warm 2 --decode-warm 2 --decode-depths 0,2048 --quant-depths 0,2048)
   say "Llama-architecture model: running (progress on stderr, tables on stdout)"
   run_models "$work/models-llama" "$ids_llama" "$json_llama" "$chart_llama" "${llama_args[@]}"
 fi

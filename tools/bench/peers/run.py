@@ -166,7 +166,8 @@ def main():
     ap.add_argument("--ns", default="512,2048,8192")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--warm", type=int, default=3)
-    ap.add_argument("--long-n", type=int, default=8192, help="from this n on, use --long-threads and --long-warm")
+    ap.add_argument("--long-n", type=int, default=8192,
+                    help="from this n (prefill) or depth (generation) on, use --long-threads and --long-warm")
     ap.add_argument("--long-threads", default="1")
     ap.add_argument("--long-warm", type=int, default=1)
     ap.add_argument("--windowed-ns", default="8192,16384,32768")
@@ -264,7 +265,9 @@ def main():
     # are what the peers are compared with).
     decode_done = {(r["runtime"], r["depth"], r["threads"]) for r in decode if r["rc"] == 0}
     for depth in ([int(x) for x in a.decode_depths.split(",") if x] if "decode" in phases else []):
-        for t in threads_list:
+        # From --long-n tokens in the cache on, as for prefill: --long-threads, --long-warm (each run fills the cache)
+        warm = a.decode_warm if depth < a.long_n else a.long_warm
+        for t in (threads_list if depth < a.long_n else long_threads):
             tern_logits = None
             for rt in [r for r in DECODE_RUNTIMES if r in runtimes or (r == "tern-f16kv" and "tern" in runtimes)]:
                 if (rt, depth, t) in decode_done and not (rt == "tern" and any(
@@ -273,7 +276,7 @@ def main():
                 if rt == "tern":
                     decode[:] = [r for r in decode if (r["runtime"], r["depth"], r["threads"]) != (rt, depth, t)]
                 lp = os.path.join(a.tmp, f"peers_decode_{rt}_{depth}_{t}.f32")
-                cmd, env = command(rt, a, a.decode_tokens, t, a.decode_warm, lp, depth)
+                cmd, env = command(rt, a, a.decode_tokens, t, warm, lp, depth)
                 rc, out, err, rss, wall = measured(cmd, env)
                 rec = {"runtime": rt, "depth": depth, "tokens": a.decode_tokens, "threads": t, "rc": rc,
                        "peak_rss_bytes": rss, "wall_s": wall}
@@ -375,10 +378,11 @@ def run_quant(a, threads_list, quant, save):
     llamas = [r for r in a.quant_llama.split(",") if r]
     rts = ["tern"] + llamas
     tests = [(f"pp{a.quant_n}", a.quant_n, None, a.warm)]
-    tests += [(f"tg{a.decode_tokens}@d{d}", a.decode_tokens, d, a.decode_warm)
+    tests += [(f"tg{a.decode_tokens}@d{d}", a.decode_tokens, d, a.decode_warm if d < a.long_n else a.long_warm)
               for d in (int(x) for x in a.quant_depths.split(",") if x)]
+    long_threads = [int(x) for x in a.long_threads.split(",")]
     for name, n, depth, warm in tests:
-        for t in threads_list:
+        for t in (threads_list if depth is None or depth < a.long_n else long_threads):
             mine = lambda r: (r["test"], r["threads"]) == (name, t) and (  # noqa: E731
                 r["format"] in [f[0] for f in formats] and r["runtime"] in rts)
             ok = {(r["format"], r["runtime"]) for r in quant if mine(r) and r["rc"] == 0}
@@ -438,7 +442,8 @@ def print_quant(doc):
           f"the tied token embedding int8) against llama.cpp's F16, Q8_0 and Q4_0 (blocks of 32, float16 scales; written "
           f"by gguf-py as llama-quantize would, but the tied token_embd Q8_0 where llama-quantize picks Q6_K) of the "
           f"same weights; norms, biases and positions float32 in both. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
-          f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg); tokens/s "
+          f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg; "
+          f"{doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread); tokens/s "
           f"from it. Time ratio Tern / llama.cpp (lower is better) against "
           f"{'the faster of ' if len(llamas) > 1 else ''}{' and '.join(LABEL[r] for r in llamas)}. Errors: ||a - b|| / ||b|| over all logits of the test (every "
           f"position of the prefill, every generated step), against the runtime's own float32 run and against "
@@ -487,7 +492,8 @@ def print_decode(doc, threads_list):
     depths = sorted({r["depth"] for r in doc["decode"]})
     g = doc["decode_tokens"]
     print(f"\nGeneration, as llama-bench's tg{g}@dD: {g} tokens one call each after D tokens in the cache (the D "
-          f"tokens in one untimed call); steady = median of {doc['decode_warm_runs']} warm runs after the first. "
+          f"tokens in one untimed call); steady = median of {doc['decode_warm_runs']} warm runs after the first "
+          f"({doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread). "
           f"Error = max |peer - Tern| / max |Tern| over the logits of every step.\n")
     print("| test | threads | runtime | tokens/s | Tern time / peer time | peak RSS MiB | error vs Tern |")
     print("|---|---:|---|---:|---:|---:|---:|")
