@@ -196,14 +196,16 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
   }
 }
 
-// Query heads [kv * group, (kv + 1) * group), the heads of one KV head, for query rows [r0, r1) (at least 2) of the
-// call, normalised into the output. Only for patterns whose keys do not depend on the head (dense, sliding,
-// chunked): each key block is transposed once for the group, where attend_block would transpose it per head, and
-// each head's tile runs exactly as attend_block runs it.
+// Query heads [kv * group, (kv + 1) * group), the heads of one KV head, for query rows [r0, r1) of the call,
+// normalised into the output. Only for patterns whose keys do not depend on the head (dense, sliding, chunked):
+// each key block is transposed once for the group, where attend_block would transpose it per head; a single row
+// (generation) reads the block's keys in place for each head in turn, so that the group's heads read a block from
+// the cache once and from L1 after. Each head's block runs exactly as attend_block runs it.
 template <typename T>
 void attend_group(const AttentionCall<T>& a, int kv, int64_t r0, int64_t r1, const Tile& t) {
   const int dh = a.dh, group = a.group, h0 = kv * group;
   const int64_t rows = r1 - r0, pos0 = a.src.pos0;
+  const T* kp[kKeyBlock];
   const T* vp[kKeyBlock];
   int64_t lo[kQueryBlock], hi[kQueryBlock];  // per row, the keys of a block it sees
   for (int g = 0; g < group; ++g) {
@@ -215,6 +217,17 @@ void attend_group(const AttentionCall<T>& a, int kv, int64_t r0, int64_t r1, con
   for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
     const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
     const int64_t width = j1 - j0;
+    if (rows == 1) {
+      for (int64_t j = j0; j < j1; ++j) {
+        kp[j - j0] = a.src.key(h0, j, dh);
+        vp[j - j0] = a.src.value(h0, j, dh);
+      }
+      for (int g = 0; g < group; ++g) {
+        const int64_t o = int64_t(g) * kQueryBlock;
+        attend_keys(*a.kernels, t.q + o * dh, kp, vp, width, dh, t.s, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
+      }
+      continue;
+    }
     for (int64_t j = j0; j < j1; ++j) {
       put_key_column(*a.kernels, a.src.key(h0, j, dh), dh, t.kt, j - j0, t.s);
       vp[j - j0] = a.src.value(h0, j, dh);
@@ -293,8 +306,11 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call
     return;
   }
   const int64_t q_blocks = (call.n + kQueryBlock - 1) / kQueryBlock;
-  const int group = call.group, units = call.heads / group;  // a unit: `group` heads of one KV head
-  const TileShape shape = group_tile(group);
+  // An item: a query block of `group` heads of one KV head (attend_group), or of one head. One row (generation) on
+  // more threads takes a head per item: a KV head's group per item would leave threads idle.
+  const bool grouped = call.group > 1 && (call.n > 1 || threads <= 1);
+  const int units = grouped ? call.heads / call.group : call.heads;
+  const TileShape shape = group_tile(call.group);
   const int64_t items = q_blocks * units;
   // Each thread's slot owns a scratch tile and pulls (unit, query block) items until none are left.
   run_slots(pool, threads, items, [&](int slot, int64_t item) {
@@ -303,8 +319,8 @@ void run_attention(pthreadpool_t pool, int threads, const AttentionCall<T>& call
     const int64_t qb = q_blocks - 1 - item / units;
     const int unit = int(item % units);
     const int64_t r0 = qb * kQueryBlock, r1 = std::min(call.n, (qb + 1) * kQueryBlock);
-    if (group > 1 && r1 - r0 > 1) return attend_group(call, unit, r0, r1, tile);
-    for (int g = 0; g < group; ++g) attend_block(call, unit * group + g, r0, r1, tile);  // one row reads keys in place
+    if (grouped) return attend_group(call, unit, r0, r1, tile);
+    attend_block(call, unit, r0, r1, tile);
   });
 }
 
