@@ -105,6 +105,46 @@ struct KeyPart {
 // thread and merging cost more than the part saves.
 constexpr int64_t kMinBlocksPerPart = 4;
 
+// One key block [j0, j1) of head h's contiguous run against query rows [r0, r0 + rows) of the call, for `count` heads
+// that see the same keys, head g's rows at g * kQueryBlock of the tile. The block is gathered once for them: one row
+// (generation) reads the keys in place (a transposed block would cost as much), more rows read them transposed.
+template <typename T>
+void attend_key_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t rows, int64_t j0, int64_t j1, int count,
+                      const Tile& t) {
+  const int dh = a.dh;
+  const int64_t width = j1 - j0;
+  const T* kp[kKeyBlock];
+  const T* vp[kKeyBlock];
+  if (rows == 1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      kp[j - j0] = a.src.key(h, j, dh);
+      vp[j - j0] = a.src.value(h, j, dh);
+    }
+    for (int g = 0; g < count; ++g) {
+      const int64_t o = int64_t(g) * kQueryBlock;
+      attend_keys(*a.kernels, t.q + o * dh, kp, vp, width, dh, t.s, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
+    }
+    return;
+  }
+  for (int64_t j = j0; j < j1; ++j) {
+    put_key_column(*a.kernels, a.src.key(h, j, dh), dh, t.kt, j - j0, t.s);
+    vp[j - j0] = a.src.value(h, j, dh);
+  }
+  if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
+    for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
+  }
+  int64_t lo[kQueryBlock], hi[kQueryBlock];
+  for (int64_t r = 0; r < rows; ++r) {  // the keys of the block row r sees (none when lo >= hi)
+    const int64_t i = a.src.pos0 + r0 + r;
+    lo[r] = std::max(j0, a.pattern->local_lo(h, i)) - j0;
+    hi[r] = std::min(j1, i + 1) - j0;
+  }
+  for (int g = 0; g < count; ++g) {
+    const int64_t o = int64_t(g) * kQueryBlock;
+    attend_tile(*a.kernels, t.q + o * dh, rows, t.kt, vp, lo, hi, dh, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
+  }
+}
+
 // One head, query rows [r0, r1) of the call, normalised into the output; or, with `partial` (one row, a part of
 // its keys), that part's softmax sums {m, l, acc [dh]} into partial [dh + 2], for merge_parts.
 template <typename T>
@@ -160,29 +200,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
   const int64_t blocks = (last - first) / kKeyBlock + 1;
   const int64_t part_end = std::min(last + 1, first + blocks * (part.index + 1) / part.count * kKeyBlock);
   for (int64_t j0 = first + blocks * part.index / part.count * kKeyBlock; j0 < part_end; j0 += kKeyBlock) {
-    const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
-    const int64_t width = j1 - j0;
-    if (rows == 1) {  // one query (generation) reads the keys in place: a transposed block would cost as much
-      for (int64_t j = j0; j < j1; ++j) {
-        kp[j - j0] = a.src.key(h, j, dh);
-        vp[j - j0] = a.src.value(h, j, dh);
-      }
-      attend_keys(*a.kernels, t.q, kp, vp, width, dh, t.s, t.m, t.l, t.acc, a.softcap);
-      continue;
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      put_key_column(*a.kernels, a.src.key(h, j, dh), dh, t.kt, j - j0, t.s);
-      vp[j - j0] = a.src.value(h, j, dh);
-    }
-    if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
-      for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
-    }
-    for (int64_t r = 0; r < rows; ++r) {  // the keys of the block row r sees (none when lo >= hi)
-      const int64_t i = pos0 + r0 + r;
-      lo[r] = std::max(j0, a.pattern->local_lo(h, i)) - j0;
-      hi[r] = std::min(j1, i + 1) - j0;
-    }
-    attend_tile(*a.kernels, t.q, rows, t.kt, vp, lo, hi, dh, t.m, t.l, t.acc, a.softcap);
+    attend_key_block(a, h, r0, rows, j0, std::min(j0 + kKeyBlock, last + 1), 1, t);
   }
   if (partial) {
     partial[0] = t.m[0];
@@ -198,16 +216,13 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
 
 // Query heads [kv * group, (kv + 1) * group), the heads of one KV head, for query rows [r0, r1) of the call,
 // normalised into the output. Only for patterns whose keys do not depend on the head (dense, sliding, chunked):
-// each key block is transposed once for the group, where attend_block would transpose it per head; a single row
-// (generation) reads the block's keys in place for each head in turn, so that the group's heads read a block from
-// the cache once and from L1 after. Each head's block runs exactly as attend_block runs it.
+// attend_key_block gathers each key block once for the group, where attend_block would per head (a transposed block
+// built once; in generation, a block read from the cache once and from L1 after). Each head's rows run exactly as
+// attend_block runs them.
 template <typename T>
 void attend_group(const AttentionCall<T>& a, int kv, int64_t r0, int64_t r1, const Tile& t) {
   const int dh = a.dh, group = a.group, h0 = kv * group;
   const int64_t rows = r1 - r0, pos0 = a.src.pos0;
-  const T* kp[kKeyBlock];
-  const T* vp[kKeyBlock];
-  int64_t lo[kQueryBlock], hi[kQueryBlock];  // per row, the keys of a block it sees
   for (int g = 0; g < group; ++g) {
     for (int64_t r = 0; r < rows; ++r) {
       t.start_row(g * kQueryBlock + r, a.q + (r0 + r) * a.q_stride + int64_t(h0 + g) * dh, a.scale, dh);
@@ -215,35 +230,7 @@ void attend_group(const AttentionCall<T>& a, int kv, int64_t r0, int64_t r1, con
   }
   const int64_t first = a.pattern->local_lo(h0, pos0 + r0), last = pos0 + r1 - 1;
   for (int64_t j0 = first; j0 <= last; j0 += kKeyBlock) {
-    const int64_t j1 = std::min(j0 + kKeyBlock, last + 1);  // exclusive
-    const int64_t width = j1 - j0;
-    if (rows == 1) {
-      for (int64_t j = j0; j < j1; ++j) {
-        kp[j - j0] = a.src.key(h0, j, dh);
-        vp[j - j0] = a.src.value(h0, j, dh);
-      }
-      for (int g = 0; g < group; ++g) {
-        const int64_t o = int64_t(g) * kQueryBlock;
-        attend_keys(*a.kernels, t.q + o * dh, kp, vp, width, dh, t.s, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
-      }
-      continue;
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      put_key_column(*a.kernels, a.src.key(h0, j, dh), dh, t.kt, j - j0, t.s);
-      vp[j - j0] = a.src.value(h0, j, dh);
-    }
-    if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
-      for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t i = pos0 + r0 + r;
-      lo[r] = std::max(j0, a.pattern->local_lo(h0, i)) - j0;
-      hi[r] = std::min(j1, i + 1) - j0;
-    }
-    for (int g = 0; g < group; ++g) {
-      const int64_t o = int64_t(g) * kQueryBlock;
-      attend_tile(*a.kernels, t.q + o * dh, rows, t.kt, vp, lo, hi, dh, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
-    }
+    attend_key_block(a, h0, r0, rows, j0, std::min(j0 + kKeyBlock, last + 1), group, t);
   }
   const int64_t out_stride = int64_t(a.heads) * dh;
   for (int g = 0; g < group; ++g) {
