@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -164,14 +165,60 @@ TEST_CASE("CPU kernels: one query row against keys in place agrees across varian
     values.push_back(rows.data() + (B + t) * dh);
   }
   against_narrowest(size_t(dh) + 2, 1e-6, [&](const IsaKernels& k, float* out) {
-    std::vector<float> s(static_cast<size_t>(B));
     for (int c = 0; c < dh; ++c) out[c] = 0.0f;
     out[dh] = -INFINITY;
     out[dh + 1] = 0.0f;
     for (const int64_t count : {int64_t(17), int64_t(39), B}) {
-      k.attend_keys(q.data(), keys.data(), values.data(), count, dh, s.data(), out + dh, out + dh + 1, out, 0.0f);
+      k.attend_keys(q.data(), 1, 1, keys.data(), values.data(), count, dh, out + dh, out + dh + 1, out, 0.0f);
     }
   });
+}
+
+TEST_CASE("CPU kernels: query rows that share keys, attended together, each get what they get alone",
+          "[isa][attention]") {
+  // Generation attends the query heads of one KV head together (attend_keys with rows > 1): the values' sums of
+  // up to four rows share each value row loaded. Every row must still compute exactly what it computes alone, in
+  // every variant: head sizes with and without column tails, row counts below, at and above one register block,
+  // rows spread with a stride as in a tile, two updates (the second rescales the first).
+  constexpr int64_t B = tern::cpu::kAttentionKeyBlock;
+  for (const tern::cpu::IsaVariant& v : tern::cpu::isa_variants()) {
+    if (!v.supported) continue;
+    const IsaKernels& k = *v.kernels;
+    for (const int dh : {40, 64, 128}) {
+      const std::vector<float> rows = randoms(size_t(2 * B * dh), 41);
+      std::vector<const float*> keys, values;
+      for (int64_t t = 0; t < B; ++t) {
+        keys.push_back(rows.data() + t * dh);
+        values.push_back(rows.data() + (B + t) * dh);
+      }
+      for (const int64_t count : {int64_t(1), int64_t(3), int64_t(5), int64_t(6)}) {
+        INFO(k.name << ", dh " << dh << ", " << count << " rows");
+        const int64_t stride = 3;  // row r's state at r * stride rows
+        const size_t n = size_t(count * stride);
+        const std::vector<float> q = randoms(n * size_t(dh), 42, 0.125f);
+        auto fresh = [&](std::vector<float>& acc, std::vector<float>& m, std::vector<float>& l) {
+          acc.assign(n * size_t(dh), 0.0f);
+          m.assign(n, -INFINITY);
+          l.assign(n, 0.0f);
+        };
+        std::vector<float> acc, m, l, acc1, m1, l1;
+        fresh(acc, m, l);
+        fresh(acc1, m1, l1);
+        for (const auto& [first, width] : {std::pair<int64_t, int64_t>{0, 17}, {20, 44}}) {
+          k.attend_keys(q.data(), count, stride, keys.data() + first, values.data() + first, width, dh, m.data(),
+                        l.data(), acc.data(), 0.0f);
+          for (int64_t r = 0; r < count; ++r) {
+            const int64_t o = r * stride;
+            k.attend_keys(q.data() + o * dh, 1, 1, keys.data() + first, values.data() + first, width, dh, &m1[o],
+                          &l1[o], acc1.data() + o * dh, 0.0f);
+          }
+        }
+        CHECK(std::memcmp(acc.data(), acc1.data(), acc.size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(m.data(), m1.data(), m.size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(l.data(), l1.data(), l.size() * sizeof(float)) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("CPU kernels: attention's inner loops agree across variants", "[isa][attention]") {
@@ -208,10 +255,9 @@ TEST_CASE("CPU kernels: attention's inner loops agree across variants", "[isa][a
     k.attend_tile(tq.data(), tile_rows, kt.data() + 1, values.data(), lo, hi, dh, m, l, acc, 0.0f);
   });
   against_narrowest(row, 1e-6, [&](const IsaKernels& k, float* out) {
-    std::vector<float> s(static_cast<size_t>(B));
     start(out);
-    k.attend_keys(q.data(), keys.data(), values.data(), 17, dh, s.data(), out + dh, out + dh + 1, out, 0.0f);
-    k.attend_keys(q.data(), keys.data() + 20, values.data() + 20, 44, dh, s.data(), out + dh, out + dh + 1, out, 0.0f);
+    k.attend_keys(q.data(), 1, 1, keys.data(), values.data(), 17, dh, out + dh, out + dh + 1, out, 0.0f);
+    k.attend_keys(q.data(), 1, 1, keys.data() + 20, values.data() + 20, 44, dh, out + dh, out + dh + 1, out, 0.0f);
   });
 
   // LSH: a window of 100 keys at scattered positions, the query at position 50.

@@ -162,12 +162,16 @@ TEST_CASE("float16 KV: each kernel variant's float16 loops match its float32 loo
         keys_h.push_back(kh.data() + t * dh), values_h.push_back(vh.data() + t * dh);
       }
       // One row (generation): two updates of 17 and 44 keys; [acc | m | l].
-      std::vector<float> of(size_t(dh) + 2, 0.0f), oh(size_t(dh) + 2, 0.0f), s(static_cast<size_t>(B));
+      std::vector<float> of(size_t(dh) + 2, 0.0f), oh(size_t(dh) + 2, 0.0f);
       of[size_t(dh)] = oh[size_t(dh)] = -INFINITY;
-      k.attend_keys(q.data(), keys_f.data(), values_f.data(), 17, dh, s.data(), &of[size_t(dh)], &of[size_t(dh) + 1], of.data(), 0.0f);
-      k.attend_keys(q.data(), keys_f.data() + 20, values_f.data() + 20, 44, dh, s.data(), &of[size_t(dh)], &of[size_t(dh) + 1], of.data(), 0.0f);
-      k.attend_keys_f16(q.data(), keys_h.data(), values_h.data(), 17, dh, s.data(), &oh[size_t(dh)], &oh[size_t(dh) + 1], oh.data(), 0.0f);
-      k.attend_keys_f16(q.data(), keys_h.data() + 20, values_h.data() + 20, 44, dh, s.data(), &oh[size_t(dh)], &oh[size_t(dh) + 1], oh.data(), 0.0f);
+      k.attend_keys(q.data(), 1, 1, keys_f.data(), values_f.data(), 17, dh, &of[size_t(dh)], &of[size_t(dh) + 1],
+                    of.data(), 0.0f);
+      k.attend_keys(q.data(), 1, 1, keys_f.data() + 20, values_f.data() + 20, 44, dh, &of[size_t(dh)],
+                    &of[size_t(dh) + 1], of.data(), 0.0f);
+      k.attend_keys_f16(q.data(), 1, 1, keys_h.data(), values_h.data(), 17, dh, &oh[size_t(dh)], &oh[size_t(dh) + 1],
+                        oh.data(), 0.0f);
+      k.attend_keys_f16(q.data(), 1, 1, keys_h.data() + 20, values_h.data() + 20, 44, dh, &oh[size_t(dh)],
+                        &oh[size_t(dh) + 1], oh.data(), 0.0f);
       CHECK(relative_error(oh.data(), of.data(), of.size()) <= kSameSumsTolerance);
       // A tile of 7 rows with their own key ranges (one seeing none), keys transposed as float32 (widened).
       std::vector<float> kt(size_t(dh * B));

@@ -60,13 +60,13 @@ void attend_tile(const IsaKernels& k, const float* q, int64_t rows, const float*
                  const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc, float softcap) {
   k.attend_tile_f16(q, rows, kt, values, lo, hi, dh, m, l, acc, softcap);
 }
-void attend_keys(const IsaKernels& k, const float* q, const float* const* keys, const float* const* values,
-                 int64_t count, int dh, float* s, float* m, float* l, float* acc, float softcap) {
-  k.attend_keys(q, keys, values, count, dh, s, m, l, acc, softcap);
+void attend_keys(const IsaKernels& k, const float* q, int64_t rows, int64_t row_stride, const float* const* keys,
+                 const float* const* values, int64_t count, int dh, float* m, float* l, float* acc, float softcap) {
+  k.attend_keys(q, rows, row_stride, keys, values, count, dh, m, l, acc, softcap);
 }
-void attend_keys(const IsaKernels& k, const float* q, const uint16_t* const* keys, const uint16_t* const* values,
-                 int64_t count, int dh, float* s, float* m, float* l, float* acc, float softcap) {
-  k.attend_keys_f16(q, keys, values, count, dh, s, m, l, acc, softcap);
+void attend_keys(const IsaKernels& k, const float* q, int64_t rows, int64_t row_stride, const uint16_t* const* keys,
+                 const uint16_t* const* values, int64_t count, int dh, float* m, float* l, float* acc, float softcap) {
+  k.attend_keys_f16(q, rows, row_stride, keys, values, count, dh, m, l, acc, softcap);
 }
 
 // Key row k [dh] into column w of a transposed key block kt [dh, kKeyBlock]; a float16 row is widened through
@@ -120,10 +120,7 @@ void attend_key_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t rows
       kp[j - j0] = a.src.key(h, j, dh);
       vp[j - j0] = a.src.value(h, j, dh);
     }
-    for (int g = 0; g < count; ++g) {
-      const int64_t o = int64_t(g) * kQueryBlock;
-      attend_keys(*a.kernels, t.q + o * dh, kp, vp, width, dh, t.s, t.m + o, t.l + o, t.acc + o * dh, a.softcap);
-    }
+    attend_keys(*a.kernels, t.q, count, kQueryBlock, kp, vp, width, dh, t.m, t.l, t.acc, a.softcap);
     return;
   }
   for (int64_t j = j0; j < j1; ++j) {
@@ -182,7 +179,7 @@ void attend_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t r1, cons
       const int64_t i = pos0 + r0 + r;
       int64_t count = 0;
       auto flush = [&] {
-        attend_keys(*a.kernels, t.q + r * dh, kp, vp, count, dh, t.s, &t.m[r], &t.l[r], t.acc + r * dh, a.softcap);
+        attend_keys(*a.kernels, t.q + r * dh, 1, 1, kp, vp, count, dh, &t.m[r], &t.l[r], t.acc + r * dh, a.softcap);
         count = 0;
       };
       a.pattern->scattered(h, i, a.pattern->local_lo(h, i), [&](int64_t begin, int64_t end) {

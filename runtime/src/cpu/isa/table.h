@@ -49,10 +49,11 @@ struct IsaKernels {
   // before the softmax; 0 leaves the scores as they are.
   void (*attend_tile)(const float* q, int64_t rows, const float* kt, const float* const* values, const int64_t* lo,
                       const int64_t* hi, int dh, float* m, float* l, float* acc, float softcap);
-  // One query row q [dh] against `count` keys given by their rows (count <= kAttentionKeyBlock), read in place;
-  // s [kAttentionKeyBlock] is scratch.
-  void (*attend_keys)(const float* q, const float* const* keys, const float* const* values, int64_t count, int dh,
-                      float* s, float* m, float* l, float* acc, float softcap);
+  // `rows` query rows that see the same keys (the query heads of one KV head) against `count` keys given by their
+  // rows (count <= kAttentionKeyBlock), read in place: row r's q [dh] at q + r * row_stride * dh, its m and l at
+  // m, l + r * row_stride, its acc [dh] at acc + r * row_stride * dh. Each row computes what it would alone.
+  void (*attend_keys)(const float* q, int64_t rows, int64_t row_stride, const float* const* keys,
+                      const float* const* values, int64_t count, int dh, float* m, float* l, float* acc, float softcap);
   // The same two over float16 key and value rows (IEEE half bits; tern_kv_storage F16), widened in registers: the
   // same sums in the same order as attend_tile / attend_keys given the widened rows (equal to a float32 ulp or so:
   // the compiler may fuse a multiply-add in one and not in the other). kt stays float32 (the
@@ -60,8 +61,9 @@ struct IsaKernels {
   void (*attend_tile_f16)(const float* q, int64_t rows, const float* kt, const uint16_t* const* values,
                           const int64_t* lo, const int64_t* hi, int dh, float* m, float* l, float* acc,
                           float softcap);
-  void (*attend_keys_f16)(const float* q, const uint16_t* const* keys, const uint16_t* const* values, int64_t count,
-                          int dh, float* s, float* m, float* l, float* acc, float softcap);
+  void (*attend_keys_f16)(const float* q, int64_t rows, int64_t row_stride, const uint16_t* const* keys,
+                          const uint16_t* const* values, int64_t count, int dh, float* m, float* l, float* acc,
+                          float softcap);
 
   // LSH attention (cpu/attention_lsh.cpp). Query position i against the first `count` columns of a window of keys
   // kt [dh, W] at positions wpos[]: masked scores (later positions never seen, itself scored self_mask) left in
