@@ -8,7 +8,9 @@ the first run and the median of WARM warm runs from the driver itself. Outputs a
 every position. Generation (phase decode) is measured like llama-bench's tg128@dD: after D tokens in one call,
 128 tokens one call each, for Tern and llama.cpp with and without flash attention, the logits of every step compared
 with Tern's. Compressed weights (phase quant) pair Tern's f16 / int8 / int4 files (tern-convert --weights) with
-llama.cpp's F16 / Q8_0 / Q4_0 GGUFs of the same weights (make_model.py), plus both float32 files for reference: file size,
+llama.cpp's F16 / Q8_0 / Q4_0 GGUFs of the same weights (make_model.py), plus both float32 files for reference, Tern
+with its float32 cache and with a float16 one (llama.cpp's default cache, so that one ratio compares the same weight and
+cache precision): file size,
 peak RSS, prefill ppN (one forward of N tokens) and generation tg128@dD on each thread count, and the logits' relative
 error ||a - b|| / ||b|| of each compressed run against its own runtime's float32 run of the same test and against
 Tern's float32 run (a Tern run that fails, e.g. a format its CPU backend cannot read yet, is recorded with its error
@@ -185,6 +187,8 @@ def main():
                     help="phase quant: weight formats (f32 is what the errors are measured against)")
     ap.add_argument("--quant-llama", default="llama-fa",
                     help="phase quant: llama.cpp with flash attention (llama-fa), without (llama), or both")
+    ap.add_argument("--quant-tern", default="tern,tern-f16kv",
+                    help="phase quant: Tern with its float32 cache (tern), a float16 one (tern-f16kv), or both")
     ap.add_argument("--phases", default="dense,decode,quant,windowed,linear", help="which measurements to run")
     ap.add_argument("--resume", action="store_true",
                     help="keep what --json already holds and measure only what it lacks (an interrupted run)")
@@ -376,7 +380,7 @@ def run_quant(a, threads_list, quant, save):
     formats = [f for f in QUANT_FORMATS if f[0] in a.quant_formats.split(",")]
     formats.sort(key=lambda f: f[0] != "f32")
     llamas = [r for r in a.quant_llama.split(",") if r]
-    rts = ["tern"] + llamas
+    rts = [r for r in a.quant_tern.split(",") if r] + llamas
     tests = [(f"pp{a.quant_n}", a.quant_n, None, a.warm)]
     tests += [(f"tg{a.decode_tokens}@d{d}", a.decode_tokens, d, a.decode_warm if d < a.long_n else a.long_warm)
               for d in (int(x) for x in a.quant_depths.split(",") if x)]
@@ -392,11 +396,12 @@ def run_quant(a, threads_list, quant, save):
             ref = {}  # runtime -> its float32 logits for this test and thread count
             for key, tern_file, tern_w, gguf_file, llama_w in formats:
                 for rt in rts:
-                    model = tern_file if rt == "tern" else gguf_file
+                    is_tern = rt in ("tern", "tern-f16kv")
+                    model = tern_file if is_tern else gguf_file
                     lp = os.path.join(a.tmp, f"peers_quant_{rt}_{key}_{name}_{t}.f32")
                     cmd, env = command(rt, a, n, t, warm, lp, depth, model)
                     path = os.path.join(a.models, model)
-                    rec = {"format": key, "runtime": rt, "weights": tern_w if rt == "tern" else llama_w,
+                    rec = {"format": key, "runtime": rt, "weights": tern_w if is_tern else llama_w,
                            "model": model, "file_bytes": os.path.getsize(path) if os.path.exists(path) else None,
                            "test": name, "n": n, "depth": depth, "threads": t}
                     rc, out, err, rss, wall = measured(cmd, env)
@@ -438,49 +443,57 @@ def print_quant(doc):
     tests = list(dict.fromkeys(r["test"] for r in rows))
     threads = sorted({r["threads"] for r in rows})
     llamas = [rt for rt in ("llama-fa", "llama") if any(r["runtime"] == rt for r in rows)]
+    terns = [rt for rt in ("tern", "tern-f16kv") if any(r["runtime"] == rt for r in rows)]
     print(f"\nCompressed weights: Tern's f16, int8 (a float32 scale per output row) and int4 (groups of 32, float16 scales; "
           f"the tied token embedding int8) against llama.cpp's F16, Q8_0 and Q4_0 (blocks of 32, float16 scales; written "
           f"by gguf-py as llama-quantize would, but the tied token_embd Q8_0 where llama-quantize picks Q6_K) of the "
-          f"same weights; norms, biases and positions float32 in both. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
+          f"same weights; norms, biases and positions float32 in both. Tern runs with its float32 cache and "
+          f"with a float16 one (F16 KV), llama.cpp with its default F16 cache: the F16 KV ratio compares the same weight "
+          f"and cache precision. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
           f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg; "
           f"{doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread); tokens/s "
           f"from it. Time ratio Tern / llama.cpp (lower is better) against "
           f"{'the faster of ' if len(llamas) > 1 else ''}{' and '.join(LABEL[r] for r in llamas)}. Errors: ||a - b|| / ||b|| over all logits of the test (every "
           f"position of the prefill, every generated step), against the runtime's own float32 run and against "
-          f"Tern's.\n")
-    print("| weights Tern / llama.cpp | test | threads | file MiB Tern / llama | peak RSS MiB Tern / llama | "
-          "tokens/s Tern / llama | Tern time / llama time | Tern err vs Tern f32 | llama err vs llama F32 | "
-          "llama err vs Tern f32 |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          f"Tern's (float32 weights and cache).\n")
+    names = " / ".join(LABEL[rt] for rt in terns)
+    print(f"| weights Tern / llama.cpp | test | threads | file MiB Tern / llama | peak RSS MiB {names} / llama | "
+          f"tokens/s {names} / llama | " + " | ".join(f"{LABEL[rt]} time / llama time" for rt in terns[::-1]) +
+          " | " + " | ".join(f"{LABEL[rt]} err vs Tern f32" for rt in terns) +
+          " | llama err vs llama F32 | llama err vs Tern f32 |")
+    print("|---|---|---:|---:|---:|---:|" + "---:|" * (2 * len(terns) + 2))
     mib = lambda b: f"{b / MiB:.1f}" if b is not None else "?"  # noqa: E731
     tps = lambda r: f"{r['tokens_per_s']:.1f}"  # noqa: E731
     failures = {}
     for key, _, tern_w, _, llama_w in QUANT_FORMATS:
         for test in tests:
             for t in threads:
-                tern = get(key, "tern", test, t)
+                mine = [get(key, rt, test, t) for rt in terns]
                 peers = [p for p in (get(key, rt, test, t) for rt in llamas) if p]
-                if tern is None and not peers:
+                if all(r is None for r in mine) and not peers:
                     continue
                 ok = [p for p in peers if p["rc"] == 0]
                 best = min(ok, key=lambda p: p["steady_ms"]) if ok else (peers[0] if peers else None)
-                tern_ok = tern is not None and tern["rc"] == 0
                 best_ok = best is not None and best["rc"] == 0
-                if tern is not None and tern["rc"] != 0:
-                    failures.setdefault(f"Tern {tern_w}", tern.get("error", "").strip().splitlines()[-1:])
+                for rt, r in zip(terns, mine):
+                    if r is not None and r["rc"] != 0:
+                        failures.setdefault(f"{LABEL[rt]} {tern_w}", r.get("error", "").strip().splitlines()[-1:])
                 if best is not None and best["rc"] != 0:
                     failures.setdefault(f"{LABEL[best['runtime']]} {llama_w}",
                                         best.get("error", "").strip().splitlines()[-1:])
-                cell = lambda r, f: f(r) if r is not None and r["rc"] == 0 else "failed"  # noqa: E731
+                cell = lambda r, f: f(r) if r is not None and r["rc"] == 0 else ("failed" if r else "-")  # noqa: E731
                 err = lambda r, k: f"{r[k]['rel_l2_err']:.2e}" if r is not None and k in r else ""  # noqa: E731
+                ratio = lambda r: (f"{r['steady_ms'] / best['steady_ms']:.2f}"  # noqa: E731
+                                   if r is not None and r["rc"] == 0 and best_ok else "")
                 name = f"{tern_w} / {llama_w}" + (f" ({LABEL[best['runtime']]})" if best and len(llamas) > 1 else "")
-                ratio = f"{tern['steady_ms'] / best['steady_ms']:.2f}" if tern_ok and best_ok else ""
-                files = f"{mib(tern and tern['file_bytes'])} / {mib(best and best['file_bytes'])}"
-                print(f"| {name} | {test} | {t} | {files} | "
-                      f"{cell(tern, lambda r: fmt_mib(r['peak_rss_bytes']))} / "
-                      f"{cell(best, lambda r: fmt_mib(r['peak_rss_bytes']))} | "
-                      f"{cell(tern, tps)} / {cell(best, tps)} | {ratio} | "
-                      f"{err(tern, 'vs_own_f32')} | {err(best, 'vs_own_f32')} | {err(best, 'vs_tern_f32')} |")
+                first = next((r for r in mine if r is not None), None)
+                files = f"{mib(first and first['file_bytes'])} / {mib(best and best['file_bytes'])}"
+                rss = " / ".join(cell(r, lambda r: fmt_mib(r['peak_rss_bytes'])) for r in mine + [best])
+                speed = " / ".join(cell(r, tps) for r in mine + [best])
+                print(f"| {name} | {test} | {t} | {files} | {rss} | {speed} | "
+                      + " | ".join(ratio(r) for r in mine[::-1]) + " | "
+                      + " | ".join(err(r, "vs_tern_f32" if rt != "tern" or key != "f32" else "_") for rt, r in zip(terns, mine))
+                      + f" | {err(best, 'vs_own_f32')} | {err(best, 'vs_tern_f32')} |")
     for who, msg in failures.items():
         print(f"\n{who} failed: {msg[0] if msg else '(no message)'}")
 
