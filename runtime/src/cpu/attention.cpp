@@ -49,6 +49,27 @@ struct KeySource {
     const int kv = heads->kv_head(h);
     return j >= pos0 || !store ? call + (j - pos0) * stride + v_offset + int64_t(kv) * dh : store->value(kv, j);
   }
+  // key() and value() of positions [j0, j1) into kp, vp [j1 - j0]: one slot lookup per run of consecutive slots,
+  // then a row's step, instead of a lookup per position (a block's lookups cost a sizeable part of generation's
+  // attention, which has a single query row to spend each block's keys on).
+  void rows(int h, int64_t j0, int64_t j1, int dh, const T** kp, const T** vp) const {
+    const int64_t kv_column = int64_t(heads->kv_head(h)) * dh;
+    int64_t j = j0;
+    if (store) {
+      const int64_t stored_end = std::min(j1, pos0);
+      while (j < stored_end) {
+        const int64_t run = store->consecutive(j, stored_end);
+        const T* k = store->key(heads->kv_head(h), j);
+        const T* v = store->value(heads->kv_head(h), j);
+        for (int64_t e = 0; e < run; ++e) kp[j - j0 + e] = k + e * dh, vp[j - j0 + e] = v + e * dh;
+        j += run;
+      }
+    }
+    for (; j < j1; ++j) {  // this call's rows (and, without a store, the rows before them in the same buffer)
+      kp[j - j0] = call + (j - pos0) * stride + k_offset + kv_column;
+      vp[j - j0] = call + (j - pos0) * stride + v_offset + kv_column;
+    }
+  }
 };
 
 // The ISA kernels for float32 or float16 key and value rows.
@@ -115,18 +136,12 @@ void attend_key_block(const AttentionCall<T>& a, int h, int64_t r0, int64_t rows
   const int64_t width = j1 - j0;
   const T* kp[kKeyBlock];
   const T* vp[kKeyBlock];
+  a.src.rows(h, j0, j1, dh, kp, vp);
   if (rows == 1) {
-    for (int64_t j = j0; j < j1; ++j) {
-      kp[j - j0] = a.src.key(h, j, dh);
-      vp[j - j0] = a.src.value(h, j, dh);
-    }
     attend_keys(*a.kernels, t.q, count, kQueryBlock, kp, vp, width, dh, t.m, t.l, t.acc, a.softcap);
     return;
   }
-  for (int64_t j = j0; j < j1; ++j) {
-    put_key_column(*a.kernels, a.src.key(h, j, dh), dh, t.kt, j - j0, t.s);
-    vp[j - j0] = a.src.value(h, j, dh);
-  }
+  for (int64_t j = j0; j < j1; ++j) put_key_column(*a.kernels, kp[j - j0], dh, t.kt, j - j0, t.s);
   if (width < kKeyBlock) {  // a short last block: the tile scores the unused columns too (no row uses them)
     for (int c = 0; c < dh; ++c) std::fill(t.kt + c * kKeyBlock + width, t.kt + (c + 1) * kKeyBlock, 0.0f);
   }

@@ -53,6 +53,9 @@ class KvStore {
   // Key / value head h's row at position j.
   const T* key(int h, int64_t j) const { return &k_[index(h, j)]; }
   const T* value(int h, int64_t j) const { return &v_[index(h, j)]; }
+  // How many positions from j on, before end, have their rows one after another (KvStateLayout::consecutive_slots):
+  // key(h, j + e) is key(h, j) + e * head_dim for e below it, and the same for values.
+  int64_t consecutive(int64_t j, int64_t end) const { return layout_.consecutive_slots(j, end); }
 
   // Keeps what later queries need of this call's keys and values: rows [n, stride] at positions pos0..pos0+n-1,
   // key/value head h's key at row + key_offset + h*dh, its value at row + value_offset + h*dh.

@@ -11,6 +11,7 @@
 // slots in slot order, head_dim elements a slot; elements float32, or float16 bits under kv_storage F16.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/attention_pattern.h"
@@ -39,6 +40,14 @@ struct KvStateLayout {
       return ring_slots + (j / b) * c + (j % b - (b - c));
     }
     return j % ring_slots;
+  }
+  // How many positions from j on, before end, sit in consecutive slots (slot(j), slot(j) + 1, ...): at least 1 for
+  // j < end. Fixed's summaries interleave with its ring positions: there, one at a time.
+  int64_t consecutive_slots(int64_t j, int64_t end) const {
+    const int64_t ring_slots = ring();
+    if (ring_slots == 0) return end - j;
+    if (pattern.kind == PatternKind::kFixed) return 1;
+    return std::min(end - j, ring_slots - j % ring_slots);
   }
   // Bytes of the keys and values of `slot_count` slots of every head.
   uint64_t bytes_of(int64_t slot_count) const {
