@@ -43,32 +43,36 @@ struct KeySource {
   const HeadLayout* heads;
   const T* key(int h, int64_t j, int dh) const {
     const int kv = heads->kv_head(h);
-    return j >= pos0 || !store ? call + (j - pos0) * stride + k_offset + int64_t(kv) * dh : store->key(kv, j);
+    return j >= pos0 || !store ? in_call(j, k_offset, kv, dh) : store->key(kv, j);
   }
   const T* value(int h, int64_t j, int dh) const {
     const int kv = heads->kv_head(h);
-    return j >= pos0 || !store ? call + (j - pos0) * stride + v_offset + int64_t(kv) * dh : store->value(kv, j);
+    return j >= pos0 || !store ? in_call(j, v_offset, kv, dh) : store->value(kv, j);
   }
   // key() and value() of positions [j0, j1) into kp, vp [j1 - j0]: one slot lookup per run of consecutive slots,
   // then a row's step, instead of a lookup per position (a block's lookups cost a sizeable part of generation's
   // attention, which has a single query row to spend each block's keys on).
   void rows(int h, int64_t j0, int64_t j1, int dh, const T** kp, const T** vp) const {
-    const int64_t kv_column = int64_t(heads->kv_head(h)) * dh;
+    const int kv = heads->kv_head(h);
     int64_t j = j0;
     if (store) {
       const int64_t stored_end = std::min(j1, pos0);
       while (j < stored_end) {
         const int64_t run = store->consecutive(j, stored_end);
-        const T* k = store->key(heads->kv_head(h), j);
-        const T* v = store->value(heads->kv_head(h), j);
+        const T* k = store->key(kv, j);
+        const T* v = store->value(kv, j);
         for (int64_t e = 0; e < run; ++e) kp[j - j0 + e] = k + e * dh, vp[j - j0 + e] = v + e * dh;
         j += run;
       }
     }
     for (; j < j1; ++j) {  // this call's rows (and, without a store, the rows before them in the same buffer)
-      kp[j - j0] = call + (j - pos0) * stride + k_offset + kv_column;
-      vp[j - j0] = call + (j - pos0) * stride + v_offset + kv_column;
+      kp[j - j0] = in_call(j, k_offset, kv, dh);
+      vp[j - j0] = in_call(j, v_offset, kv, dh);
     }
+  }
+  // KV head kv's key (offset k_offset) or value (v_offset) of position j, in `call`'s rows.
+  const T* in_call(int64_t j, int64_t offset, int kv, int dh) const {
+    return call + (j - pos0) * stride + offset + int64_t(kv) * dh;
   }
 };
 
