@@ -458,7 +458,7 @@ def print_quant(doc):
           f"Tern's (float32 weights and cache).\n")
     names = " / ".join(LABEL[rt] for rt in terns)
     print(f"| weights Tern / llama.cpp | test | threads | file MiB Tern / llama | peak RSS MiB {names} / llama | "
-          f"tokens/s {names} / llama | " + " | ".join(f"{LABEL[rt]} time / llama time" for rt in terns[::-1]) +
+          f"tokens/s {names} / llama | " + " | ".join(f"{LABEL[rt]} time / llama time" for rt in terns) +
           " | " + " | ".join(f"{LABEL[rt]} err vs Tern f32" for rt in terns) +
           " | llama err vs llama F32 | llama err vs Tern f32 |")
     print("|---|---|---:|---:|---:|---:|" + "---:|" * (2 * len(terns) + 2))
@@ -491,8 +491,8 @@ def print_quant(doc):
                 rss = " / ".join(cell(r, lambda r: fmt_mib(r['peak_rss_bytes'])) for r in mine + [best])
                 speed = " / ".join(cell(r, tps) for r in mine + [best])
                 print(f"| {name} | {test} | {t} | {files} | {rss} | {speed} | "
-                      + " | ".join(ratio(r) for r in mine[::-1]) + " | "
-                      + " | ".join(err(r, "vs_tern_f32" if rt != "tern" or key != "f32" else "_") for rt, r in zip(terns, mine))
+                      + " | ".join(ratio(r) for r in mine) + " | "
+                      + " | ".join(err(r, "vs_tern_f32") for r in mine)
                       + f" | {err(best, 'vs_own_f32')} | {err(best, 'vs_tern_f32')} |")
     for who, msg in failures.items():
         print(f"\n{who} failed: {msg[0] if msg else '(no message)'}")
