@@ -284,8 +284,8 @@ TEST_CASE("Compressed weights: the packed I8 and I4 GEMM matches the definition"
     std::vector<int8_t> q;
     std::vector<float> s;
     reference_quantize(x, sh.rows, sh.in, q, s);
-    std::vector<int8_t> prepared = q;
-    k.qgemm_activations(prepared.data(), int64_t(prepared.size()));
+    std::vector<int32_t> sums(size_t(sh.rows * nb), 0x5A5A5A5A);
+    k.qgemm_activation_sums(q.data(), sh.rows, sh.in, sums.data());
     const std::vector<float> bias = randoms(size_t(sh.out), ++seed);
     const float* b = sh.bias ? bias.data() : nullptr;
     const std::vector<float> ws = randoms(size_t(sh.out * groups), ++seed, 0.05f);
@@ -317,10 +317,10 @@ TEST_CASE("Compressed weights: the packed I8 and I4 GEMM matches the definition"
       uint8_t* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
       pack(packed);
       std::vector<float> y(size_t(sh.rows * sh.y_stride), kSentinel);
-      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, prepared.data(), s.data(), sh.rows, 0, 1, y.data(),
+      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, q.data(), s.data(), sums.data(), sh.rows, 0, 1, y.data(),
                      sh.y_stride);
-      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, prepared.data(), s.data(), sh.rows, 1, panels, y.data(),
-                     sh.y_stride);
+      k.qgemm_panels(packed, sh.in, sh.group, bits, sh.out, q.data(), s.data(), sums.data(), sh.rows, 1, panels,
+                     y.data(), sh.y_stride);
       INFO(what);
       check_outputs(sh, y, ref, mag);
     };

@@ -55,13 +55,13 @@ void Matrix::run_f32(const IsaKernels& k, pthreadpool_t pool, int threads, const
 
 // The packed int8 panels, rows in blocks of 64 (their int8 copies, 64 KiB at in = 1024, stay in L2 while the task's
 // panels pass).
-void Matrix::run_q8(const IsaKernels& k, pthreadpool_t pool, int threads, int8_t* q, const float* s, int64_t n,
-                    float* y) const {
+void Matrix::run_q8(const IsaKernels& k, pthreadpool_t pool, int threads, const int8_t* q, const float* s,
+                    const int32_t* sums, int64_t n, float* y) const {
   const PackedQ8& w = *q8_;
   const int64_t nb = in_ / kQuantBlock;
   for_each_panel_task(pool, threads, n, 64, w.panel_count, [&](int64_t r0, int64_t rows, int64_t p0, int64_t p1) {
-    k.qgemm_panels(w.panels, in_, w.group, w.weight_bits, rows_, q + r0 * in_, s + r0 * nb, rows, p0, p1,
-                   y + r0 * out_stride_, out_stride_);
+    k.qgemm_panels(w.panels, in_, w.group, w.weight_bits, rows_, q + r0 * in_, s + r0 * nb, sums + r0 * nb, rows, p0,
+                   p1, y + r0 * out_stride_, out_stride_);
   });
 }
 
@@ -111,9 +111,11 @@ Result<Matrix> Matrix::create(const Model& model, const DerivedF32& derived, con
   return m;
 }
 
+// q [n, in] int8, then s [n, in / 32] float32, then (packed weights only) sums [n, in / 32] int32, each 64-aligned.
 uint64_t Matrix::scratch_bytes(int64_t n) const {
   if (dtype_ != fb::DType::I8 && dtype_ != fb::DType::I4) return 0;
-  return align64(uint64_t(n) * uint64_t(in_)) + uint64_t(n) * uint64_t(in_ / kQuantBlock) * sizeof(float);
+  const uint64_t blocks = uint64_t(n) * uint64_t(in_ / kQuantBlock);
+  return align64(uint64_t(n) * uint64_t(in_)) + align64(blocks * sizeof(float)) + (q8_ ? blocks * sizeof(int32_t) : 0);
 }
 
 Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, float* y, void* scratch,
@@ -132,17 +134,21 @@ Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, f
     });
     return Status::Ok();
   }
-  // Activations as int8 blocks: q [n, in], then one scale per block s [n, in / 32].
+  // Activations as int8 blocks: q [n, in], then one scale per block s [n, in / 32], then each block's sum for the
+  // packed GEMM.
   auto* q = static_cast<int8_t*>(scratch);
-  auto* s = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + align64(uint64_t(n) * uint64_t(in_)));
   const int64_t blocks = in_ / kQuantBlock;
+  const uint64_t s_at = align64(uint64_t(n) * uint64_t(in_));
+  auto* s = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + s_at);
+  auto* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(scratch) + s_at +
+                                          align64(uint64_t(n) * uint64_t(blocks) * sizeof(float)));
   const bool packed = q8_ && n >= q8_min_rows_;
   parallel_for(pool, size_t(n), 16, [&](size_t b, size_t e) {
     k.quantize_rows_q8(x + int64_t(b) * in_, int64_t(e - b), in_, q + int64_t(b) * in_, s + int64_t(b) * blocks);
-    if (packed) k.qgemm_activations(q + int64_t(b) * in_, int64_t(e - b) * in_);
+    if (packed) k.qgemm_activation_sums(q + int64_t(b) * in_, int64_t(e - b), in_, sums + int64_t(b) * blocks);
   });
   if (packed) {
-    run_q8(k, pool, threads, q, s, n, y);
+    run_q8(k, pool, threads, q, s, sums, n, y);
     return Status::Ok();
   }
   const int64_t group = t_->group();

@@ -4,7 +4,7 @@
 // float16 through Tern's kernels (cpu/isa/quant.inc), which read the model's bytes in place; int8 and int4 the same
 // for calls of few rows (generation), and for prefill through the GEMM of cpu/isa/quant_gemm.inc on a copy packed
 // once per model like float32's. For int8 and int4 the rows of x are first quantised to int8 in blocks of 32 (one
-// float32 scale each) in the caller's scratch.
+// float32 scale each; for the packed GEMM also each block's sum) in the caller's scratch.
 #pragma once
 
 #include <pthreadpool.h>
@@ -49,8 +49,8 @@ class Matrix {
 
  private:
   void run_f32(const IsaKernels& k, pthreadpool_t pool, int threads, const float* x, int64_t n, float* y) const;
-  void run_q8(const IsaKernels& k, pthreadpool_t pool, int threads, int8_t* q, const float* s, int64_t n,
-              float* y) const;
+  void run_q8(const IsaKernels& k, pthreadpool_t pool, int threads, const int8_t* q, const float* s,
+              const int32_t* sums, int64_t n, float* y) const;
 
   std::shared_ptr<const PackedF32> f32_;  // float32 weights: the model's packed copy
   std::shared_ptr<const PackedQ8> q8_;    // int8 and int4 weights: the model's packed copy for prefill

@@ -74,7 +74,7 @@ const IsaKernels kKernels = {
     qgemm_panel_bytes,
     pack_i8_panels,
     pack_i4_panels,
-    qgemm_activations,
+    qgemm_activation_sums,
     qgemm_panels,
     kGemmNR,
     pack_f32_panels,

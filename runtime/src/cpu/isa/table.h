@@ -132,14 +132,16 @@ struct IsaKernels {
                          int64_t group, uint8_t* panels);
   void (*pack_i4_panels)(const uint8_t* w, const uint16_t* ws, const float* bias_or_null, int64_t rows, int64_t in,
                          int64_t group, uint8_t* panels);
-  // Activations from quantize_rows_q8, q [count], made ready for qgemm_panels in place (avx512: q + 128 as unsigned
-  // bytes; the other variants leave them).
-  void (*qgemm_activations)(int8_t* q, int64_t count);
+  // Activations from quantize_rows_q8, q [rows, in] -> sums [rows, in / 32]: each block's sum, which the avx512
+  // panels (unsigned weights) take back from their dot products; the other variants write nothing (nor read it).
+  void (*qgemm_activation_sums)(const int8_t* q, int64_t rows, int64_t in, int32_t* sums);
   // y[r * y_stride + c] = the sum linear_i8 / linear_i4 define for output c (bias included) for r < n and c in
-  // [p0 * qgemm_nr, min(p1 * qgemm_nr, rows)): q [n, in] prepared by qgemm_activations, s [n, in / 32]. The same
-  // quantised products and scales as the in-place kernels; only the order of the float sums differs.
-  void (*qgemm_panels)(const uint8_t* panels, int64_t in, int64_t group, int weight_bits, int64_t rows,
-                       const int8_t* q, const float* s, int64_t n, int64_t p0, int64_t p1, float* y, int64_t y_stride);
+  // [p0 * qgemm_nr, min(p1 * qgemm_nr, rows)): q [n, in] and s [n, in / 32] from quantize_rows_q8, sums [n, in / 32]
+  // from qgemm_activation_sums. The same quantised products and scales as the in-place kernels; only the order of
+  // the float sums differs.
+  void (*qgemm_panels)(const uint8_t* panels, int64_t in, int64_t group, int weight_bits, int64_t rows, const int8_t* q,
+                       const float* s, const int32_t* sums, int64_t n, int64_t p0, int64_t p1, float* y,
+                       int64_t y_stride);
 
   // Float32 weights (cpu/matrix.cpp), packed once per model (cpu/packed_weights.h) into panels of gemm_nr output
   // columns, a property of the variant (16 to 32 on x86-64, 8 elsewhere), fixed for the process.
