@@ -17,6 +17,17 @@ size_t output_tile(int64_t rows, int threads) {
 
 uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
+// An int8 / int4 call's scratch for n rows: q [n, in] int8, then s [n, in / 32] float32, then (packed weights only)
+// sums [n, in / 32] int32, each 64-aligned; offsets in bytes.
+struct QuantScratch {
+  uint64_t s_at, sums_at, bytes;
+};
+QuantScratch quant_scratch(int64_t n, int64_t in, bool sums) {
+  const uint64_t blocks = uint64_t(n) * uint64_t(in / kQuantBlock);
+  const uint64_t s_at = align64(uint64_t(n) * uint64_t(in)), sums_at = s_at + align64(blocks * sizeof(float));
+  return {s_at, sums_at, sums_at + (sums ? blocks * sizeof(int32_t) : 0)};
+}
+
 // Activation rows per float32 task: a multiple of every variant's row tile (8, 6, 4: cpu/isa/gemm.inc), few enough
 // that the block's rows stay in the core's L2 cache while the task's panels pass (192 KiB at in = 1024).
 int64_t f32_row_block(int64_t in) { return in <= 1024 ? 48 : 24; }
@@ -111,11 +122,9 @@ Result<Matrix> Matrix::create(const Model& model, const DerivedF32& derived, con
   return m;
 }
 
-// q [n, in] int8, then s [n, in / 32] float32, then (packed weights only) sums [n, in / 32] int32, each 64-aligned.
 uint64_t Matrix::scratch_bytes(int64_t n) const {
   if (dtype_ != fb::DType::I8 && dtype_ != fb::DType::I4) return 0;
-  const uint64_t blocks = uint64_t(n) * uint64_t(in_ / kQuantBlock);
-  return align64(uint64_t(n) * uint64_t(in_)) + align64(blocks * sizeof(float)) + (q8_ ? blocks * sizeof(int32_t) : 0);
+  return quant_scratch(n, in_, q8_ != nullptr).bytes;
 }
 
 Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, float* y, void* scratch,
@@ -135,13 +144,12 @@ Status Matrix::run(pthreadpool_t pool, int threads, const float* x, int64_t n, f
     return Status::Ok();
   }
   // Activations as int8 blocks: q [n, in], then one scale per block s [n, in / 32], then each block's sum for the
-  // packed GEMM.
+  // packed GEMM (quant_scratch).
+  const QuantScratch at = quant_scratch(n, in_, q8_ != nullptr);
   auto* q = static_cast<int8_t*>(scratch);
+  auto* s = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + at.s_at);
+  auto* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(scratch) + at.sums_at);
   const int64_t blocks = in_ / kQuantBlock;
-  const uint64_t s_at = align64(uint64_t(n) * uint64_t(in_));
-  auto* s = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + s_at);
-  auto* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(scratch) + s_at +
-                                          align64(uint64_t(n) * uint64_t(blocks) * sizeof(float)));
   const bool packed = q8_ && n >= q8_min_rows_;
   parallel_for(pool, size_t(n), 16, [&](size_t b, size_t e) {
     k.quantize_rows_q8(x + int64_t(b) * in_, int64_t(e - b), in_, q + int64_t(b) * in_, s + int64_t(b) * blocks);
