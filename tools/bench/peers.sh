@@ -31,7 +31,9 @@
 #    PyTorch (its driver runs the GPT-2-like reference) and without a windowed twin; JSON and chart beside the
 #    first model's (peers-llama.json, peers-llama.png); its compressed phase generates at d0, d2048 and d8192.
 #    Generation after 8192 tokens runs on 1 thread with one warm run, as prefill at n = 8192 (each run fills the
-#    cache again).
+#    cache again). Below d 8192, generation and the compressed phase run in two rounds (run.py --rounds): every
+#    runtime's process once per round, the runtimes alternated, each keeping its fastest round's median, so that a
+#    slow spell of a shared machine that falls on one runtime's process does not decide a ratio.
 #
 # The full run: n in {512, 2048} on 1 and 2 threads with three warm runs, n = 8192 on 1 thread with one warm run,
 # Tern's windowed model at n in {8192, 16384, 32768}, then generation and the compressed-weights phase: 12.5 min on

@@ -125,6 +125,18 @@ def compare(peer, tern):
             "rel_l2_err": float(np.linalg.norm(diff) / np.linalg.norm(tern))}
 
 
+def add_round(rec, info, rss, tokens):
+    """Folds another round of the same measurement (the same command, run again after the other runtimes' processes)
+    into rec: steady is the fastest round's median, peak RSS the largest round's. A slow phase of a shared machine
+    that falls on one runtime's process then costs that runtime a round, not the comparison."""
+    steady = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
+    rec.setdefault("round_steady_ms", [rec["steady_ms"]]).append(steady)
+    rec["steady_ms"] = min(rec["round_steady_ms"])
+    rec["peak_rss_bytes"] = max(rec["peak_rss_bytes"], rss)
+    if tokens:
+        rec["tokens_per_s"] = tokens / (rec["steady_ms"] / 1e3)
+
+
 def fit_budget(points, budget, degree):
     """points: [(n, bytes)]. Least-squares polynomial of `degree` in n (at most len-1); the smallest n > max measured
     n where it reaches budget, or None if it never does within 2^24 tokens."""
@@ -181,6 +193,9 @@ def main():
     ap.add_argument("--decode-depths", default="0,512,2048", help="tokens in the cache before generating")
     ap.add_argument("--decode-tokens", type=int, default=128, help="tokens generated one at a time")
     ap.add_argument("--decode-warm", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="generation and the compressed phase below --long-n: run every runtime's process this many "
+                         "times, the runtimes alternated, and keep each one's fastest round (its median)")
     ap.add_argument("--quant-n", type=int, default=512, help="phase quant: prefill length")
     ap.add_argument("--quant-depths", default="0,512", help="phase quant: generation depths (--decode-tokens each)")
     ap.add_argument("--quant-formats", default=",".join(f[0] for f in QUANT_FORMATS),
@@ -211,7 +226,8 @@ def main():
                                   if os.path.exists(os.path.join(a.models, "windowed", "config.json")) else None),
            "budget_bytes": int(a.budget_gib * GiB), "warm_runs": a.warm, "long_n": a.long_n,
            "long_warm_runs": a.long_warm, "dense": results, "windowed": windowed, "linear": linear, "budget": [],
-           "decode": [], "decode_tokens": a.decode_tokens, "decode_warm_runs": a.decode_warm, "quant": []}
+           "decode": [], "decode_tokens": a.decode_tokens, "decode_warm_runs": a.decode_warm, "quant": [],
+           "rounds": a.rounds}
     decode = doc["decode"]
     quant = doc["quant"]
     if a.resume and os.path.exists(a.json):
@@ -271,19 +287,40 @@ def main():
     for depth in ([int(x) for x in a.decode_depths.split(",") if x] if "decode" in phases else []):
         # From --long-n tokens in the cache on, as for prefill: --long-threads, --long-warm (each run fills the cache)
         warm = a.decode_warm if depth < a.long_n else a.long_warm
+        rounds = a.rounds if depth < a.long_n else 1
         for t in (threads_list if depth < a.long_n else long_threads):
             tern_logits = None
+            todo = []
             for rt in [r for r in DECODE_RUNTIMES if r in runtimes or (r == "tern-f16kv" and "tern" in runtimes)]:
                 if (rt, depth, t) in decode_done and not (rt == "tern" and any(
                         (p, depth, t) not in decode_done for p in DECODE_RUNTIMES if p in runtimes)):
                     continue
                 if rt == "tern":
                     decode[:] = [r for r in decode if (r["runtime"], r["depth"], r["threads"]) != (rt, depth, t)]
+                todo.append(rt)
+            first_round = {}  # runtime -> its record from round 1 (later rounds fold into it)
+            for rnd, rt in ((rnd, rt) for rnd in range(rounds) for rt in todo):
+                if rnd > 0 and (rt not in first_round or first_round[rt]["rc"] != 0):
+                    continue
                 lp = os.path.join(a.tmp, f"peers_decode_{rt}_{depth}_{t}.f32")
                 cmd, env = command(rt, a, a.decode_tokens, t, warm, lp, depth)
                 rc, out, err, rss, wall = measured(cmd, env)
+                if rnd > 0:
+                    rec = first_round[rt]
+                    if os.path.exists(lp):
+                        os.unlink(lp)
+                    if rc != 0:  # a round that fails fails the measurement
+                        rec.update(rc=rc, error=err.strip()[-2000:])
+                        log(f"{rt} tg{a.decode_tokens}@d{depth} t={t} round {rnd + 1}: FAILED rc={rc}")
+                    else:
+                        add_round(rec, json.loads(out.strip().splitlines()[-1]), rss, a.decode_tokens)
+                        log(f"{rt:9s} tg{a.decode_tokens}@d{depth:<5d} t={t} round {rnd + 1}/{rounds}: "
+                            f"{rec['round_steady_ms'][-1]:.0f} ms; kept {rec['tokens_per_s']:7.1f} tokens/s")
+                    save()
+                    continue
                 rec = {"runtime": rt, "depth": depth, "tokens": a.decode_tokens, "threads": t, "rc": rc,
                        "peak_rss_bytes": rss, "wall_s": wall}
+                first_round[rt] = rec
                 if rc != 0:
                     rec["error"] = err.strip()[-2000:]
                     log(f"{rt} tg{a.decode_tokens}@d{depth} t={t}: FAILED rc={rc}: {err.strip()[-500:]}")
@@ -394,46 +431,73 @@ def run_quant(a, threads_list, quant, save):
                 continue
             quant[:] = [r for r in quant if not mine(r)]
             ref = {}  # runtime -> its float32 logits for this test and thread count
-            for key, tern_file, tern_w, gguf_file, llama_w in formats:
-                for rt in rts:
-                    is_tern = rt in ("tern", "tern-f16kv")
-                    model = tern_file if is_tern else gguf_file
-                    lp = os.path.join(a.tmp, f"peers_quant_{rt}_{key}_{name}_{t}.f32")
-                    cmd, env = command(rt, a, n, t, warm, lp, depth, model)
-                    path = os.path.join(a.models, model)
-                    rec = {"format": key, "runtime": rt, "weights": tern_w if is_tern else llama_w,
-                           "model": model, "file_bytes": os.path.getsize(path) if os.path.exists(path) else None,
-                           "test": name, "n": n, "depth": depth, "threads": t}
-                    rc, out, err, rss, wall = measured(cmd, env)
-                    rec.update(rc=rc, peak_rss_bytes=rss, wall_s=wall)
-                    if rc != 0:
-                        rec["error"] = err.strip()[-2000:]
-                        log(f"quant {rt} {rec['weights']} {name} t={t}: FAILED rc={rc}: {err.strip()[-300:]}")
-                        quant.append(rec)
-                        if os.path.exists(lp):
-                            os.unlink(lp)
-                        save()
-                        continue
-                    info = json.loads(out.strip().splitlines()[-1])
-                    rec.update(info)
-                    rec["steady_ms"] = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
-                    rec["tokens_per_s"] = n / (rec["steady_ms"] / 1e3)
-                    logits = np.fromfile(lp, dtype=np.float32)
-                    os.unlink(lp)
-                    if key == "f32":
-                        ref[rt] = logits
-                    for field, base in (("vs_own_f32", ref.get(rt) if key != "f32" else None),
-                                        ("vs_tern_f32", ref.get("tern") if (key, rt) != ("f32", "tern") else None)):
-                        if base is not None and base.size == logits.size:
-                            rec[field] = compare(logits, base)
-                        elif base is not None:
-                            rec[field + "_error"] = f"logits size {logits.size} != {base.size}"
-                    errs = ", ".join(f"{k} {rec[k]['rel_l2_err']:.2e}" for k in ("vs_own_f32", "vs_tern_f32")
-                                     if k in rec)
-                    log(f"quant {rt:8s} {rec['weights']:4s} {name:12s} t={t}: {rec['tokens_per_s']:8.1f} tokens/s, "
-                        f"peak RSS {rss / MiB:5.0f} MiB" + (f", rel err {errs}" if errs else ""))
-                    quant.append(rec)
+            first_round = {}  # (format, runtime) -> its record from round 1 (later rounds fold into it)
+            rounds = a.rounds if depth is None or depth < a.long_n else 1
+            for rnd, (key, tern_file, tern_w, gguf_file, llama_w), rt in (
+                    (rnd, f, rt) for rnd in range(rounds) for f in formats for rt in rts):
+                if rnd > 0 and first_round[key, rt]["rc"] != 0:
+                    continue
+                is_tern = rt in ("tern", "tern-f16kv")
+                model = tern_file if is_tern else gguf_file
+                lp = os.path.join(a.tmp, f"peers_quant_{rt}_{key}_{name}_{t}.f32")
+                cmd, env = command(rt, a, n, t, warm, lp, depth, model)
+                path = os.path.join(a.models, model)
+                rc, out, err, rss, wall = measured(cmd, env)
+                if rnd > 0:
+                    rec = first_round[key, rt]
+                    if os.path.exists(lp):
+                        os.unlink(lp)
+                    if rc != 0:  # a round that fails fails the measurement
+                        rec.update(rc=rc, error=err.strip()[-2000:])
+                        log(f"quant {rt} {rec['weights']} {name} t={t} round {rnd + 1}: FAILED rc={rc}")
+                    else:
+                        add_round(rec, json.loads(out.strip().splitlines()[-1]), rss, n)
+                        log(f"quant {rt:8s} {rec['weights']:4s} {name:12s} t={t} round {rnd + 1}/{rounds}: "
+                            f"{rec['round_steady_ms'][-1]:.0f} ms; kept {rec['tokens_per_s']:8.1f} tokens/s")
                     save()
+                    continue
+                rec = {"format": key, "runtime": rt, "weights": tern_w if is_tern else llama_w,
+                       "model": model, "file_bytes": os.path.getsize(path) if os.path.exists(path) else None,
+                       "test": name, "n": n, "depth": depth, "threads": t}
+                first_round[key, rt] = rec
+                rec.update(rc=rc, peak_rss_bytes=rss, wall_s=wall)
+                if rc != 0:
+                    rec["error"] = err.strip()[-2000:]
+                    log(f"quant {rt} {rec['weights']} {name} t={t}: FAILED rc={rc}: {err.strip()[-300:]}")
+                    quant.append(rec)
+                    if os.path.exists(lp):
+                        os.unlink(lp)
+                    save()
+                    continue
+                info = json.loads(out.strip().splitlines()[-1])
+                rec.update(info)
+                rec["steady_ms"] = statistics.median(info["warm_ms"]) if info["warm_ms"] else info["first_ms"]
+                rec["tokens_per_s"] = n / (rec["steady_ms"] / 1e3)
+                logits = np.fromfile(lp, dtype=np.float32)
+                os.unlink(lp)
+                if key == "f32":
+                    ref[rt] = logits
+                for field, base in (("vs_own_f32", ref.get(rt) if key != "f32" else None),
+                                    ("vs_tern_f32", ref.get("tern") if (key, rt) != ("f32", "tern") else None)):
+                    if base is not None and base.size == logits.size:
+                        rec[field] = compare(logits, base)
+                    elif base is not None:
+                        rec[field + "_error"] = f"logits size {logits.size} != {base.size}"
+                errs = ", ".join(f"{k} {rec[k]['rel_l2_err']:.2e}" for k in ("vs_own_f32", "vs_tern_f32")
+                                 if k in rec)
+                log(f"quant {rt:8s} {rec['weights']:4s} {name:12s} t={t}: {rec['tokens_per_s']:8.1f} tokens/s, "
+                    f"peak RSS {rss / MiB:5.0f} MiB" + (f", rel err {errs}" if errs else ""))
+                quant.append(rec)
+                save()
+
+
+def rounds_note(doc):
+    """How run_quant and generation repeat their measurements (--rounds), for the tables' captions."""
+    r = doc.get("rounds", 1)
+    if r <= 1:
+        return ""
+    return (f"; below d {doc['long_n']}, {r} rounds: every runtime's process runs once per round, the runtimes "
+            f"alternated, and each keeps its fastest round's median")
 
 
 def print_quant(doc):
@@ -451,7 +515,7 @@ def print_quant(doc):
           f"with a float16 one (F16 KV), llama.cpp with its default F16 cache: the F16 KV ratio compares the same weight "
           f"and cache precision. ppN: one forward of N tokens; tgT@dD: T tokens one call each after D. "
           f"Steady = median of the warm runs ({doc['warm_runs']} for pp, {doc['decode_warm_runs']} for tg; "
-          f"{doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread); tokens/s "
+          f"{doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread){rounds_note(doc)}; tokens/s "
           f"from it. Time ratio Tern / llama.cpp (lower is better) against "
           f"{'the faster of ' if len(llamas) > 1 else ''}{' and '.join(LABEL[r] for r in llamas)}. Errors: ||a - b|| / ||b|| over all logits of the test (every "
           f"position of the prefill, every generated step), against the runtime's own float32 run and against "
@@ -506,7 +570,7 @@ def print_decode(doc, threads_list):
     g = doc["decode_tokens"]
     print(f"\nGeneration, as llama-bench's tg{g}@dD: {g} tokens one call each after D tokens in the cache (the D "
           f"tokens in one untimed call); steady = median of {doc['decode_warm_runs']} warm runs after the first "
-          f"({doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread). "
+          f"({doc['long_warm_runs']} from d {doc['long_n']} on, 1 thread){rounds_note(doc)}. "
           f"Error = max |peer - Tern| / max |Tern| over the logits of every step.\n")
     print("| test | threads | runtime | tokens/s | Tern time / peer time | peak RSS MiB | error vs Tern |")
     print("|---|---:|---|---:|---:|---:|---:|")
