@@ -23,8 +23,9 @@
 #    F32, F16, Q8_0 and Q4_0 (gguf-py, the tensor types llama-quantize would pick);
 # 6. runs tools/bench/peers/run.py: each runtime, n and thread count in its own process (prefill: one forward of n
 #    tokens; generation: tg128@d0, d512, d2048 for Tern (float32 and F16 KV state) and llama.cpp with and without
-#    flash attention; compressed weights: Tern f16 / int8 / int4 (float32 and F16 KV state) against llama.cpp FA
-#    F16 / Q8_0 / Q4_0 (its default F16 cache) and both float32 files, pp512, tg128@d0 and @d512:
+#    flash attention; compressed weights: Tern f16 / int8 / int4 (float32 and F16 KV state) against llama.cpp
+#    F16 / Q8_0 / Q4_0 with and without flash attention (its default F16 cache; ratios against the faster) and both
+#    float32 files, pp512, tg128@d0 and @d512:
 #    file size, peak RSS, speed and the logits' error against each runtime's float32 run and Tern's); prints
 #    markdown tables and writes the JSON; then draws the chart (tools/bench/peers/chart.py). The Llama model runs
 #    n in {512, 2048}, generation at d0, d2048 and d8192, the compressed phase and the linear layers, without

@@ -200,7 +200,7 @@ def main():
     ap.add_argument("--quant-depths", default="0,512", help="phase quant: generation depths (--decode-tokens each)")
     ap.add_argument("--quant-formats", default=",".join(f[0] for f in QUANT_FORMATS),
                     help="phase quant: weight formats (f32 is what the errors are measured against)")
-    ap.add_argument("--quant-llama", default="llama-fa",
+    ap.add_argument("--quant-llama", default="llama-fa,llama",
                     help="phase quant: llama.cpp with flash attention (llama-fa), without (llama), or both")
     ap.add_argument("--quant-tern", default="tern,tern-f16kv",
                     help="phase quant: Tern with its float32 cache (tern), a float16 one (tern-f16kv), or both")
