@@ -9,9 +9,10 @@
 #                        [--json-llama FILE] [--chart-llama FILE] [--vulkan [--json-vulkan FILE]]
 #
 # 1. installs what is missing: Tern's build dependencies (tools/install-deps.sh), then Debian's python3-torch,
-#    python3-numpy, python3-matplotlib, libopenblas0-pthread (and nodejs, npm, git unless present). Installing
-#    OpenBLAS makes Debian point the system's libblas.so.3 at it; the script puts the BLAS alternatives back as it
-#    found them and hands OpenBLAS to PyTorch through LD_LIBRARY_PATH only (the driver reports the BLAS it mapped).
+#    python3-numpy, python3-matplotlib, libopenblas0-pthread, time (GNU time, which measures each run's own peak
+#    RSS), and nodejs, npm, git unless present. Installing OpenBLAS makes Debian point the system's libblas.so.3 at
+#    it; the script puts the BLAS alternatives back as it found them and hands OpenBLAS to PyTorch through
+#    LD_LIBRARY_PATH only (the driver reports the BLAS it mapped).
 # 2. builds Tern (build/: tern-convert, peer_tern, linear_bench);
 # 3. installs npm onnxruntime-node@1.30.0 and node-llama-cpp (+ its prebuilt linux-x64 CPU libraries) into
 #    $TERN_PEERS_WORK/npm (default /tmp/tern-peers), with --ignore-scripts: nothing is downloaded or built by
@@ -86,7 +87,7 @@ say() { echo "== $*" >&2; }
 
 # ---- 1. Debian packages
 bash tools/install-deps.sh
-packages=(python3-torch python3-numpy python3-matplotlib libopenblas0-pthread)
+packages=(python3-torch python3-numpy python3-matplotlib libopenblas0-pthread time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

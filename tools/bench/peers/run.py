@@ -24,6 +24,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -50,19 +51,31 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+# GNU time: forks the measured command from its own small process and reports that child's peak RSS (wait4's
+# ru_maxrss). A child forked straight from this script would not do: on exec the kernel carries the forked copy's
+# high-water mark into the new program's ru_maxrss, so every figure would be at least this script's own resident
+# size (hundreds of MiB while it holds a Llama run's logits).
+GNU_TIME = "/usr/bin/time"
+
+
 def measured(cmd, env=None, timeout=1800):
-    """Runs cmd in a forked child; returns (rc, stdout, stderr, its own peak RSS in bytes from wait4, wall s)."""
+    """Runs cmd under GNU time in a child of its own process group; returns (rc, stdout, stderr, cmd's own peak RSS in
+    bytes, wall s). Past `timeout` the whole group is killed."""
     t0 = time.monotonic()
+    rss_fd, rss_path = tempfile.mkstemp(prefix="peers_rss_")
+    os.close(rss_fd)
     r_out, w_out = os.pipe()
     r_err, w_err = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.setpgid(0, 0)
         os.dup2(w_out, 1)
         os.dup2(w_err, 2)
         os.close(r_out)
         os.close(r_err)
         try:
-            os.execvpe(cmd[0], cmd, env if env is not None else os.environ)
+            full = [GNU_TIME, "-f", "%M", "-o", rss_path, "--"] + cmd
+            os.execve(full[0], full, env if env is not None else os.environ)
         finally:
             os._exit(127)
     os.close(w_out)
@@ -78,7 +91,7 @@ def measured(cmd, env=None, timeout=1800):
     while open_fds:
         left = deadline - time.monotonic()
         if left <= 0:
-            os.kill(pid, 9)
+            os.killpg(pid, 9)
             break
         for key, _ in sel.select(timeout=min(left, 5)):
             data = os.read(key.fd, 65536)
@@ -87,12 +100,17 @@ def measured(cmd, env=None, timeout=1800):
             else:
                 sel.unregister(key.fd)
                 open_fds.discard(key.fd)
-    _, status, ru = os.wait4(pid, 0)
+    _, status, _ = os.wait4(pid, 0)
     for fd in bufs:
         os.close(fd)
     rc = os.waitstatus_to_exitcode(status)
+    # time's last line is %M in KiB (a line before it says how a failed command ended)
+    with open(rss_path) as f:
+        lines = f.read().split()
+    os.unlink(rss_path)
+    rss = int(lines[-1]) * 1024 if lines and lines[-1].isdigit() else 0
     return (rc, b"".join(bufs[r_out]).decode(errors="replace"), b"".join(bufs[r_err]).decode(errors="replace"),
-            ru.ru_maxrss * 1024, time.monotonic() - t0)
+            rss, time.monotonic() - t0)
 
 
 def command(rt, a, n, threads, warm, logits, depth=None, model=None):
@@ -208,6 +226,8 @@ def main():
     ap.add_argument("--resume", action="store_true",
                     help="keep what --json already holds and measure only what it lacks (an interrupted run)")
     a = ap.parse_args()
+    if not os.access(GNU_TIME, os.X_OK):
+        sys.exit(f"run.py: {GNU_TIME} not found: the peak RSS figures need GNU time (Debian package time)")
     phases = a.phases.split(",")
     ns = [int(x) for x in a.ns.split(",")]
     threads_list = [int(x) for x in a.threads.split(",")]
