@@ -155,6 +155,18 @@ def add_round(rec, info, rss, tokens):
         rec["tokens_per_s"] = tokens / (rec["steady_ms"] / 1e3)
 
 
+def later_round(rec, rc, out, err, rss, logits_path, tokens, label, rnd, rounds):
+    """Round rnd + 1 (> 1) of rec's measurement: its logits are not compared again; a round that fails fails rec."""
+    if os.path.exists(logits_path):
+        os.unlink(logits_path)
+    if rc != 0:
+        rec.update(rc=rc, error=err.strip()[-2000:])
+        log(f"{label} round {rnd + 1}: FAILED rc={rc}")
+        return
+    add_round(rec, json.loads(out.strip().splitlines()[-1]), rss, tokens)
+    log(f"{label} round {rnd + 1}/{rounds}: {rec['round_steady_ms'][-1]:.0f} ms; kept {rec['tokens_per_s']:.1f} tokens/s")
+
+
 def fit_budget(points, budget, degree):
     """points: [(n, bytes)]. Least-squares polynomial of `degree` in n (at most len-1); the smallest n > max measured
     n where it reaches budget, or None if it never does within 2^24 tokens."""
@@ -326,16 +338,8 @@ def main():
                 cmd, env = command(rt, a, a.decode_tokens, t, warm, lp, depth)
                 rc, out, err, rss, wall = measured(cmd, env)
                 if rnd > 0:
-                    rec = first_round[rt]
-                    if os.path.exists(lp):
-                        os.unlink(lp)
-                    if rc != 0:  # a round that fails fails the measurement
-                        rec.update(rc=rc, error=err.strip()[-2000:])
-                        log(f"{rt} tg{a.decode_tokens}@d{depth} t={t} round {rnd + 1}: FAILED rc={rc}")
-                    else:
-                        add_round(rec, json.loads(out.strip().splitlines()[-1]), rss, a.decode_tokens)
-                        log(f"{rt:9s} tg{a.decode_tokens}@d{depth:<5d} t={t} round {rnd + 1}/{rounds}: "
-                            f"{rec['round_steady_ms'][-1]:.0f} ms; kept {rec['tokens_per_s']:7.1f} tokens/s")
+                    later_round(first_round[rt], rc, out, err, rss, lp, a.decode_tokens,
+                                f"{rt:9s} tg{a.decode_tokens}@d{depth:<5d} t={t}", rnd, rounds)
                     save()
                     continue
                 rec = {"runtime": rt, "depth": depth, "tokens": a.decode_tokens, "threads": t, "rc": rc,
@@ -465,15 +469,8 @@ def run_quant(a, threads_list, quant, save):
                 rc, out, err, rss, wall = measured(cmd, env)
                 if rnd > 0:
                     rec = first_round[key, rt]
-                    if os.path.exists(lp):
-                        os.unlink(lp)
-                    if rc != 0:  # a round that fails fails the measurement
-                        rec.update(rc=rc, error=err.strip()[-2000:])
-                        log(f"quant {rt} {rec['weights']} {name} t={t} round {rnd + 1}: FAILED rc={rc}")
-                    else:
-                        add_round(rec, json.loads(out.strip().splitlines()[-1]), rss, n)
-                        log(f"quant {rt:8s} {rec['weights']:4s} {name:12s} t={t} round {rnd + 1}/{rounds}: "
-                            f"{rec['round_steady_ms'][-1]:.0f} ms; kept {rec['tokens_per_s']:8.1f} tokens/s")
+                    later_round(rec, rc, out, err, rss, lp, n, f"quant {rt:8s} {rec['weights']:4s} {name:12s} t={t}",
+                                rnd, rounds)
                     save()
                     continue
                 rec = {"format": key, "runtime": rt, "weights": tern_w if is_tern else llama_w,
