@@ -109,8 +109,10 @@ def measured(cmd, env=None, timeout=1800):
         lines = f.read().split()
     os.unlink(rss_path)
     rss = int(lines[-1]) * 1024 if lines and lines[-1].isdigit() else 0
-    return (rc, b"".join(bufs[r_out]).decode(errors="replace"), b"".join(bufs[r_err]).decode(errors="replace"),
-            rss, time.monotonic() - t0)
+    err = b"".join(bufs[r_err]).decode(errors="replace")
+    if rc == 0 and rss == 0:  # a run without its peak RSS fails rather than pass every memory goal at 0 MiB
+        rc, err = 1, err + f"\nrun.py: no peak RSS from {GNU_TIME}"
+    return rc, b"".join(bufs[r_out]).decode(errors="replace"), err, rss, time.monotonic() - t0
 
 
 def command(rt, a, n, threads, warm, logits, depth=None, model=None):
@@ -332,7 +334,7 @@ def main():
                 todo.append(rt)
             first_round = {}  # runtime -> its record from round 1 (later rounds fold into it)
             for rnd, rt in ((rnd, rt) for rnd in range(rounds) for rt in todo):
-                if rnd > 0 and (rt not in first_round or first_round[rt]["rc"] != 0):
+                if rnd > 0 and first_round[rt]["rc"] != 0:
                     continue
                 lp = os.path.join(a.tmp, f"peers_decode_{rt}_{depth}_{t}.f32")
                 cmd, env = command(rt, a, a.decode_tokens, t, warm, lp, depth)
